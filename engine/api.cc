@@ -1,0 +1,81 @@
+// The public handles (Engine, Tenant, Table): argument checks and forwarding
+// to EngineCore.
+#include "engine/engine_core.h"
+#include "strata/engine.h"
+#include "strata/table.h"
+
+namespace strata {
+
+namespace {
+Status EmptyHandle(const char* what) {
+  return Status::InvalidArgument(std::string("empty ") + what + " handle");
+}
+}  // namespace
+
+// ----------------------------------------------------------------------------
+// Engine
+
+Engine::~Engine() {
+  if (core_ != nullptr) core_->Close().PermitUncheckedError();  // Close() reports errors
+}
+
+Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, const EngineOptions& options) {
+  std::shared_ptr<engine::EngineCore> core;
+  STRATA_RETURN_IF_ERROR(engine::EngineCore::Open(dir, options, &core));
+  return std::unique_ptr<Engine>(new Engine(std::move(core)));
+}
+
+Status Engine::CreateTenant(std::string_view name) { return core_->CreateTenant(name); }
+
+Result<Tenant> Engine::OpenTenant(std::string_view name) const {
+  Result<std::shared_ptr<engine::TenantState>> t = core_->FindTenant(name);
+  if (!t.ok()) return t.status();
+  return Tenant(core_, std::move(t.value()));
+}
+
+Result<std::vector<std::string>> Engine::ListTenants() const { return core_->ListTenants(); }
+
+EngineStats Engine::GetStats() const { return core_->GetStats(); }
+
+Status Engine::Close() { return core_->Close(); }
+
+// ----------------------------------------------------------------------------
+// Tenant
+
+std::string Tenant::name() const { return state_ ? state_->name : std::string(); }
+
+Status Tenant::CreateTable(std::string_view name, const TableSchema& schema) {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->CreateTable(*state_, name, schema);
+}
+
+Result<Table> Tenant::OpenTable(std::string_view name) const {
+  if (!state_) return EmptyHandle("tenant");
+  Result<std::shared_ptr<engine::TableState>> t = core_->FindTable(*state_, name);
+  if (!t.ok()) return t.status();
+  return Table(core_, std::move(t.value()));
+}
+
+Result<std::vector<std::string>> Tenant::ListTables() const {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->ListTables(*state_);
+}
+
+// ----------------------------------------------------------------------------
+// Table
+
+std::string Table::name() const { return state_ ? state_->name : std::string(); }
+
+Status Table::Mutate(const WriteOptions& options, std::string_view row,
+                     const RowMutation& mutation) {
+  if (!state_) return EmptyHandle("table");
+  return core_->Mutate(*state_, options, row, mutation);
+}
+
+Result<std::vector<Cell>> Table::ReadRow(const ReadOptions& options, std::string_view row,
+                                         const RowFilter& filter) const {
+  if (!state_) return EmptyHandle("table");
+  return core_->ReadRow(*state_, options, row, filter);
+}
+
+}  // namespace strata

@@ -1,0 +1,527 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/coding.h"
+#include "engine/log_record.h"
+#include "wal/log_reader.h"
+
+namespace strata::engine {
+
+namespace {
+
+constexpr const char* kLockFileName = "LOCK";
+constexpr const char* kLogDirName = "wal";
+
+wal::RecoveryMode ToWalMode(WalRecoveryMode m) {
+  switch (m) {
+    case WalRecoveryMode::kTolerateTornTail: return wal::RecoveryMode::kTolerateTornTail;
+    case WalRecoveryMode::kAbsoluteConsistency: return wal::RecoveryMode::kAbsoluteConsistency;
+    case WalRecoveryMode::kPointInTime: return wal::RecoveryMode::kPointInTime;
+  }
+  return wal::RecoveryMode::kTolerateTornTail;
+}
+
+CellType ToCellType(RowMutation::Kind kind) {
+  switch (kind) {
+    case RowMutation::Kind::kPut: return CellType::kPut;
+    case RowMutation::Kind::kDeleteCell: return CellType::kDeleteCell;
+    case RowMutation::Kind::kDeleteColumn: return CellType::kDeleteColumn;
+    case RowMutation::Kind::kDeleteRow: return CellType::kDeleteRow;
+  }
+  return CellType::kPut;
+}
+
+bool RowInRange(const Slice& row, const std::string& start, const std::string& end) {
+  return (start.empty() || row.compare(start) >= 0) && (end.empty() || row.compare(end) < 0);
+}
+
+}  // namespace
+
+// A row mutation between Mutate and the log's apply function.
+struct EngineCore::PendingWrite {
+  const TabletState* tablet;
+  Slice row;
+  std::vector<CellEntry> entries;
+};
+
+TabletState* TableState::FindTablet(const Slice& row) const {
+  // Tablets are sorted by start_row and cover the whole key space.
+  auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
+                             [](const Slice& r, const std::unique_ptr<TabletState>& t) {
+                               return r.compare(t->start_row) < 0;
+                             });
+  if (it == tablets.begin()) return nullptr;
+  TabletState* t = std::prev(it)->get();
+  return RowInRange(row, t->start_row, t->end_row) ? t : nullptr;
+}
+
+EngineCore::EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs)
+    : dir_(std::move(dir)), options_(options), fs_(fs) {}
+
+EngineCore::~EngineCore() { Close().PermitUncheckedError();  // Engine::Close reports errors
+}
+
+Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
+                        std::shared_ptr<EngineCore>* result) {
+  if (dir.empty()) return Status::InvalidArgument("engine directory path is empty");
+  FileSystem* fs = options.file_system != nullptr ? options.file_system : FileSystem::Default();
+  std::shared_ptr<EngineCore> core(new EngineCore(dir, options, fs));
+
+  const bool exists = fs->FileExists(JoinPath(dir, Manifest::kFileName));
+  if (!exists && !options.create_if_missing) {
+    return Status::NotFound(dir + ": no engine here and create_if_missing is off");
+  }
+  if (exists && options.error_if_exists) {
+    return Status::AlreadyExists(dir + ": an engine exists and error_if_exists is on");
+  }
+  STRATA_RETURN_IF_ERROR(fs->CreateDirIfMissing(dir));
+  Status s = fs->LockFile(JoinPath(dir, kLockFileName), &core->lock_);
+  if (s.IsBusy()) {
+    return Status::Busy(dir + " is already open by another Engine (" + std::string(s.message()) +
+                        ")");
+  }
+  STRATA_RETURN_IF_ERROR(s);
+  s = core->Recover();
+  if (!s.ok()) {
+    core->Close().PermitUncheckedError();  // the recovery error is the one to report
+    return s;
+  }
+  *result = std::move(core);
+  return Status::OK();
+}
+
+std::shared_ptr<TableState> EngineCore::MakeTable(
+    const VersionEdit::NewTable& table, const std::vector<VersionEdit::NewTablet>& tablets) const {
+  auto t = std::make_shared<TableState>();
+  t->id = table.id;
+  t->tenant_id = table.tenant_id;
+  t->name = table.name;
+  t->schema = table.schema;
+  for (const auto& tab : tablets) {
+    auto ts = std::make_unique<TabletState>();
+    ts->id = tab.id;
+    ts->table = t.get();
+    ts->start_row = tab.start_row;
+    ts->end_row = tab.end_row;
+    ts->groups.resize(t->schema.locality_groups().size());
+    for (auto& g : ts->groups) g.mem = std::make_shared<memtable::MemTable>();
+    t->tablets.push_back(std::move(ts));
+  }
+  std::sort(t->tablets.begin(), t->tablets.end(),
+            [](const auto& a, const auto& b) { return a->start_row < b->start_row; });
+  return t;
+}
+
+Status EngineCore::Recover() {
+  MutexLock l(&mu_);
+  STRATA_RETURN_IF_ERROR(
+      Manifest::Open(fs_, dir_, /*create=*/true, &catalog_, &manifest_));
+  for (const auto& [id, tenant] : catalog_.tenants) {
+    auto t = std::make_shared<TenantState>();
+    t->id = id;
+    t->name = tenant.name;
+    tenants_[tenant.name] = std::move(t);
+  }
+  for (const auto& [id, table] : catalog_.tables) {
+    std::vector<VersionEdit::NewTablet> tablets;
+    for (const auto& [tid, tablet] : catalog_.tablets) {
+      if (tablet.table_id == id) tablets.push_back(tablet);
+    }
+    if (tablets.empty()) {
+      return Status::Corruption(dir_ + "/MANIFEST: table " + table.name + " has no tablets");
+    }
+    auto state = MakeTable(table, tablets);
+    for (const auto& tab : state->tablets) tablets_by_id_[tab->id] = tab.get();
+    tables_[{table.tenant_id, table.name}] = std::move(state);
+  }
+
+  const std::string log_dir = JoinPath(dir_, kLogDirName);
+  STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(log_dir));
+  wal::RecoveryInfo info;
+  STRATA_RETURN_IF_ERROR(wal::RecoverLog(
+      fs_, log_dir, ToWalMode(options_.wal_recovery_mode),
+      [this](SequenceNumber first, uint64_t count, Slice payload) NO_THREAD_SAFETY_ANALYSIS {
+        return ReplayRecord(first, count, payload);
+      },
+      &info));
+  const SequenceNumber next = std::max<SequenceNumber>(info.next_sequence, 1);
+  // Relaxed: no other thread can see the core yet.
+  visible_sequence_.store(next - 1, std::memory_order_relaxed);
+
+  wal::LogOptions lo;
+  lo.fs = fs_;
+  lo.use_io_uring = options_.use_io_uring;
+  lo.segment_size = options_.wal_segment_size;
+  lo.recycle_segments = options_.recycle_wal_segments;
+  return wal::LogWriter::Open(
+      lo, log_dir, next,
+      [this](wal::WriteRequest* const* requests, size_t n) { ApplyGroup(requests, n); }, &log_);
+}
+
+Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload) {
+  mu_.AssertHeld();
+  std::vector<LoggedRow> rows;
+  Status s = DecodeLogRecord(payload, &rows);
+  if (!s.ok()) return s.WithContext("record at sequence " + std::to_string(first_sequence));
+  uint64_t entries = 0;
+  for (const auto& r : rows) entries += r.entries.size();
+  if (entries != count) {
+    return Status::Corruption("log record at sequence " + std::to_string(first_sequence) +
+                              " holds " + std::to_string(entries) + " entries but uses " +
+                              std::to_string(count) + " sequence numbers");
+  }
+  SequenceNumber seq = first_sequence;
+  for (const auto& r : rows) {
+    auto it = tablets_by_id_.find(r.tablet_id);
+    if (it == tablets_by_id_.end()) {
+      // Tablets are never removed yet, so a record naming an unknown one means
+      // the log and the manifest disagree.
+      return Status::Corruption("log record at sequence " + std::to_string(seq) +
+                                " names unknown tablet " + std::to_string(r.tablet_id));
+    }
+    for (const auto& e : r.entries) {
+      if (e.type != CellType::kDeleteRow && it->second->table->schema.FamilyById(e.family) == nullptr) {
+        return Status::Corruption("log record at sequence " + std::to_string(seq) +
+                                  " names unknown family id " + std::to_string(e.family));
+      }
+    }
+    InsertEntries(*it->second, r.row, r.entries, seq);
+    seq += r.entries.size();
+  }
+  return Status::OK();
+}
+
+void EngineCore::InsertEntries(const TabletState& tablet, const Slice& row,
+                               const std::vector<CellEntry>& entries,
+                               SequenceNumber first_sequence) {
+  const Schema& schema = tablet.table->schema;
+  SequenceNumber seq = first_sequence;
+  for (const auto& e : entries) {
+    if (e.type == CellType::kDeleteRow) {
+      // A row marker goes to every group, so each group's reads see it.
+      for (const auto& g : tablet.groups) {
+        g.mem->Add(seq, e.type, row, kRowMarkerFamily, Slice(), e.timestamp, Slice());
+      }
+    } else {
+      const FamilyInfo* f = schema.FamilyById(e.family);
+      tablet.groups[f->locality_group].mem->Add(seq, e.type, row, e.family, e.qualifier,
+                                                e.timestamp, e.value);
+    }
+    seq++;
+  }
+}
+
+void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
+  SequenceNumber last = 0;
+  uint64_t cells = 0;
+  for (size_t i = 0; i < n; i++) {
+    const auto* w = static_cast<const PendingWrite*>(requests[i]->arg);
+    InsertEntries(*w->tablet, w->row, w->entries, requests[i]->first_sequence);
+    last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
+    cells += w->entries.size();
+  }
+  visible_sequence_.store(last, std::memory_order_release);
+  stat_writes_.fetch_add(n, std::memory_order_relaxed);
+  stat_cells_.fetch_add(cells, std::memory_order_relaxed);
+}
+
+Status EngineCore::ClosedError() const {
+  return Status::InvalidArgument("engine " + dir_ + " is closed");
+}
+
+Status EngineCore::CreateTenant(std::string_view name) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(ValidateName("tenant", name));
+  MutexLock l(&mu_);
+  if (tenants_.count(name) != 0) {
+    return Status::AlreadyExists("tenant '" + std::string(name) + "' already exists");
+  }
+  VersionEdit edit;
+  VersionEdit::NewTenant t;
+  t.id = catalog_.next_id;
+  t.name = std::string(name);
+  edit.tenants.push_back(t);
+  edit.next_id = catalog_.next_id + 1;
+  STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+  STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+  auto state = std::make_shared<TenantState>();
+  state->id = t.id;
+  state->name = t.name;
+  tenants_[t.name] = std::move(state);
+  return Status::OK();
+}
+
+Result<std::shared_ptr<TenantState>> EngineCore::FindTenant(std::string_view name) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  MutexLock l(&mu_);
+  auto it = tenants_.find(name);
+  if (it == tenants_.end()) {
+    return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
+  }
+  return it->second;
+}
+
+Result<std::vector<std::string>> EngineCore::ListTenants() const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  MutexLock l(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : tenants_) names.push_back(name);
+  return names;
+}
+
+Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
+                               const TableSchema& schema) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(ValidateName("table", name));
+  Result<Schema> resolved = Schema::FromUser(schema);
+  if (!resolved.ok()) {
+    return resolved.status().WithContext("table '" + std::string(name) + "'");
+  }
+  MutexLock l(&mu_);
+  if (tables_.count({tenant.id, std::string(name)}) != 0) {
+    return Status::AlreadyExists("table '" + std::string(name) + "' already exists in tenant '" +
+                                 tenant.name + "'");
+  }
+  VersionEdit edit;
+  VersionEdit::NewTable t;
+  t.tenant_id = tenant.id;
+  t.id = catalog_.next_id;
+  t.name = std::string(name);
+  t.schema = std::move(resolved.value());
+  VersionEdit::NewTablet tab;
+  tab.table_id = t.id;
+  tab.id = catalog_.next_id + 1;
+  edit.tables.push_back(t);
+  edit.tablets.push_back(tab);
+  edit.next_id = catalog_.next_id + 2;
+  STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+  STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+  auto state = MakeTable(t, {tab});
+  for (const auto& ts : state->tablets) tablets_by_id_[ts->id] = ts.get();
+  tables_[{tenant.id, t.name}] = std::move(state);
+  return Status::OK();
+}
+
+Result<std::shared_ptr<TableState>> EngineCore::FindTable(const TenantState& tenant,
+                                                          std::string_view name) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  MutexLock l(&mu_);
+  auto it = tables_.find(std::make_pair(tenant.id, std::string(name)));
+  if (it == tables_.end()) {
+    return Status::NotFound("no table '" + EscapeBytes(name) + "' in tenant '" + tenant.name +
+                            "'");
+  }
+  return it->second;
+}
+
+Result<std::vector<std::string>> EngineCore::ListTables(const TenantState& tenant) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  MutexLock l(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [key, t] : tables_) {
+    if (key.first == tenant.id) names.push_back(key.second);
+  }
+  return names;
+}
+
+Status EngineCore::ValidateMutation(const TableState& table, std::string_view row,
+                                    const RowMutation& mutation) const {
+  if (row.empty()) return Status::InvalidArgument("row key is empty");
+  if (row.size() > options_.max_row_key_size) {
+    return Status::InvalidArgument("row key is " + std::to_string(row.size()) +
+                                   " bytes; the limit is " +
+                                   std::to_string(options_.max_row_key_size));
+  }
+  if (mutation.empty()) return Status::InvalidArgument("mutation has no entries");
+  for (const auto& e : mutation.entries()) {
+    if (e.timestamp < kMinTimestamp || e.timestamp > kMaxTimestamp) {
+      return Status::InvalidArgument("timestamp " + std::to_string(e.timestamp) +
+                                     " is reserved; use 1 to 2^64-2");
+    }
+    if (e.kind == RowMutation::Kind::kDeleteRow) continue;
+    if (table.schema.FindFamily(e.family) == nullptr) {
+      return Status::InvalidArgument("table '" + table.name + "' has no column family '" +
+                                     EscapeBytes(e.family) + "'");
+    }
+    if (e.qualifier.size() > options_.max_qualifier_size) {
+      return Status::InvalidArgument("qualifier is " + std::to_string(e.qualifier.size()) +
+                                     " bytes; the limit is " +
+                                     std::to_string(options_.max_qualifier_size));
+    }
+    if (e.value.size() > options_.max_value_size) {
+      return Status::InvalidArgument("value is " + std::to_string(e.value.size()) +
+                                     " bytes; the limit is " +
+                                     std::to_string(options_.max_value_size));
+    }
+    if (e.kind != RowMutation::Kind::kPut && !e.value.empty()) {
+      return Status::InvalidArgument("a delete carries no value");
+    }
+  }
+  return Status::OK();
+}
+
+Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
+                          std::string_view row, const RowMutation& mutation) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
+  PendingWrite w;
+  w.tablet = table.FindTablet(row);
+  if (w.tablet == nullptr) {
+    return Status::Corruption("table '" + table.name + "' has no tablet for row '" +
+                              EscapeBytes(row) + "'");
+  }
+  w.row = row;
+  w.entries.reserve(mutation.size());
+  for (const auto& e : mutation.entries()) {
+    const FamilyInfo* f = e.kind == RowMutation::Kind::kDeleteRow
+                              ? nullptr
+                              : table.schema.FindFamily(e.family);
+    w.entries.push_back(CellEntry{ToCellType(e.kind), f ? f->id : kRowMarkerFamily, e.qualifier,
+                                  e.timestamp, e.value});
+  }
+  LogRecordBuilder builder;
+  builder.AddRow(w.tablet->id, w.row, w.entries);
+  wal::WriteRequest req;
+  req.payload = builder.Finish();
+  req.sequence_count = w.entries.size();
+  req.sync = options.sync;
+  req.arg = &w;
+  return log_->Write(&req);
+}
+
+Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filter,
+                                 ResolvedFilter* resolved) const {
+  if (filter.min_timestamp > filter.max_timestamp) {
+    return Status::InvalidArgument("filter's min_timestamp is above its max_timestamp");
+  }
+  if (filter.max_versions == 0) return Status::InvalidArgument("filter's max_versions is 0");
+  resolved->min_timestamp = filter.min_timestamp;
+  resolved->max_timestamp = filter.max_timestamp;
+  resolved->max_versions = filter.max_versions;
+  resolved->all_families = filter.families.empty() && filter.columns.empty();
+  if (resolved->all_families) return Status::OK();
+  resolved->families.assign(table.schema.families().size() + 1, false);
+  auto find = [&](const std::string& name) -> Result<uint16_t> {
+    const FamilyInfo* f = table.schema.FindFamily(name);
+    if (f == nullptr) {
+      return Status::InvalidArgument("table '" + table.name + "' has no column family '" +
+                                     EscapeBytes(name) + "'");
+    }
+    return f->id;
+  };
+  for (const auto& name : filter.families) {
+    Result<uint16_t> id = find(name);
+    if (!id.ok()) return id.status();
+    resolved->families[*id] = true;
+  }
+  for (const auto& [family, qualifier] : filter.columns) {
+    Result<uint16_t> id = find(family);
+    if (!id.ok()) return id.status();
+    resolved->columns.insert({*id, qualifier});
+  }
+  return Status::OK();
+}
+
+Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
+                                              std::string_view row,
+                                              const RowFilter& filter) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  if (row.empty()) return Status::InvalidArgument("row key is empty");
+  if (row.size() > options_.max_row_key_size) {
+    return Status::InvalidArgument("row key is " + std::to_string(row.size()) +
+                                   " bytes; the limit is " +
+                                   std::to_string(options_.max_row_key_size));
+  }
+  ResolvedFilter resolved;
+  STRATA_RETURN_IF_ERROR(ResolveFilter(table, filter, &resolved));
+  const TabletState* tablet = table.FindTablet(row);
+  if (tablet == nullptr) return std::vector<Cell>();
+
+  // Only the groups that hold a wanted family are read.
+  const Schema& schema = table.schema;
+  std::vector<bool> group_needed(schema.locality_groups().size(), false);
+  for (const auto& f : schema.families()) {
+    if (resolved.MayWantFamily(f.id)) group_needed[f.locality_group] = true;
+  }
+  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
+  std::vector<VisibleCell> cells;
+  for (size_t g = 0; g < group_needed.size(); g++) {
+    if (!group_needed[g]) continue;
+    std::unique_ptr<InternalIterator> it = tablet->groups[g].mem->NewIterator();
+    STRATA_RETURN_IF_ERROR(CollectRow(it.get(), row, snapshot, resolved, &cells));
+  }
+  // Groups interleave families; order by family id, then as cell keys order.
+  std::stable_sort(cells.begin(), cells.end(), [](const VisibleCell& a, const VisibleCell& b) {
+    return a.family < b.family;
+  });
+  std::vector<Cell> out;
+  out.reserve(cells.size());
+  for (auto& c : cells) {
+    out.push_back(Cell{schema.FamilyById(c.family)->name, std::move(c.qualifier), c.timestamp,
+                       std::move(c.value)});
+  }
+  return out;
+}
+
+EngineStats EngineCore::GetStats() const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  EngineStats s;
+  s.writes = stat_writes_.load(std::memory_order_relaxed);
+  s.cells_written = stat_cells_.load(std::memory_order_relaxed);
+  s.last_sequence = visible_sequence_.load(std::memory_order_acquire);
+  if (log_ != nullptr) {
+    wal::LogWriter::Stats ls = log_->GetStats();
+    s.wal_groups = ls.groups;
+    s.wal_syncs = ls.syncs;
+    s.wal_bytes = ls.bytes;
+    s.wal_uses_io_uring = log_->using_io_uring();
+  }
+  MutexLock l(&mu_);
+  for (const auto& [key, t] : tables_) {
+    for (const auto& tab : t->tablets) {
+      for (const auto& g : tab->groups) s.memtable_bytes += g.mem->ApproximateMemoryUsage();
+    }
+  }
+  return s;
+}
+
+Status EngineCore::Close() {
+  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return Status::OK();
+  closed_ = true;
+  Status result;
+  if (log_ != nullptr) {
+    Status s = log_->Close();
+    if (result.ok()) result = s;
+  }
+  {
+    MutexLock l(&mu_);
+    if (manifest_ != nullptr) {
+      Status s = manifest_->Close();
+      if (result.ok()) result = s;
+    }
+    // Handles may keep table states alive; their memory goes now.
+    for (auto& [key, t] : tables_) {
+      for (auto& tab : t->tablets) {
+        for (auto& g : tab->groups) g.mem.reset();
+      }
+    }
+  }
+  if (lock_ != nullptr) {
+    Status s = fs_->UnlockFile(std::move(lock_));
+    if (result.ok()) result = s;
+  }
+  return result;
+}
+
+}  // namespace strata::engine

@@ -1,0 +1,157 @@
+// EngineCore: everything behind the public Engine, Tenant and Table handles —
+// the catalog (tenants, tables, tablets, locality groups), the write path
+// (validate, log with group commit, apply to memtables, publish), the read
+// path and recovery.
+//
+// Thread-safe. Handles keep the core alive with a shared_ptr, so a handle
+// used after Close gets an error instead of a dangling pointer.
+//
+// Invariants:
+//   - Every entry in a memtable has a sequence number; readers see exactly the
+//     entries with sequence <= visible_sequence_, and visible_sequence_ only
+//     moves after all entries of every row mutation up to it are in their
+//     memtables, so a reader sees a row mutation whole or not at all.
+//   - Memtable inserts happen only in the log's apply function (which never
+//     runs concurrently with itself) or during recovery, before the log opens.
+#ifndef STRATA_ENGINE_ENGINE_CORE_H_
+#define STRATA_ENGINE_ENGINE_CORE_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/file_system.h"
+#include "common/mutex.h"
+#include "engine/manifest.h"
+#include "engine/row_reader.h"
+#include "engine/schema.h"
+#include "memtable/memtable.h"
+#include "strata/engine.h"
+#include "strata/options.h"
+#include "strata/row_mutation.h"
+#include "wal/log_writer.h"
+
+namespace strata::engine {
+
+struct TableState;
+
+// One locality group of one tablet.
+struct LocalityGroupState {
+  std::shared_ptr<memtable::MemTable> mem;
+};
+
+// A contiguous row range of one table.
+struct TabletState {
+  uint64_t id = 0;
+  TableState* table = nullptr;  // owns this tablet
+  std::string start_row;        // inclusive; empty = unbounded
+  std::string end_row;          // exclusive; empty = unbounded
+  std::vector<LocalityGroupState> groups;  // indexed like Schema::locality_groups()
+};
+
+struct TableState {
+  uint64_t id = 0;
+  uint64_t tenant_id = 0;
+  std::string name;
+  Schema schema;
+  // Sorted by start_row; never empty. Fixed after creation for now (tablets
+  // do not split yet).
+  std::vector<std::unique_ptr<TabletState>> tablets;
+
+  TabletState* FindTablet(const Slice& row) const;
+};
+
+struct TenantState {
+  uint64_t id = 0;
+  std::string name;
+};
+
+class EngineCore {
+ public:
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+  ~EngineCore();
+
+  static Status Open(const std::string& dir, const EngineOptions& options,
+                     std::shared_ptr<EngineCore>* result);
+
+  Status CreateTenant(std::string_view name);
+  Result<std::shared_ptr<TenantState>> FindTenant(std::string_view name) const;
+  Result<std::vector<std::string>> ListTenants() const;
+
+  Status CreateTable(const TenantState& tenant, std::string_view name, const TableSchema& schema);
+  Result<std::shared_ptr<TableState>> FindTable(const TenantState& tenant,
+                                                std::string_view name) const;
+  Result<std::vector<std::string>> ListTables(const TenantState& tenant) const;
+
+  Status Mutate(const TableState& table, const WriteOptions& options, std::string_view row,
+                const RowMutation& mutation);
+  Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
+                                    std::string_view row, const RowFilter& filter) const;
+
+  EngineStats GetStats() const;
+  Status Close();
+
+ private:
+  struct PendingWrite;  // a row mutation on its way through the log
+
+  EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs);
+
+  Status Recover();
+  Status ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload);
+  // The log's apply function: inserts a group into memtables and publishes it.
+  void ApplyGroup(wal::WriteRequest* const* requests, size_t n);
+  static void InsertEntries(const TabletState& tablet, const Slice& row,
+                            const std::vector<struct CellEntry>& entries,
+                            SequenceNumber first_sequence);
+
+  // Builds the runtime state of a table from its catalog entry.
+  std::shared_ptr<TableState> MakeTable(const VersionEdit::NewTable& table,
+                                        const std::vector<VersionEdit::NewTablet>& tablets) const;
+
+  Status ValidateMutation(const TableState& table, std::string_view row,
+                          const RowMutation& mutation) const;
+  Status ResolveFilter(const TableState& table, const RowFilter& filter,
+                       ResolvedFilter* resolved) const;
+  Status ClosedError() const;
+
+  const std::string dir_;
+  const EngineOptions options_;
+  FileSystem* const fs_;
+
+  // Held shared by every call that uses the log or memtables; Close takes it
+  // exclusively, so it waits for calls in flight and later calls see closed_.
+  mutable std::shared_mutex close_mu_;
+  bool closed_ = false;  // guarded by close_mu_
+
+  mutable Mutex mu_;  // the catalog
+  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<Manifest> manifest_ GUARDED_BY(mu_);
+  Catalog catalog_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<TenantState>, std::less<>> tenants_ GUARDED_BY(mu_);
+  // Tables by (tenant id, name).
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<TableState>, std::less<>> tables_
+      GUARDED_BY(mu_);
+  // Every tablet by id, for log replay. Written only during Open and table
+  // creation (under mu_); replay runs before any other thread can see the core.
+  std::unordered_map<uint64_t, TabletState*> tablets_by_id_;
+
+  std::unique_ptr<wal::LogWriter> log_;
+  // Newest sequence whose row mutations are all in memtables. Stored with
+  // release by the apply function after the inserts; loaded with acquire by
+  // readers, so every entry up to it is visible to them.
+  std::atomic<SequenceNumber> visible_sequence_{0};
+
+  // Statistics; relaxed: counters with no ordering duties.
+  std::atomic<uint64_t> stat_writes_{0};
+  std::atomic<uint64_t> stat_cells_{0};
+};
+
+}  // namespace strata::engine
+
+#endif  // STRATA_ENGINE_ENGINE_CORE_H_

@@ -1,0 +1,248 @@
+// Manifest file format: engine/MANIFEST.md.
+#include "engine/manifest.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/coding.h"
+#include "common/hash.h"
+
+namespace strata::engine {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'M', 'F'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = 16;      // magic, version, checksum
+constexpr size_t kRecordHeaderSize = 12;  // checksum, length, ~length
+constexpr uint64_t kChecksumSeed = 0x4d414e49464553ULL;  // "MANIFES"
+constexpr uint32_t kMaxEditSize = 64u << 20;
+
+// DO NOT CHANGE: stored on disk.
+enum Tag : uint32_t {
+  kTagNextId = 1,
+  kTagNewTenant = 2,
+  kTagNewTable = 3,
+  kTagNewTablet = 4,
+};
+
+std::string EncodeHeader() {
+  std::string h(kMagic, sizeof(kMagic));
+  PutFixed32(&h, kFormatVersion);
+  PutFixed32(&h, Checksum32(h.data(), h.size(), kChecksumSeed));
+  return h;
+}
+
+std::string FrameRecord(const std::string& payload) {
+  std::string rec;
+  char len[4];
+  EncodeFixed32(len, static_cast<uint32_t>(payload.size()));
+  ChecksumBuilder ck(kChecksumSeed);
+  ck.Update(len, 4);
+  ck.Update(payload);
+  PutFixed32(&rec, ck.Finish32());
+  rec.append(len, 4);
+  PutFixed32(&rec, ~static_cast<uint32_t>(payload.size()));
+  rec += payload;
+  return rec;
+}
+
+}  // namespace
+
+void VersionEdit::EncodeTo(std::string* dst) const {
+  if (next_id) {
+    PutVarint32(dst, kTagNextId);
+    PutVarint64(dst, *next_id);
+  }
+  for (const auto& t : tenants) {
+    PutVarint32(dst, kTagNewTenant);
+    PutVarint64(dst, t.id);
+    PutLengthPrefixedSlice(dst, t.name);
+  }
+  for (const auto& t : tables) {
+    PutVarint32(dst, kTagNewTable);
+    PutVarint64(dst, t.tenant_id);
+    PutVarint64(dst, t.id);
+    PutLengthPrefixedSlice(dst, t.name);
+    std::string schema;
+    t.schema.EncodeTo(&schema);
+    PutLengthPrefixedSlice(dst, schema);
+  }
+  for (const auto& t : tablets) {
+    PutVarint32(dst, kTagNewTablet);
+    PutVarint64(dst, t.table_id);
+    PutVarint64(dst, t.id);
+    PutLengthPrefixedSlice(dst, t.start_row);
+    PutLengthPrefixedSlice(dst, t.end_row);
+  }
+}
+
+Status VersionEdit::DecodeFrom(Slice input) {
+  *this = VersionEdit();
+  auto bad = [](const char* what) { return Status::Corruption(std::string("manifest edit: ") + what); };
+  while (!input.empty()) {
+    uint32_t tag;
+    if (!GetVarint32(&input, &tag)) return bad("truncated tag");
+    Slice a, b;
+    switch (tag) {
+      case kTagNextId: {
+        uint64_t v;
+        if (!GetVarint64(&input, &v)) return bad("truncated next id");
+        next_id = v;
+        break;
+      }
+      case kTagNewTenant: {
+        NewTenant t;
+        if (!GetVarint64(&input, &t.id) || !GetLengthPrefixedSlice(&input, &a)) {
+          return bad("truncated tenant");
+        }
+        t.name = a.ToString();
+        tenants.push_back(std::move(t));
+        break;
+      }
+      case kTagNewTable: {
+        NewTable t;
+        if (!GetVarint64(&input, &t.tenant_id) || !GetVarint64(&input, &t.id) ||
+            !GetLengthPrefixedSlice(&input, &a) || !GetLengthPrefixedSlice(&input, &b)) {
+          return bad("truncated table");
+        }
+        t.name = a.ToString();
+        STRATA_RETURN_IF_ERROR(Schema::DecodeFrom(&b, &t.schema));
+        if (!b.empty()) return bad("trailing bytes after a schema");
+        tables.push_back(std::move(t));
+        break;
+      }
+      case kTagNewTablet: {
+        NewTablet t;
+        if (!GetVarint64(&input, &t.table_id) || !GetVarint64(&input, &t.id) ||
+            !GetLengthPrefixedSlice(&input, &a) || !GetLengthPrefixedSlice(&input, &b)) {
+          return bad("truncated tablet");
+        }
+        t.start_row = a.ToString();
+        t.end_row = b.ToString();
+        tablets.push_back(std::move(t));
+        break;
+      }
+      default:
+        return Status::Corruption("manifest edit: unknown tag " + std::to_string(tag));
+    }
+  }
+  return Status::OK();
+}
+
+Status Catalog::Apply(const VersionEdit& edit) {
+  auto bad = [](const std::string& what) { return Status::Corruption("manifest: " + what); };
+  for (const auto& t : edit.tenants) {
+    if (tenants.count(t.id)) return bad("tenant id " + std::to_string(t.id) + " reused");
+  }
+  for (const auto& t : edit.tables) {
+    if (tables.count(t.id)) return bad("table id " + std::to_string(t.id) + " reused");
+  }
+  for (const auto& t : edit.tablets) {
+    if (tablets.count(t.id)) return bad("tablet id " + std::to_string(t.id) + " reused");
+  }
+  for (const auto& t : edit.tenants) tenants[t.id] = t;
+  for (const auto& t : edit.tables) {
+    if (!tenants.count(t.tenant_id)) return bad("table " + t.name + " of unknown tenant");
+    tables[t.id] = t;
+  }
+  for (const auto& t : edit.tablets) {
+    if (!tables.count(t.table_id)) return bad("tablet of unknown table");
+    tablets[t.id] = t;
+  }
+  if (edit.next_id) next_id = std::max(next_id, *edit.next_id);
+  return Status::OK();
+}
+
+VersionEdit Catalog::Snapshot() const {
+  VersionEdit e;
+  e.next_id = next_id;
+  for (const auto& [id, t] : tenants) e.tenants.push_back(t);
+  for (const auto& [id, t] : tables) e.tables.push_back(t);
+  for (const auto& [id, t] : tablets) e.tablets.push_back(t);
+  return e;
+}
+
+Manifest::~Manifest() { Close().PermitUncheckedError();  // callers that care call Close()
+}
+
+Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
+                      std::unique_ptr<Manifest>* result) {
+  const std::string path = JoinPath(dir, kFileName);
+  if (fs->FileExists(path)) {
+    std::string data;
+    STRATA_RETURN_IF_ERROR(ReadFileToString(fs, path, &data));
+    if (data.size() < kHeaderSize || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+      return Status::Corruption(path + ": not a manifest (bad magic or short header)");
+    }
+    if (DecodeFixed32(data.data() + 12) != Checksum32(data.data(), 12, kChecksumSeed)) {
+      return Status::Corruption(path + ": header checksum mismatch at offset 0");
+    }
+    if (DecodeFixed32(data.data() + 8) != kFormatVersion) {
+      return Status::NotSupported(path + ": manifest format version " +
+                                  std::to_string(DecodeFixed32(data.data() + 8)));
+    }
+    size_t pos = kHeaderSize;
+    while (pos < data.size()) {
+      // A record that does not fit, or whose checksum fails, is only
+      // acceptable as the last thing in the file: an edit torn by a crash
+      // before it was acknowledged.
+      const std::string where = path + " at offset " + std::to_string(pos);
+      if (data.size() - pos < kRecordHeaderSize) break;  // torn header
+      uint32_t len = DecodeFixed32(data.data() + pos + 4);
+      if (len != ~DecodeFixed32(data.data() + pos + 8)) {
+        return Status::Corruption(where + ": edit length field damaged");
+      }
+      if (len > kMaxEditSize || data.size() - pos - kRecordHeaderSize < len) break;  // torn body
+      uint32_t expected = DecodeFixed32(data.data() + pos);
+      ChecksumBuilder ck(kChecksumSeed);
+      ck.Update(data.data() + pos + 4, 4);
+      ck.Update(data.data() + pos + kRecordHeaderSize, len);
+      uint32_t actual = ck.Finish32();
+      if (expected != actual) {
+        if (pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
+        return Status::Corruption(where + ": edit checksum mismatch");
+      }
+      VersionEdit edit;
+      Status s = edit.DecodeFrom(Slice(data.data() + pos + kRecordHeaderSize, len));
+      if (s.ok()) s = catalog->Apply(edit);
+      if (!s.ok()) return s.WithContext(where);
+      pos += kRecordHeaderSize + len;
+    }
+  } else if (!create) {
+    return Status::NotFound(path + ": no manifest (not a Strata directory?)");
+  }
+
+  // Write the catalog anew as one snapshot edit, atomically.
+  std::string fresh = EncodeHeader();
+  std::string payload;
+  catalog->Snapshot().EncodeTo(&payload);
+  fresh += FrameRecord(payload);
+  STRATA_RETURN_IF_ERROR(WriteFileAtomically(fs, path, fresh));
+
+  std::unique_ptr<WritableFile> file;
+  FileOpenOptions opts;
+  opts.truncate = false;
+  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, opts, &file));
+  result->reset(new Manifest(path, std::move(file)));
+  return Status::OK();
+}
+
+Status Manifest::Append(const VersionEdit& edit) {
+  if (!error_.ok()) return error_;
+  if (file_ == nullptr) return Status::InvalidArgument(path_ + ": manifest is closed");
+  std::string payload;
+  edit.EncodeTo(&payload);
+  Status s = file_->Append(FrameRecord(payload));
+  if (s.ok()) s = file_->Sync();
+  if (!s.ok()) error_ = s;
+  return s;
+}
+
+Status Manifest::Close() {
+  if (file_ == nullptr) return Status::OK();
+  Status s = file_->Close();
+  file_.reset();
+  return s;
+}
+
+}  // namespace strata::engine

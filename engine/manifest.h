@@ -1,0 +1,96 @@
+// Manifest: the durable record of what the engine holds — tenants, tables
+// with their schemas, tablets — kept as an append-only file of checksummed
+// edits (engine/MANIFEST.md). Every open replays it and writes it anew as one
+// snapshot edit, so it never grows without bound and a torn last edit (an
+// unacknowledged change) is gone for good.
+//
+// Manifest is thread-compatible: the engine serializes calls to Append.
+#ifndef STRATA_ENGINE_MANIFEST_H_
+#define STRATA_ENGINE_MANIFEST_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/file_system.h"
+#include "engine/schema.h"
+#include "strata/status.h"
+
+namespace strata::engine {
+
+// One atomic change to the catalog. See engine/MANIFEST.md for the encoding.
+struct VersionEdit {
+  struct NewTenant {
+    uint64_t id = 0;
+    std::string name;
+  };
+  struct NewTable {
+    uint64_t tenant_id = 0;
+    uint64_t id = 0;
+    std::string name;
+    Schema schema;
+  };
+  struct NewTablet {
+    uint64_t table_id = 0;
+    uint64_t id = 0;
+    std::string start_row;  // inclusive; empty = unbounded
+    std::string end_row;    // exclusive; empty = unbounded
+  };
+
+  std::optional<uint64_t> next_id;
+  std::vector<NewTenant> tenants;
+  std::vector<NewTable> tables;
+  std::vector<NewTablet> tablets;
+
+  void EncodeTo(std::string* dst) const;
+  Status DecodeFrom(Slice input);
+};
+
+// The catalog as the manifest describes it.
+struct Catalog {
+  uint64_t next_id = 1;  // tenants, tables and tablets draw ids from one counter
+  std::map<uint64_t, VersionEdit::NewTenant> tenants;
+  std::map<uint64_t, VersionEdit::NewTable> tables;
+  std::map<uint64_t, VersionEdit::NewTablet> tablets;
+
+  // Applies an edit; Corruption when it contradicts the catalog.
+  Status Apply(const VersionEdit& edit);
+  // One edit that recreates the whole catalog.
+  VersionEdit Snapshot() const;
+};
+
+class Manifest {
+ public:
+  static constexpr const char* kFileName = "MANIFEST";
+
+  Manifest(const Manifest&) = delete;
+  Manifest& operator=(const Manifest&) = delete;
+  ~Manifest();
+
+  // Replays dir/MANIFEST into *catalog (which must be empty), then rewrites
+  // it as a snapshot. With `create`, a missing manifest starts an empty one;
+  // otherwise a missing manifest is NotFound.
+  static Status Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
+                     std::unique_ptr<Manifest>* result);
+
+  // Appends the edit and syncs it. On error the manifest refuses every later
+  // edit (its tail is unknown until the next open).
+  Status Append(const VersionEdit& edit);
+
+  Status Close();
+
+ private:
+  Manifest(std::string path, std::unique_ptr<WritableFile> file)
+      : path_(std::move(path)), file_(std::move(file)) {}
+
+  const std::string path_;
+  std::unique_ptr<WritableFile> file_;
+  Status error_;
+};
+
+}  // namespace strata::engine
+
+#endif  // STRATA_ENGINE_MANIFEST_H_

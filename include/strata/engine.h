@@ -1,0 +1,98 @@
+// Engine: one Strata database in one directory, and Tenant: an isolated
+// namespace of tables inside it.
+//
+// An Engine is opened once per directory (a lock file stops a second open,
+// from this process or another, while the first is open). Every change is
+// logged before it is applied, and reopening replays the log, so a crash loses
+// no acknowledged write.
+//
+// Engine and Tenant are thread-safe. Tenant handles are cheap to copy and
+// outlive the engine safely: after Close every call returns an error.
+#ifndef STRATA_ENGINE_H_
+#define STRATA_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/options.h"
+#include "strata/status.h"
+#include "strata/table.h"
+
+namespace strata {
+
+namespace engine {
+struct TenantState;
+}  // namespace engine
+
+class Tenant {
+ public:
+  // An empty handle; every call on it returns InvalidArgument.
+  Tenant() = default;
+
+  std::string name() const;
+
+  // Creates a table. Errors: InvalidArgument for a bad name or schema (no
+  // families, duplicate or badly formed names, a family naming an unknown
+  // group), AlreadyExists when the name is taken.
+  Status CreateTable(std::string_view name, const TableSchema& schema);
+  // NotFound when there is no such table.
+  Result<Table> OpenTable(std::string_view name) const;
+  // Names of the tenant's tables, sorted.
+  Result<std::vector<std::string>> ListTables() const;
+
+ private:
+  friend class Engine;
+  Tenant(std::shared_ptr<engine::EngineCore> core, std::shared_ptr<engine::TenantState> state)
+      : core_(std::move(core)), state_(std::move(state)) {}
+
+  std::shared_ptr<engine::EngineCore> core_;
+  std::shared_ptr<engine::TenantState> state_;
+};
+
+// Counters for monitoring and benchmarks. All are totals since open.
+struct EngineStats {
+  uint64_t writes = 0;          // row mutations applied
+  uint64_t cells_written = 0;   // entries of those mutations
+  uint64_t wal_groups = 0;      // group commits
+  uint64_t wal_syncs = 0;       // fdatasyncs of the log
+  uint64_t wal_bytes = 0;       // bytes written to the log
+  uint64_t memtable_bytes = 0;  // memory held by memtables now
+  uint64_t last_sequence = 0;   // newest sequence number visible to readers
+  bool wal_uses_io_uring = false;
+};
+
+class Engine {
+ public:
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  // Closes the engine if Close was not called.
+  ~Engine();
+
+  // Opens (or, with options.create_if_missing, creates) the engine in `dir`
+  // and recovers every acknowledged write from its log.
+  static Result<std::unique_ptr<Engine>> Open(const std::string& dir,
+                                              const EngineOptions& options = EngineOptions());
+
+  // Creates a tenant: 1 to 64 bytes of [A-Za-z0-9_.-]. AlreadyExists if taken.
+  Status CreateTenant(std::string_view name);
+  Result<Tenant> OpenTenant(std::string_view name) const;
+  Result<std::vector<std::string>> ListTenants() const;
+
+  EngineStats GetStats() const;
+
+  // Waits for writes in flight, syncs and closes the log and releases the
+  // directory lock. Later calls on this engine or its handles fail with
+  // InvalidArgument. Returns the first error met while closing.
+  Status Close();
+
+ private:
+  explicit Engine(std::shared_ptr<engine::EngineCore> core) : core_(std::move(core)) {}
+  std::shared_ptr<engine::EngineCore> core_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_ENGINE_H_

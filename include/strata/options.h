@@ -1,0 +1,109 @@
+// Options for every scope of the Strata API: the engine, a table's schema,
+// reads and writes. Every field has a default that suits most users and a
+// sentence on its trade-off.
+//
+// Plain value types; thread-compatible. Intentionally copyable.
+#ifndef STRATA_OPTIONS_H_
+#define STRATA_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+class FileSystem;
+
+// Timestamps 0 and UINT64_MAX are reserved; a cell's timestamp lies in
+// [kMinTimestamp, kMaxTimestamp]. Pass kMaxTimestamp to a range delete to
+// cover every version.
+constexpr uint64_t kMinTimestamp = 1;
+constexpr uint64_t kMaxTimestamp = UINT64_MAX - 1;
+
+// How much of a damaged log tail recovery accepts on open.
+enum class WalRecoveryMode {
+  // An incomplete or corrupt record at the very end of the log (a write torn
+  // by a crash) is dropped; damage anywhere before it fails the open.
+  kTolerateTornTail,
+  // Any incomplete or corrupt record fails the open.
+  kAbsoluteConsistency,
+  // Recovery stops at the first bad record and keeps everything before it.
+  kPointInTime,
+};
+
+struct EngineOptions {
+  // Create the directory and an empty engine when there is none. Off makes a
+  // typo in the path an error instead of a new empty engine.
+  bool create_if_missing = true;
+  // Fail when the directory already holds an engine.
+  bool error_if_exists = false;
+
+  // Write the log through io_uring (linked write + fdatasync, registered
+  // buffers). Off, or when the kernel refuses a ring, uses pwritev + fdatasync.
+  bool use_io_uring = true;
+  // Size of each preallocated log segment. Larger segments mean fewer file
+  // switches; smaller ones free disk sooner after a flush.
+  uint64_t wal_segment_size = 64ull << 20;
+  // Reuse released log segments instead of creating new files, so most
+  // fdatasyncs do not also have to commit file-size metadata.
+  bool recycle_wal_segments = true;
+  WalRecoveryMode wal_recovery_mode = WalRecoveryMode::kTolerateTornTail;
+
+  // Limits on what one write may carry; larger input is InvalidArgument.
+  // Keys live in every index entry and block, so they are kept small.
+  size_t max_row_key_size = 16 << 10;
+  size_t max_qualifier_size = 16 << 10;
+  size_t max_value_size = 16 << 20;
+
+  // File system for every file the engine touches; nullptr = the local POSIX one.
+  // Must outlive the engine.
+  FileSystem* file_system = nullptr;
+};
+
+enum class Compression : uint8_t {
+  kNone = 0,  // DO NOT CHANGE: stored in the manifest
+  kZstd = 1,
+};
+
+// A locality group: the families in it share memtables and files, so a read
+// of one group never touches another group's data.
+struct LocalityGroupOptions {
+  // 1 to 64 bytes of [A-Za-z0-9_.-].
+  std::string name;
+  // Keep all of the group's data resident: reads never wait for the disk.
+  // Costs memory for as long as the table exists.
+  bool in_memory = false;
+  // zstd trades CPU on flush/compaction/read for smaller files.
+  Compression compression = Compression::kNone;
+  int compression_level = 3;
+  // Larger blocks compress better and index smaller; smaller blocks make point reads cheaper.
+  uint32_t block_size = 16 << 10;
+  // Bloom filter bits per key; 10 gives about 1% false positives. 0 turns filters off.
+  int bloom_bits_per_key = 10;
+};
+
+struct ColumnFamilyOptions {
+  // 1 to 64 bytes of [A-Za-z0-9_.-].
+  std::string name;
+  // The locality group this family lives in; empty means the group "default",
+  // which is created when some family needs it.
+  std::string locality_group;
+};
+
+struct TableSchema {
+  std::vector<LocalityGroupOptions> locality_groups;
+  std::vector<ColumnFamilyOptions> families;
+};
+
+struct WriteOptions {
+  // Acknowledge a write only once it is durable (in the log, fdatasynced).
+  // Off is faster but a crash may lose writes the caller was told succeeded.
+  bool sync = true;
+};
+
+struct ReadOptions {};
+
+}  // namespace strata
+
+#endif  // STRATA_OPTIONS_H_

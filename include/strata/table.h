@@ -1,0 +1,60 @@
+// Table: a handle on one table of one tenant. Rows of cells, each cell a
+// (family, qualifier, timestamp) -> value; every change to a row is atomic.
+//
+// Handles are cheap to copy and thread-safe: any number of threads may use
+// copies of one handle at once. A handle outlives what it names safely: once
+// the engine is closed (or the table dropped), every call returns an error
+// that says so. Intentionally copyable.
+#ifndef STRATA_TABLE_H_
+#define STRATA_TABLE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/options.h"
+#include "strata/row_mutation.h"
+#include "strata/status.h"
+
+namespace strata {
+
+namespace engine {
+class EngineCore;
+struct TableState;
+}  // namespace engine
+
+class Table {
+ public:
+  // An empty handle; every call on it returns InvalidArgument.
+  Table() = default;
+
+  // The table's name; empty for an empty handle.
+  std::string name() const;
+
+  // Applies every entry of `mutation` to `row` atomically: a reader sees all
+  // of them or none. With options.sync, returns once the change is durable.
+  // Errors: InvalidArgument for bad input (empty or oversized row key,
+  // qualifier or value, unknown family, timestamp outside [kMinTimestamp,
+  // kMaxTimestamp], empty mutation, closed engine) with nothing written;
+  // IOError/ResourceExhausted when the log cannot be written, after which the
+  // engine refuses writes until it is reopened.
+  Status Mutate(const WriteOptions& options, std::string_view row, const RowMutation& mutation);
+
+  // The row's cells that pass `filter`, newest version first within a column.
+  // A row with no such cells gives an empty vector (not NotFound).
+  Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,
+                                    const RowFilter& filter = RowFilter()) const;
+
+ private:
+  friend class Tenant;
+  Table(std::shared_ptr<engine::EngineCore> core, std::shared_ptr<engine::TableState> state)
+      : core_(std::move(core)), state_(std::move(state)) {}
+
+  std::shared_ptr<engine::EngineCore> core_;
+  std::shared_ptr<engine::TableState> state_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_TABLE_H_

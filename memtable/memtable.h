@@ -1,0 +1,100 @@
+// MemTable: the in-memory, sorted buffer of recent writes to one locality
+// group of a tablet. It maps encoded cell keys (common/cell_key.h) to values,
+// keeps them in cell-key order (memcmp of the encoded keys: row, family,
+// qualifier ascending, timestamp and sequence descending), and is read through
+// InternalIterator until it is flushed to an SSTable and dropped.
+//
+// Thread safety: Add calls must be externally serialized (one writer at a
+// time, e.g. under the tablet's write lock). Everything else -- iterators,
+// ApproximateMemoryUsage(), num_entries() -- may be used from any thread
+// without a lock, concurrently with the writer.
+//
+// Invariants:
+//   - Entries are never modified or removed; memory is released only when
+//     the MemTable is destroyed. Slices returned by its iterators therefore
+//     stay valid for the life of the MemTable, not just until the iterator
+//     moves.
+//   - Every cell key appears at most once (sequence numbers make keys unique).
+//
+// Entry layout: each entry is one contiguous run of arena bytes, which its
+// skiplist node points to:
+//
+//   entry := key_length:varint32 key:byte[key_length]
+//            value_length:varint32 value:byte[value_length]
+//
+// Example: the put of row "r1", family 1, qualifier "q", timestamp 5,
+// sequence 7 with value "v1" has a 25-byte key and is stored as
+//
+//   19                                key length 25
+//   72 31 00 01  00 01  71 00 01      mc("r1"), family 1, mc("q")
+//   ff ff ff ff ff ff ff fa           ~timestamp
+//   ff ff ff ff ff ff f8 fe           ~(7 << 8 | kPut)
+//   02 76 31                          value length 2, "v1"
+//
+// The skiplist orders entries by memcmp of their key bytes alone.
+#ifndef STRATA_MEMTABLE_MEMTABLE_H_
+#define STRATA_MEMTABLE_MEMTABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/arena.h"
+#include "common/cell_key.h"
+#include "common/iterator.h"
+#include "memtable/skiplist.h"
+#include "strata/slice.h"
+
+namespace strata::memtable {
+
+class MemTable {
+ public:
+  MemTable();
+  MemTable(const MemTable&) = delete;
+  MemTable& operator=(const MemTable&) = delete;
+
+  // Adds one entry. `cell_key` is an encoded cell key (common/cell_key.h) not
+  // yet in the table; key and value are each shorter than 4 GiB.
+  // REQUIRES: external serialization with other Add calls. Readers need no lock.
+  void Add(const Slice& cell_key, const Slice& value);
+  // Encodes the key and adds it. REQUIRES: as above.
+  void Add(SequenceNumber seq, CellType type, const Slice& row, uint16_t family,
+           const Slice& qualifier, uint64_t timestamp, const Slice& value);
+
+  // Bytes of memory held (arena + index), readable from any thread. The
+  // skiplist index lives in the arena, so this is the arena's usage; it grows
+  // in arena-block steps and never shrinks.
+  size_t ApproximateMemoryUsage() const;
+  // Entries added so far; any thread. An iterator created after this returned
+  // n sees at least those n entries.
+  uint64_t num_entries() const;
+
+  // An iterator over (cell key, value) in cell-key (memcmp) order. The
+  // memtable must outlive it. Entries added after creation may or may not be
+  // seen; never a half-added one. status() is always OK.
+  std::unique_ptr<InternalIterator> NewIterator() const;
+
+ private:
+  class Iterator;
+
+  // Orders entries (pointers to the layout above) by memcmp of their keys.
+  struct EntryComparator {
+    int operator()(const char* a, const char* b) const;
+  };
+  using Table = SkipList<const char*, EntryComparator>;
+
+  Arena arena_;
+  Table table_;
+  // Written only by the (serialized) writer after an entry is linked; see
+  // num_entries() for the ordering.
+  std::atomic<uint64_t> num_entries_{0};
+  // Writer-only buffer for encoding keys in the second Add; reused so that a
+  // steady stream of Adds does not allocate.
+  std::string key_scratch_;
+};
+
+}  // namespace strata::memtable
+
+#endif  // STRATA_MEMTABLE_MEMTABLE_H_

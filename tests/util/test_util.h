@@ -1,0 +1,41 @@
+// Helpers shared by the test suites: scratch directories and random data.
+//
+// Thread-compatible.
+#ifndef STRATA_TESTS_UTIL_TEST_UTIL_H_
+#define STRATA_TESTS_UTIL_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+
+namespace strata::test {
+
+// A fresh, empty directory under the system temp dir, removed with its
+// contents when the object dies (kept if the environment has STRATA_KEEP_TEST_DIRS).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag = "test");
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Removes a directory tree; ignores what is not there.
+void RemoveTree(const std::string& path);
+
+// A seed for randomized tests: STRATA_TEST_SEED from the environment if set,
+// otherwise derived from the time. Tests print it so a failure can be replayed.
+uint64_t TestSeed();
+
+// True when the long variants of randomized tests were asked for (configure
+// with -DSTRATA_LONG_TESTS=ON, or STRATA_LONG_TESTS=1 in the environment).
+bool LongTests();
+
+}  // namespace strata::test
+
+#endif  // STRATA_TESTS_UTIL_TEST_UTIL_H_

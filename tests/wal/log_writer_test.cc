@@ -1,0 +1,676 @@
+// Tests of LogWriter: round trips of every record shape, group commit under
+// concurrency, the apply contract, io_uring vs. fallback, segment recycling
+// and release, and error handling.
+#include "wal/log_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/fault_injection_fs.h"
+#include "wal/internal/segment_io.h"
+#include "wal/log_reader.h"
+#include "wal_test_util.h"
+
+namespace strata::wal::test {
+namespace {
+
+using strata::test::ScratchDir;
+
+std::unique_ptr<LogWriter> OpenWriter(const LogOptions& options, const std::string& dir,
+                                      SequenceNumber next, ApplyFunction apply = nullptr) {
+  std::unique_ptr<LogWriter> w;
+  Status s = LogWriter::Open(options, dir, next, std::move(apply), &w);
+  EXPECT_OK(s);
+  return w;
+}
+
+class LogWriterTest : public ::testing::TestWithParam<bool> {
+ protected:
+  bool uring() const { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(IoPath, LogWriterTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "IoUring" : "Fallback";
+                         });
+
+TEST_P(LogWriterTest, UsesTheRequestedIoPath) {
+  ScratchDir dir("wal");
+  auto w = OpenWriter(SmallOptions(uring()), dir.path(), 1);
+  EXPECT_EQ(w->using_io_uring(), uring());
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(LogWriterTest, RoundTripsEveryRecordShape) {
+  ScratchDir dir("wal");
+  const uint64_t kSegment = 64 * 1024;
+  // Body = 9-byte prefix + payload; block 0 has kBlockSize - 44 bytes after
+  // the segment header, less 11 for the fragment header.
+  const size_t fills_first_block = kBlockSize - kSegmentHeaderSize - kFragmentHeaderSize - 9;
+  const std::vector<size_t> sizes = {
+      0,  // empty payload
+      1,
+      100,
+      fills_first_block,    // ends exactly at a block boundary
+      kBlockSize,           // exactly block-sized payload
+      kBlockSize - 20,      // leaves a tail shorter than a fragment header
+      3 * kBlockSize + 17,  // spans several blocks
+      200 * 1024,           // larger than a segment
+      0,
+      3 * 1024 * 1024 + 5,  // larger than the framing buffer and many segments
+      7,
+  };
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < sizes.size(); i++) payloads.push_back(MakePayload(i, sizes[i]));
+  std::vector<Rec> written;
+  {
+    auto w = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), 1000);
+    for (size_t i = 0; i < payloads.size(); i++) {
+      WriteRequest r;
+      r.payload = payloads[i];
+      r.sequence_count = 1 + i % 3;
+      ASSERT_OK(w->Write(&r));
+      written.push_back(Rec{r.first_sequence, r.sequence_count, payloads[i]});
+    }
+    ASSERT_OK(w->Close());
+  }
+  EXPECT_EQ(written.front().first, 1000u);
+  for (size_t i = 1; i < written.size(); i++) {
+    EXPECT_EQ(written[i].first, written[i - 1].first + written[i - 1].count);
+  }
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  EXPECT_FALSE(info.tail_dropped);
+  ASSERT_EQ(got.size(), written.size());
+  for (size_t i = 0; i < got.size(); i++) EXPECT_TRUE(got[i] == written[i]) << "record " << i;
+  EXPECT_EQ(info.next_sequence, written.back().first + written.back().count);
+
+  // Every fragment type occurs, and fragments never cross a block boundary.
+  std::set<FragmentType> types;
+  for (const auto& f : Fragments(dir.path())) {
+    types.insert(f.type);
+    EXPECT_GE(f.position.offset, kSegmentHeaderSize);
+  }
+  EXPECT_EQ(types.size(), 4u);
+}
+
+TEST_P(LogWriterTest, ManyRecordsAcrossSegmentsAndReopens) {
+  ScratchDir dir("wal");
+  Random rnd(strata::test::TestSeed());
+  const int kRecords = strata::test::LongTests() ? 40000 : 4000;
+  std::vector<Rec> written;
+  SequenceNumber next = 1;
+  for (int round = 0; round < 3; round++) {
+    if (round > 0) {
+      std::vector<Rec> got;
+      RecoveryInfo info;
+      ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+      ASSERT_EQ(got.size(), written.size());
+      next = info.next_sequence;
+    }
+    auto w = OpenWriter(SmallOptions(uring()), dir.path(), next);
+    for (int i = 0; i < kRecords / 3; i++) {
+      const std::string p = MakePayload(written.size(), rnd.Skewed(12));
+      WriteRequest r;
+      r.payload = p;
+      r.sequence_count = 1 + rnd.Uniform(4);
+      r.sync = rnd.OneIn(16);
+      ASSERT_OK(w->Write(&r));
+      written.push_back(Rec{r.first_sequence, r.sequence_count, p});
+    }
+    ASSERT_OK(w->Close());
+  }
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), written.size());
+  for (size_t i = 0; i < got.size(); i++) ASSERT_TRUE(got[i] == written[i]) << "record " << i;
+  EXPECT_GT(SegmentPaths(dir.path()).size(), 3u);
+}
+
+TEST_P(LogWriterTest, EmptyWriterLeavesItsSequenceInTheHeader) {
+  ScratchDir dir("wal");
+  {
+    auto w = OpenWriter(SmallOptions(uring()), dir.path(), 77);
+    EXPECT_EQ(w->next_sequence(), 77u);
+    ASSERT_OK(w->Close());
+  }
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(info.next_sequence, 77u);
+}
+
+// Several threads write synced records; each must come back exactly once, in
+// the order apply saw them, with contiguous sequence numbers.
+TEST_P(LogWriterTest, ConcurrentWritersAreGroupedAndOrdered) {
+  ScratchDir dir("wal");
+  const int kThreads = 8;
+  const int kPerThread = strata::test::LongTests() ? 2000 : 300;
+  std::mutex applied_mu;
+  std::vector<std::string> applied;  // payloads in apply order
+  std::atomic<int> in_apply{0};
+  std::atomic<bool> overlapped{false};
+  SequenceNumber expected_next = 1;
+  bool out_of_order = false;
+  auto apply = [&](WriteRequest* const* reqs, size_t n) {
+    if (in_apply.fetch_add(1) != 0) overlapped = true;
+    std::lock_guard<std::mutex> l(applied_mu);
+    for (size_t i = 0; i < n; i++) {
+      if (reqs[i]->first_sequence != expected_next) out_of_order = true;
+      expected_next = reqs[i]->first_sequence + reqs[i]->sequence_count;
+      applied.push_back(reqs[i]->payload.ToString());
+    }
+    in_apply.fetch_sub(1);
+  };
+  LogOptions options = SmallOptions(uring(), 256 * 1024);
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      Random rnd(t + 1);
+      for (int i = 0; i < kPerThread; i++) {
+        std::string p =
+            std::to_string(t) + ":" + std::to_string(i) + ":" + std::string(rnd.Skewed(10), 'x');
+        WriteRequest r;
+        r.payload = p;
+        r.sequence_count = 1 + rnd.Uniform(3);
+        if (!w->Write(&r).ok()) failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  const LogWriter::Stats stats = w->GetStats();
+  ASSERT_OK(w->Close());
+  EXPECT_FALSE(overlapped.load());
+  EXPECT_FALSE(out_of_order);
+  EXPECT_EQ(stats.records, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_LT(stats.syncs, stats.records) << "no group commit happened";
+
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), applied.size());
+  std::map<int, int> next_index;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < got.size(); i++) {
+    ASSERT_EQ(got[i].payload, applied[i]) << "log order differs from apply order at " << i;
+    ASSERT_TRUE(seen.insert(got[i].payload).second) << "duplicate " << got[i].payload;
+    const int t = std::stoi(got[i].payload);
+    const int idx = std::stoi(got[i].payload.substr(got[i].payload.find(':') + 1));
+    ASSERT_EQ(idx, next_index[t]++) << "thread " << t << " out of order";
+    if (i > 0) {
+      ASSERT_EQ(got[i].first, got[i - 1].first + got[i - 1].count);
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kThreads * kPerThread));
+}
+
+// Apply runs once per group, before any member's Write returns, never
+// concurrently, with first_sequence set; a Sync() alone applies nothing.
+TEST_P(LogWriterTest, ApplyContract) {
+  ScratchDir dir("wal");
+  const int kThreads = 6, kPerThread = 200;
+  std::vector<std::atomic<bool>> done(kThreads * kPerThread);
+  std::atomic<int> calls{0}, empty_calls{0}, in_apply{0}, overlaps{0};
+  auto apply = [&](WriteRequest* const* reqs, size_t n) {
+    if (in_apply.fetch_add(1) != 0) overlaps++;
+    calls++;
+    if (n == 0) empty_calls++;
+    for (size_t i = 0; i < n; i++) {
+      done[reinterpret_cast<uintptr_t>(reqs[i]->arg)].store(true);
+    }
+    std::this_thread::yield();
+    in_apply.fetch_sub(1);
+  };
+  auto w = OpenWriter(SmallOptions(uring()), dir.path(), 5, apply);
+  std::atomic<int> not_applied{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; i++) {
+        const uintptr_t id = static_cast<uintptr_t>(t * kPerThread + i);
+        WriteRequest r;
+        r.payload = "p";
+        r.sync = (i % 2) == 0;
+        r.arg = reinterpret_cast<void*>(id);
+        EXPECT_OK(w->Write(&r));
+        if (!done[id].load()) not_applied++;
+        if (i % 50 == 0) {
+          EXPECT_OK(w->Sync());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(not_applied.load(), 0);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(empty_calls.load(), 0);
+  // Groups that only synced did not call apply.
+  EXPECT_GT(calls.load(), 0);
+  EXPECT_LE(static_cast<uint64_t>(calls.load()), w->GetStats().groups);
+  EXPECT_EQ(w->next_sequence(), 5u + kThreads * kPerThread);
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(LogWriterTest, MaxGroupBytesBoundsGroups) {
+  ScratchDir dir("wal");
+  LogOptions options = SmallOptions(uring(), 1 << 20);
+  options.max_group_bytes = 4096;
+  std::atomic<size_t> largest{0};
+  auto apply = [&](WriteRequest* const* reqs, size_t n) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += reqs[i]->payload.size();
+    if (bytes > largest) largest = bytes;
+  };
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  std::vector<std::thread> threads;
+  const std::string payload(1000, 'q');
+  for (int t = 0; t < 8; t++) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; i++) {
+        WriteRequest r;
+        r.payload = payload;
+        EXPECT_OK(w->Write(&r));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_OK(w->Close());
+  EXPECT_LE(largest.load(), 4096u);
+}
+
+TEST_P(LogWriterTest, SyncCoversUnsyncedWrites) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions options = SmallOptions(uring());
+  options.fs = &fs;
+  auto w = OpenWriter(options, dir.path(), 1);
+  EXPECT_FALSE(w->using_io_uring());  // fault-injecting files have no descriptor
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 50; i++) payloads.push_back(MakePayload(i, 300));
+  auto written = WriteAll(w.get(), payloads, 1, /*sync=*/false);
+  const uint64_t syncs_before = w->GetStats().syncs;
+  ASSERT_OK(w->Sync());
+  EXPECT_EQ(w->GetStats().syncs, syncs_before + 1);
+  ASSERT_OK(w->Sync());  // nothing new: no fdatasync
+  EXPECT_EQ(w->GetStats().syncs, syncs_before + 1);
+  // Unsynced writes after the Sync are lost by a power failure.
+  WriteAll(w.get(), {"lost"}, 1, /*sync=*/false);
+  fs.SetFilesystemActive(false);
+  w.reset();
+  ASSERT_OK(fs.DropUnsyncedData());
+  fs.SetFilesystemActive(true);
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kTolerateTornTail, &got, &info));
+  ASSERT_EQ(got.size(), written.size());
+  for (size_t i = 0; i < got.size(); i++) EXPECT_TRUE(got[i] == written[i]);
+}
+
+// The two I/O paths frame identically: the segment files are byte-for-byte
+// equal and read back the same records.
+TEST(LogWriterEquivalenceTest, FallbackMatchesIoUring) {
+  ScratchDir a("wal-uring"), b("wal-fallback");
+  std::vector<std::string> payloads;
+  Random rnd(42);
+  for (int i = 0; i < 600; i++) payloads.push_back(MakePayload(i, rnd.Skewed(15)));
+  for (auto* d : {&a, &b}) {
+    auto w = OpenWriter(SmallOptions(d == &a, 128 * 1024), d->path(), 1);
+    ASSERT_EQ(w->using_io_uring(), d == &a);
+    // The same sync pattern, so the same group starts carry kDurableBeforeFlag.
+    for (size_t i = 0; i < payloads.size(); i++) {
+      WriteAll(w.get(), {payloads[i]}, 2, /*sync=*/i % 3 == 0);
+    }
+    ASSERT_OK(w->Close());
+  }
+  auto pa = SegmentPaths(a.path()), pb = SegmentPaths(b.path());
+  ASSERT_EQ(pa.size(), pb.size());
+  ASSERT_GT(pa.size(), 2u);
+  for (size_t i = 0; i < pa.size(); i++) {
+    EXPECT_EQ(pa[i].substr(pa[i].rfind('/')), pb[i].substr(pb[i].rfind('/')));
+    EXPECT_TRUE(ReadBytes(pa[i]) == ReadBytes(pb[i])) << pa[i];
+  }
+  std::vector<Rec> ga, gb;
+  RecoveryInfo ia, ib;
+  ASSERT_OK(Recover(a.path(), RecoveryMode::kAbsoluteConsistency, &ga, &ia));
+  ASSERT_OK(Recover(b.path(), RecoveryMode::kAbsoluteConsistency, &gb, &ib));
+  EXPECT_TRUE(ga == gb);
+  EXPECT_EQ(ga.size(), payloads.size());
+}
+
+TEST(LogWriterOpenTest, NumbersAfterSegmentsAndSpares) {
+  ScratchDir dir("wal");
+  {
+    auto w = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), 1);
+    WriteAll(w.get(), {"a", "b"});
+    ASSERT_OK(w->Close());
+  }
+  // A spare with a high number (left by an earlier writer) pushes numbering on.
+  ASSERT_OK(
+      FileSystem::Default()->RenameFile(dir.Join(SegmentFileName(1)), dir.Join(SpareFileName(9))));
+  auto w = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), 100);
+  ASSERT_OK(w->Close());
+  EXPECT_TRUE(FileSystem::Default()->FileExists(dir.Join(SegmentFileName(10))));
+  // The spare was recycled for it.
+  EXPECT_FALSE(FileSystem::Default()->FileExists(dir.Join(SpareFileName(9))));
+  EXPECT_EQ(w->GetStats().segments_recycled, 1u);
+}
+
+TEST(LogWriterOpenTest, RejectsBadArguments) {
+  ScratchDir dir("wal");
+  std::unique_ptr<LogWriter> w;
+  LogOptions o;
+  o.segment_size = kBlockSize + 1;
+  EXPECT_TRUE(LogWriter::Open(o, dir.path(), 1, nullptr, &w).IsInvalidArgument());
+  o.segment_size = 0;
+  EXPECT_TRUE(LogWriter::Open(o, dir.path(), 1, nullptr, &w).IsInvalidArgument());
+  o = LogOptions();
+  o.max_group_bytes = 0;
+  EXPECT_TRUE(LogWriter::Open(o, dir.path(), 1, nullptr, &w).IsInvalidArgument());
+
+  {
+    auto ok = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), 50);
+    WriteAll(ok.get(), {"x"});
+    ASSERT_OK(ok->Close());
+  }
+  // The log already holds sequence 50: continuing below it is refused.
+  Status s = LogWriter::Open(SmallOptions(/*uring=*/true), dir.path(), 10, nullptr, &w);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+
+  auto ok = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), 51);
+  WriteRequest r;
+  r.sequence_count = 0;
+  EXPECT_TRUE(ok->Write(&r).IsInvalidArgument());
+  ASSERT_OK(ok->Close());
+  r.sequence_count = 1;
+  EXPECT_TRUE(ok->Write(&r).IsFailedPrecondition());
+  EXPECT_TRUE(ok->Sync().IsFailedPrecondition());
+  EXPECT_OK(ok->Close());  // idempotent
+}
+
+// Released segments become spares and are reused; nothing from their earlier
+// life is ever read back.
+TEST_P(LogWriterTest, RecyclesReleasedSegments) {
+  ScratchDir dir("wal");
+  const uint64_t kSegment = 64 * 1024;
+  auto w = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), 1);
+  std::vector<Rec> written;
+  auto write_some = [&](int n, int salt) {
+    for (int i = 0; i < n; i++) {
+      auto recs = WriteAll(w.get(), {MakePayload(written.size() * 31 + salt, 900)}, 1,
+                           /*sync=*/i % 50 == 0);
+      written.insert(written.end(), recs.begin(), recs.end());
+    }
+  };
+  write_some(500, 0);  // ~7 segments
+  const size_t segments_before = SegmentPaths(dir.path()).size();
+  ASSERT_GT(segments_before, 4u);
+  // Release all but the last ~100 records.
+  const SequenceNumber keep_from = written[written.size() - 100].first;
+  ASSERT_OK(w->ReleaseBefore(keep_from));
+  EXPECT_EQ(CountFiles(dir.path(), ".spare"), LogWriter::kMaxSpareSegments);
+  EXPECT_LT(SegmentPaths(dir.path()).size(), segments_before);
+  write_some(300, 1);
+  EXPECT_GE(w->GetStats().segments_recycled, 2u);
+  ASSERT_OK(w->Close());
+
+  // The log is a suffix of what was written, starting at or before keep_from.
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_FALSE(got.empty());
+  EXPECT_LE(got.front().first, keep_from);
+  const size_t offset = written.size() - got.size();
+  for (size_t i = 0; i < got.size(); i++) ASSERT_TRUE(got[i] == written[offset + i]) << i;
+
+  // A recycled segment whose new content ends early: the reader stops at the
+  // end of the new data even though old fragments follow it in the file.
+  auto w2 = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), info.next_sequence);
+  ASSERT_OK(w2->ReleaseBefore(info.next_sequence));
+  ASSERT_OK(w2->Close());
+  auto w3 = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), info.next_sequence);
+  EXPECT_EQ(w3->GetStats().segments_recycled, 1u);
+  auto tail = WriteAll(w3.get(), {"short"});
+  ASSERT_OK(w3->Close());
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0] == tail[0]);
+}
+
+TEST(LogWriterReleaseTest, NeverReleasesTheCurrentSegment) {
+  ScratchDir dir("wal");
+  LogOptions o = SmallOptions(/*uring=*/true);
+  o.recycle_segments = false;
+  auto w = OpenWriter(o, dir.path(), 1);
+  auto recs = WriteAll(w.get(), {MakePayload(0, 100000), "b"});
+  ASSERT_OK(w->ReleaseBefore(UINT64_MAX));
+  EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
+  EXPECT_EQ(CountFiles(dir.path(), ".spare"), 0u);
+  ASSERT_OK(w->Close());
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  // The remaining segment starts inside the big record: its tail is skipped.
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0] == recs[1]);
+}
+
+TEST(LogWriterReleaseTest, ReleasesSegmentsOfAnEarlierWriter) {
+  ScratchDir dir("wal");
+  SequenceNumber next;
+  {
+    auto w = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), 1);
+    for (int i = 0; i < 200; i++) WriteAll(w.get(), {MakePayload(i, 1000)}, 1, /*sync=*/false);
+    next = w->next_sequence();
+    ASSERT_OK(w->Close());
+  }
+  const size_t old_segments = SegmentPaths(dir.path()).size();
+  ASSERT_GT(old_segments, 2u);
+  auto w = OpenWriter(SmallOptions(/*uring=*/true), dir.path(), next);
+  ASSERT_OK(w->ReleaseBefore(100));  // keeps the segments holding 100..
+  EXPECT_LT(SegmentPaths(dir.path()).size(), old_segments + 1);
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_FALSE(got.empty());
+  EXPECT_LE(got.front().first, 100u);
+  ASSERT_OK(w->ReleaseBefore(next));
+  EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
+  ASSERT_OK(w->Close());
+}
+
+// ---- Errors ----------------------------------------------------------------
+
+TEST(LogWriterErrorTest, FailedSyncStopsTheWriter) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/true);
+  o.fs = &fs;
+  auto w = OpenWriter(o, dir.path(), 1);
+  WriteAll(w.get(), {"before"});
+  fs.FailAfter(FaultOp::kSync, 0, 1, EIO);
+  WriteRequest r;
+  r.payload = "fails";
+  Status s = w->Write(&r);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  fs.ClearFaults();
+  // Stopped: every later call returns the same error.
+  WriteRequest r2;
+  r2.payload = "later";
+  r2.sync = false;
+  Status s2 = w->Write(&r2);
+  EXPECT_TRUE(s2.IsIOError());
+  EXPECT_EQ(s2.message(), s.message());
+  EXPECT_TRUE(w->Sync().IsIOError());
+  EXPECT_TRUE(w->Close().IsIOError());
+}
+
+TEST(LogWriterErrorTest, NoSpaceIsResourceExhausted) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/true);
+  o.fs = &fs;
+  auto w = OpenWriter(o, dir.path(), 1);
+  fs.FailAfter(FaultOp::kWrite, 0, -1, ENOSPC);
+  // Concurrent writers all see the error, queued ones included.
+  std::vector<std::thread> threads;
+  std::atomic<int> exhausted{0};
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; i++) {
+        WriteRequest r;
+        r.payload = "x";
+        if (w->Write(&r).IsResourceExhausted()) exhausted++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(exhausted.load(), 20);
+  // The space came back, but the writer stays stopped.
+  fs.ClearFaults();
+  WriteRequest r;
+  r.payload = "later";
+  EXPECT_TRUE(w->Write(&r).IsResourceExhausted());
+  EXPECT_TRUE(w->Close().IsResourceExhausted());
+}
+
+TEST(LogWriterErrorTest, FailedSegmentSwitchStopsTheWriter) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/true, kBlockSize);
+  o.fs = &fs;
+  auto w = OpenWriter(o, dir.path(), 1);
+  fs.FailAfter(FaultOp::kSyncDir, 0, -1, EIO);
+  WriteRequest r;
+  const std::string big = MakePayload(1, 3 * kBlockSize);
+  r.payload = big;
+  EXPECT_TRUE(w->Write(&r).IsIOError());
+  r.payload = "small";
+  EXPECT_TRUE(w->Write(&r).IsIOError());
+}
+
+// io_uring reports failures in completion entries: a descriptor that cannot be
+// written makes the write's cqe->res negative, which must become an error
+// naming the file and offset.
+TEST(LogWriterErrorTest, IoUringCompletionErrorsBecomeStatuses) {
+  ScratchDir dir("wal");
+  ReadOnlyFdFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/true);
+  o.fs = &fs;
+  auto w = OpenWriter(o, dir.path(), 1);
+  ASSERT_TRUE(w->using_io_uring());
+  WriteRequest r;
+  r.payload = "doomed";
+  Status s = w->Write(&r);
+  ASSERT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find(SegmentFileName(1)), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("offset " + std::to_string(kSegmentHeaderSize)), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(w->Write(&r).IsIOError());
+}
+
+TEST(SegmentIoTest, UringMapsErrnoAndHandlesSyncOnly) {
+  ScratchDir dir("wal");
+  std::string why;
+  auto io = NewUringSegmentIo(1 << 16, &why);
+  ASSERT_NE(io, nullptr) << why;
+  std::unique_ptr<WritableFile> f;
+  ASSERT_OK(FileSystem::Default()->NewWritableFile(dir.Join("f"), FileOpenOptions{}, &f));
+  // From the registered buffer and from elsewhere.
+  std::memcpy(io->buffer(), "hello", 5);
+  ASSERT_OK(io->Write(f.get(), "f", 0, io->buffer(), 5, /*sync=*/true));
+  const std::string other = " world";
+  ASSERT_OK(io->Write(f.get(), "f", 5, other.data(), other.size(), /*sync=*/false));
+  ASSERT_OK(io->Sync(f.get(), "f"));
+  ASSERT_OK(f->Close());
+  EXPECT_EQ(ReadBytes(dir.Join("f")), "hello world");
+  EXPECT_TRUE(SegmentIoError("write", "f", 0, ENOSPC).IsResourceExhausted());
+  EXPECT_TRUE(SegmentIoError("write", "f", 0, EIO).IsIOError());
+}
+
+// ---- Crashes ----------------------------------------------------------------
+
+// Writers race a simulated power failure: every record acknowledged as synced
+// survives, and the log recovers cleanly to a contiguous prefix.
+TEST(LogWriterCrashTest, AcknowledgedRecordsSurvivePowerLoss) {
+  const int kRounds = strata::test::LongTests() ? 30 : 6;
+  for (int round = 0; round < kRounds; round++) {
+    ScratchDir dir("wal");
+    FaultInjectionFileSystem fs;
+    LogOptions o = SmallOptions(/*uring=*/false, 64 * 1024);
+    o.fs = &fs;
+    auto w = OpenWriter(o, dir.path(), 1);
+    std::mutex mu;
+    std::map<std::string, SequenceNumber> synced;  // payload -> first sequence
+    std::atomic<bool> crashed{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++) {
+      threads.emplace_back([&, t] {
+        Random rnd(round * 100 + t);
+        for (int i = 0; !crashed.load(); i++) {
+          const std::string p =
+              std::to_string(t) + "/" + std::to_string(i) + "/" + std::string(rnd.Skewed(13), 'z');
+          WriteRequest r;
+          r.payload = p;
+          r.sync = rnd.OneIn(2);
+          if (!w->Write(&r).ok()) break;
+          if (r.sync) {
+            std::lock_guard<std::mutex> l(mu);
+            synced[p] = r.first_sequence;
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + round * 5));
+    fs.SetFilesystemActive(false);  // the instant of the crash
+    crashed = true;
+    for (auto& t : threads) t.join();
+    w.reset();
+    Random rnd(round);
+    if (round % 2 == 0) {
+      ASSERT_OK(fs.DropUnsyncedData());
+    } else {
+      ASSERT_OK(fs.TearUnsyncedData(&rnd));
+    }
+    fs.SetFilesystemActive(true);
+
+    std::vector<Rec> got;
+    RecoveryInfo info;
+    ASSERT_OK(Recover(dir.path(), RecoveryMode::kTolerateTornTail, &got, &info, &fs))
+        << "round " << round;
+    std::map<std::string, SequenceNumber> found;
+    for (size_t i = 0; i < got.size(); i++) {
+      found[got[i].payload] = got[i].first;
+      if (i > 0) {
+        ASSERT_EQ(got[i].first, got[i - 1].first + got[i - 1].count);
+      }
+    }
+    for (const auto& [p, seq] : synced) {
+      auto it = found.find(p);
+      ASSERT_NE(it, found.end()) << "synced record lost: " << p << " round " << round;
+      EXPECT_EQ(it->second, seq);
+    }
+    // Appending after recovery and recovering again is clean.
+    auto w2 = OpenWriter(o, dir.path(), std::max<SequenceNumber>(info.next_sequence, 1));
+    auto more = WriteAll(w2.get(), {"after-1", "after-2"});
+    ASSERT_OK(w2->Close());
+    std::vector<Rec> again;
+    ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &again, &info, &fs));
+    ASSERT_EQ(again.size(), got.size() + 2);
+    EXPECT_TRUE(again[got.size()] == more[0]);
+  }
+}
+
+}  // namespace
+}  // namespace strata::wal::test

@@ -1,0 +1,566 @@
+// Group commit and framing for the write-ahead log; the format is wal/FORMAT.md.
+#include "wal/log_writer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "wal/internal/segment_io.h"
+#include "wal/log_format.h"
+
+namespace strata::wal {
+
+namespace {
+
+// What a record may add to its payload in the group's image: its prefix and
+// one fragment header. Further fragment headers and padding are per block.
+constexpr size_t kRecordOverhead = kMaxRecordPrefixSize + kFragmentHeaderSize;
+// The framing buffer (registered with io_uring) holds groups up to this size;
+// larger ones are framed in a heap buffer and written with a plain write op.
+// Registered memory counts against RLIMIT_MEMLOCK, so it stays modest.
+constexpr size_t kMaxFramingBuffer = 2 << 20;
+// A heap framing buffer larger than this is freed after its group.
+constexpr size_t kKeepOverflowBytes = 16 << 20;
+
+// Positions are byte offsets from the start of the current segment file; the
+// k-th segment after it starts at k * segment_size. Blocks are aligned to the
+// start of every segment because segment_size is a multiple of kBlockSize.
+class Layout {
+ public:
+  explicit Layout(uint64_t segment_size) : segment_size_(segment_size) {}
+
+  // The first position at or after `pos` where a fragment may start: past the
+  // header of a segment and past a block tail too short for a fragment.
+  uint64_t FragmentStart(uint64_t pos) const {
+    for (;;) {
+      const uint64_t in_segment = pos % segment_size_;
+      if (in_segment < kSegmentHeaderSize) {
+        pos += kSegmentHeaderSize - in_segment;
+        continue;
+      }
+      const uint64_t left = kBlockSize - pos % kBlockSize;
+      if (left < kMinFragmentSize) {
+        pos += left;
+        continue;
+      }
+      return pos;
+    }
+  }
+
+  // Where a record body of `body` bytes framed from `pos` ends.
+  uint64_t Advance(uint64_t pos, uint64_t body) const {
+    while (body > 0) {
+      pos = FragmentStart(pos);
+      const uint64_t n = std::min<uint64_t>(body, Room(pos));
+      pos += kFragmentHeaderSize + n;
+      body -= n;
+    }
+    return pos;
+  }
+
+  // Payload bytes a fragment starting at `pos` can hold.
+  static uint64_t Room(uint64_t pos) { return kBlockSize - pos % kBlockSize - kFragmentHeaderSize; }
+
+  // The end of the zero bytes written after a group ending at `pos`, so that a
+  // reader finds an all-zero fragment header where the next fragment would go
+  // (a recycled segment holds stale bytes there otherwise).
+  uint64_t MarkerEnd(uint64_t pos) const {
+    if (pos % segment_size_ == 0) return pos;  // the segment is full
+    const uint64_t left = kBlockSize - pos % kBlockSize;
+    if (left >= kMinFragmentSize) return pos + kFragmentHeaderSize;
+    pos += left;
+    if (pos % segment_size_ == 0) return pos;
+    return pos + kFragmentHeaderSize;
+  }
+
+  uint64_t segment_size() const { return segment_size_; }
+
+ private:
+  const uint64_t segment_size_;
+};
+
+}  // namespace
+
+struct LogWriter::Waiter {
+  Waiter(WriteRequest* r, bool wants_sync) : request(r), sync(wants_sync), cv(&mu) {}
+  WriteRequest* const request;  // nullptr for a Sync() barrier
+  const bool sync;
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;  // finished; `status` holds the outcome
+  bool lead GUARDED_BY(mu) = false;  // promoted to leader
+  Status status GUARDED_BY(mu);
+};
+
+// The part of a group's image that goes to one segment.
+struct LogWriter::Chunk {
+  size_t begin = 0;  // image range to write
+  size_t end = 0;
+  uint64_t offset = 0;                // file offset of image[begin]
+  bool new_segment = false;           // the group starts this segment
+  SequenceNumber first_sequence = 0;  // its header's first_sequence
+};
+
+LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
+                     ApplyFunction apply)
+    : options_(options),
+      dir_(std::move(dir)),
+      apply_(std::move(apply)),
+      idle_cv_(&mu_),
+      next_sequence_(next_sequence),
+      apply_cv_(&mu_) {}
+
+LogWriter::~LogWriter() { Close().PermitUncheckedError(); }  // callers that care call Close()
+
+Status LogWriter::Open(const LogOptions& options, const std::string& dir,
+                       SequenceNumber next_sequence, ApplyFunction apply,
+                       std::unique_ptr<LogWriter>* result) {
+  if (options.fs == nullptr) return Status::InvalidArgument("LogOptions::fs is null");
+  if (options.segment_size < kBlockSize || options.segment_size % kBlockSize != 0) {
+    return Status::InvalidArgument("log segment_size " + std::to_string(options.segment_size) +
+                                   " is not a positive multiple of " + std::to_string(kBlockSize));
+  }
+  if (options.max_group_bytes == 0) {
+    return Status::InvalidArgument("log max_group_bytes must be positive");
+  }
+  FileSystem* fs = options.fs;
+  STRATA_RETURN_IF_ERROR(fs->CreateDirIfMissing(dir));
+  std::vector<std::string> names;
+  STRATA_RETURN_IF_ERROR(fs->GetChildren(dir, &names));
+  std::vector<uint64_t> segments, spares;
+  uint64_t max_number = 0;
+  for (const auto& name : names) {
+    uint64_t number;
+    LogFileKind kind;
+    if (!ParseLogFileName(name, &number, &kind)) continue;
+    max_number = std::max(max_number, number);
+    (kind == LogFileKind::kSegment ? segments : spares).push_back(number);
+  }
+  std::sort(segments.begin(), segments.end());
+  std::sort(spares.begin(), spares.end());
+
+  std::unique_ptr<LogWriter> w(new LogWriter(options, dir, next_sequence, std::move(apply)));
+  {
+    MutexLock l(&w->mu_);
+    // The headers of the segments already there tell ReleaseBefore which
+    // sequence numbers each holds. A segment whose header can't be read is
+    // bounded by the next readable one.
+    for (uint64_t number : segments) {
+      const std::string path = JoinPath(dir, SegmentFileName(number));
+      std::unique_ptr<RandomAccessFile> file;
+      STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
+      char buf[kSegmentHeaderSize];
+      Slice got;
+      STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
+      SegmentEntry e;
+      e.number = number;
+      SegmentHeader h;
+      if (DecodeSegmentHeader(got, &h).ok() && h.segment_number == number) {
+        if (h.first_sequence > next_sequence) {
+          return Status::InvalidArgument(
+              "log " + path + " holds records from sequence " + std::to_string(h.first_sequence) +
+              " but the writer was asked to continue at " + std::to_string(next_sequence));
+        }
+        e.first_sequence = h.first_sequence;
+        e.header_known = true;
+      }
+      w->segments_.push_back(e);
+    }
+    // Spares left by an earlier writer are reused; beyond the bound they go.
+    for (uint64_t number : spares) {
+      if (options.recycle_segments && w->spares_.size() < kMaxSpareSegments) {
+        w->spares_.push_back(number);
+      } else {
+        STRATA_RETURN_IF_ERROR(fs->DeleteFile(JoinPath(dir, SpareFileName(number))));
+      }
+    }
+  }
+  STRATA_RETURN_IF_ERROR(w->StartSegment(max_number + 1, next_sequence));
+
+  const size_t capacity = std::min(
+      kMaxFramingBuffer, options.max_group_bytes + options.max_group_bytes / 256 + 4 * kBlockSize);
+  if (options.use_io_uring && w->file_->fd() >= 0) {
+    std::string why;
+    w->io_ = NewUringSegmentIo(capacity, &why);
+  }
+  if (w->io_ == nullptr) w->io_ = NewFileSegmentIo(capacity);
+  w->using_io_uring_ = w->io_->uses_io_uring();
+  *result = std::move(w);
+  return Status::OK();
+}
+
+Status LogWriter::Write(WriteRequest* request) {
+  if (request->sequence_count == 0) {
+    return Status::InvalidArgument("a log record must use at least one sequence number");
+  }
+  Waiter w(request, request->sync);
+  return Submit(&w, /*allow_closed=*/false);
+}
+
+Status LogWriter::Sync() {
+  Waiter w(nullptr, /*wants_sync=*/true);
+  return Submit(&w, /*allow_closed=*/false);
+}
+
+Status LogWriter::Submit(Waiter* w, bool allow_closed) {
+  bool lead;
+  {
+    MutexLock l(&mu_);
+    if (!error_.ok()) return error_;
+    if (closed_ && !allow_closed) {
+      return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
+    }
+    queue_.push_back(w);
+    // Leadership is handed straight to the next queued writer, so with no
+    // active leader the queue held nobody before us.
+    lead = !leader_active_;
+    if (lead) {
+      leader_active_ = true;
+      leaders_running_++;
+    }
+  }
+  if (!lead) {
+    MutexLock l(&w->mu);
+    while (!w->done && !w->lead) w->cv.Wait();
+    if (w->done) return w->status;
+  }
+  return LeadGroup(w);
+}
+
+Status LogWriter::LeadGroup(Waiter* self) {
+  std::vector<Waiter*> group;
+  bool sync = false;
+  size_t records = 0;
+  uint64_t ticket;
+  {
+    MutexLock l(&mu_);
+    size_t bytes = 0;
+    while (!queue_.empty()) {
+      Waiter* w = queue_.front();
+      const size_t size = w->request == nullptr ? 0 : w->request->payload.size() + kRecordOverhead;
+      if (!group.empty() && bytes + size > options_.max_group_bytes) break;
+      queue_.pop_front();
+      group.push_back(w);
+      bytes += size;
+      sync |= w->sync;
+      if (w->request != nullptr) {
+        w->request->first_sequence = next_sequence_;
+        next_sequence_ += w->request->sequence_count;
+        records++;
+      }
+    }
+    ticket = next_ticket_++;
+  }
+  assert(!group.empty() && group.front() == self);
+
+  Status s = WriteGroup(group, sync);
+
+  std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
+  {
+    MutexLock l(&mu_);
+    if (!s.ok()) {
+      if (error_.ok()) error_ = s;
+      abandoned.swap(queue_);
+      leader_active_ = false;
+    } else if (!queue_.empty()) {
+      // Hand over before applying, so the next group's I/O overlaps our apply.
+      Waiter* next = queue_.front();
+      leaders_running_++;
+      MutexLock wl(&next->mu);
+      next->lead = true;
+      next->cv.Signal();
+    } else {
+      leader_active_ = false;
+    }
+    while (apply_turn_ != ticket) apply_cv_.Wait();
+  }
+  if (s.ok() && records > 0 && apply_) {
+    std::vector<WriteRequest*> requests;
+    requests.reserve(records);
+    for (Waiter* w : group) {
+      if (w->request != nullptr) requests.push_back(w->request);
+    }
+    apply_(requests.data(), requests.size());
+  }
+  {
+    MutexLock l(&mu_);
+    apply_turn_ = ticket + 1;
+    apply_cv_.SignalAll();
+    if (--leaders_running_ == 0) idle_cv_.SignalAll();
+  }
+  // From here on only the waiters are touched, never `this`: once the last
+  // leader is done, Close may return and the writer may be destroyed.
+  auto wake = [&s](Waiter* w) {
+    MutexLock wl(&w->mu);
+    w->status = s;
+    w->done = true;
+    w->cv.Signal();  // under w->mu, so w outlives the call
+  };
+  for (Waiter* w : group) {
+    if (w != self) wake(w);
+  }
+  for (Waiter* w : abandoned) wake(w);
+  return s;
+}
+
+Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
+  const Layout layout(options_.segment_size);
+  const uint64_t segment_size = options_.segment_size;
+  const uint64_t start = offset_;
+  uint64_t end = start;
+  size_t records = 0;
+  char prefix[kMaxRecordPrefixSize];
+  for (const Waiter* w : group) {
+    if (w->request == nullptr) continue;
+    const WriteRequest* r = w->request;
+    end = layout.Advance(
+        end, EncodeRecordPrefix(prefix, r->first_sequence, r->sequence_count) + r->payload.size());
+    records++;
+  }
+  if (records == 0) {
+    if (!sync || !unsynced_) return Status::OK();
+    STRATA_RETURN_IF_ERROR(io_->Sync(file_.get(), file_path_));
+    unsynced_ = false;
+    stat_syncs_.fetch_add(1, std::memory_order_relaxed);
+    stat_groups_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
+
+  // Frame every record into one image of the log bytes [start, marker_end).
+  const uint64_t marker_end = layout.MarkerEnd(end);
+  const size_t image_size = static_cast<size_t>(marker_end - start);
+  char* image;
+  if (image_size <= io_->capacity()) {
+    image = io_->buffer();
+  } else {
+    overflow_.resize(image_size);
+    image = overflow_.data();
+  }
+  chunks_.clear();
+  chunks_.push_back(Chunk{0, 0, start, false, 0});
+  uint64_t pos = start;
+  // The group's first fragment says whether all the log before it is durable.
+  bool durable_before = !unsynced_;
+  for (const Waiter* w : group) {
+    if (w->request == nullptr) continue;
+    const WriteRequest* r = w->request;
+    const size_t prefix_len = EncodeRecordPrefix(prefix, r->first_sequence, r->sequence_count);
+    const Slice pieces[2] = {Slice(prefix, prefix_len), r->payload};
+    size_t piece = 0, piece_off = 0;
+    uint64_t left = prefix_len + r->payload.size();
+    bool first = true;
+    while (left > 0) {
+      const uint64_t frag = layout.FragmentStart(pos);
+      std::memset(image + (pos - start), 0, frag - pos);  // padding (and header space)
+      const size_t segment_index = frag / segment_size;
+      if (segment_index != chunks_.size() - 1) {
+        // The record goes on in a new segment; its header's first_sequence is
+        // one past every record that started before it.
+        chunks_.back().end = static_cast<size_t>(segment_index * segment_size - start);
+        Chunk c;
+        c.begin = static_cast<size_t>(segment_index * segment_size + kSegmentHeaderSize - start);
+        c.offset = kSegmentHeaderSize;
+        c.new_segment = true;
+        c.first_sequence = first ? r->first_sequence : r->first_sequence + r->sequence_count;
+        chunks_.push_back(c);
+      }
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, Layout::Room(frag)));
+      char* dst = image + (frag - start);
+      char* out = dst + kFragmentHeaderSize;
+      size_t copied = 0;
+      while (copied < n) {
+        const Slice& p = pieces[piece];
+        const size_t take = std::min(n - copied, p.size() - piece_off);
+        std::memcpy(out + copied, p.data() + piece_off, take);
+        copied += take;
+        piece_off += take;
+        if (piece_off == p.size()) {
+          piece++;
+          piece_off = 0;
+        }
+      }
+      left -= n;
+      const FragmentType type = first ? (left == 0 ? FragmentType::kFull : FragmentType::kFirst)
+                                      : (left == 0 ? FragmentType::kLast : FragmentType::kMiddle);
+      FinishFragment(dst, type, durable_before, segment_number_ + segment_index, n);
+      durable_before = false;
+      pos = frag + kFragmentHeaderSize + n;
+      first = false;
+    }
+  }
+  assert(pos == end);
+  std::memset(image + (end - start), 0, marker_end - end);
+  chunks_.back().end = image_size;
+
+  // One write per segment touched; every segment but the last is synced
+  // before the next one is started, the last when any member asked.
+  uint64_t syncs = 0;
+  for (size_t i = 0; i < chunks_.size(); i++) {
+    const Chunk& c = chunks_[i];
+    if (c.new_segment) {
+      STRATA_RETURN_IF_ERROR(StartSegment(segment_number_ + 1, c.first_sequence));
+    }
+    const bool last = i + 1 == chunks_.size();
+    const size_t n = c.end - c.begin;
+    const bool want_sync = !last || sync;
+    const bool do_sync = want_sync && (n > 0 || unsynced_);
+    if (n == 0 && !do_sync) continue;
+    STRATA_RETURN_IF_ERROR(
+        io_->Write(file_.get(), file_path_, c.offset, image + c.begin, n, do_sync));
+    if (do_sync) syncs++;
+    unsynced_ = !want_sync;
+  }
+  offset_ = end - (chunks_.size() - 1) * segment_size;
+  if (overflow_.capacity() > kKeepOverflowBytes) std::vector<char>().swap(overflow_);
+
+  stat_records_.fetch_add(records, std::memory_order_relaxed);
+  stat_groups_.fetch_add(1, std::memory_order_relaxed);
+  stat_syncs_.fetch_add(syncs, std::memory_order_relaxed);
+  stat_bytes_.fetch_add(end - start, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status LogWriter::StartSegment(uint64_t number, SequenceNumber first_sequence) {
+  FileSystem* fs = options_.fs;
+  if (file_ != nullptr) {
+    Status s = file_->Close();
+    file_.reset();
+    STRATA_RETURN_IF_ERROR(s);
+  }
+  bool recycled = false;
+  uint64_t spare = 0;
+  if (options_.recycle_segments) {
+    MutexLock l(&mu_);
+    if (!spares_.empty()) {
+      spare = spares_.back();
+      spares_.pop_back();
+      recycled = true;
+    }
+  }
+  // A new file is built under a spare name too: it becomes a segment only by
+  // the rename, once its header is durable, so a crash never leaves a segment
+  // without a valid header.
+  const std::string from = JoinPath(dir_, SpareFileName(recycled ? spare : number));
+  const std::string to = JoinPath(dir_, SegmentFileName(number));
+  FileOpenOptions keep;
+  keep.truncate = false;
+  std::unique_ptr<WritableFile> f;
+  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(from, keep, &f));
+  const uint64_t size = f->Size();
+  if (size > options_.segment_size) STRATA_RETURN_IF_ERROR(f->Truncate(options_.segment_size));
+  if (size < options_.segment_size) STRATA_RETURN_IF_ERROR(f->Allocate(0, options_.segment_size));
+  // The header and an all-zero fragment header after it: a recycled file's
+  // stale bytes must not look like the start of this segment's data.
+  char head[kSegmentHeaderSize + kFragmentHeaderSize] = {};
+  SegmentHeader h;
+  h.segment_number = number;
+  h.segment_size = options_.segment_size;
+  h.first_sequence = first_sequence;
+  EncodeSegmentHeader(h, head);
+  STRATA_RETURN_IF_ERROR(f->WriteAt(0, Slice(head, sizeof(head))));
+  STRATA_RETURN_IF_ERROR(f->Sync());
+  STRATA_RETURN_IF_ERROR(f->Close());
+  f.reset();
+  STRATA_RETURN_IF_ERROR(fs->RenameFile(from, to));
+  STRATA_RETURN_IF_ERROR(fs->SyncDir(dir_));
+  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(to, keep, &file_));
+  file_path_ = to;
+  segment_number_ = number;
+  offset_ = kSegmentHeaderSize;
+  unsynced_ = false;
+  {
+    MutexLock l(&mu_);
+    segments_.push_back(SegmentEntry{number, first_sequence, true});
+  }
+  (recycled ? stat_recycled_ : stat_created_).fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status LogWriter::ReleaseBefore(SequenceNumber sequence) {
+  MutexLock release(&release_mu_);
+  std::vector<uint64_t> victims;
+  size_t spare_room = 0;
+  {
+    MutexLock l(&mu_);
+    if (closed_) return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
+    // Every record touching segment i uses sequence numbers below the
+    // first_sequence of any later segment, so i can go once the nearest later
+    // readable header is at or below `sequence`. The current segment stays.
+    std::vector<SequenceNumber> bound(segments_.size(), UINT64_MAX);
+    SequenceNumber b = UINT64_MAX;
+    for (size_t i = segments_.size(); i-- > 1;) {
+      if (segments_[i].header_known) b = segments_[i].first_sequence;
+      bound[i - 1] = b;
+    }
+    for (size_t i = 0; i + 1 < segments_.size() && bound[i] <= sequence; i++) {
+      victims.push_back(segments_[i].number);
+    }
+    if (options_.recycle_segments && spares_.size() < kMaxSpareSegments) {
+      spare_room = kMaxSpareSegments - spares_.size();
+    }
+  }
+  // Oldest first, each made durable before the next, so a crash leaves the
+  // log a contiguous run of segments.
+  for (uint64_t number : victims) {
+    const bool keep = spare_room > 0;
+    STRATA_RETURN_IF_ERROR(ReleaseSegment(number, keep));
+    if (keep) spare_room--;
+  }
+  return Status::OK();
+}
+
+Status LogWriter::ReleaseSegment(uint64_t number, bool keep_as_spare) {
+  FileSystem* fs = options_.fs;
+  const std::string path = JoinPath(dir_, SegmentFileName(number));
+  STRATA_RETURN_IF_ERROR(keep_as_spare ? fs->RenameFile(path, JoinPath(dir_, SpareFileName(number)))
+                                       : fs->DeleteFile(path));
+  Status s = fs->SyncDir(dir_);
+  MutexLock l(&mu_);
+  assert(!segments_.empty() && segments_.front().number == number);
+  segments_.pop_front();
+  if (keep_as_spare) spares_.push_back(number);
+  return s;
+}
+
+Status LogWriter::Close() {
+  {
+    MutexLock l(&mu_);
+    if (closed_) return close_status_;
+    closed_ = true;  // later Write/Sync calls fail; queued ones still complete
+  }
+  Waiter barrier(nullptr, /*wants_sync=*/true);
+  Status s = Submit(&barrier, /*allow_closed=*/true);
+  {
+    MutexLock l(&mu_);
+    while (leaders_running_ > 0) idle_cv_.Wait();
+  }
+  // No leader can exist any more: the leader state is ours.
+  if (file_ != nullptr) {
+    Status c = file_->Close();
+    file_.reset();
+    if (s.ok()) s = c;
+  }
+  io_.reset();
+  MutexLock l(&mu_);
+  if (s.ok() && !error_.ok()) s = error_;
+  close_status_ = s;
+  return s;
+}
+
+SequenceNumber LogWriter::next_sequence() const {
+  MutexLock l(&mu_);
+  return next_sequence_;
+}
+
+LogWriter::Stats LogWriter::GetStats() const {
+  Stats st;
+  st.records = stat_records_.load(std::memory_order_relaxed);
+  st.groups = stat_groups_.load(std::memory_order_relaxed);
+  st.syncs = stat_syncs_.load(std::memory_order_relaxed);
+  st.bytes = stat_bytes_.load(std::memory_order_relaxed);
+  st.segments_created = stat_created_.load(std::memory_order_relaxed);
+  st.segments_recycled = stat_recycled_.load(std::memory_order_relaxed);
+  return st;
+}
+
+}  // namespace strata::wal

@@ -1,0 +1,204 @@
+// LogWriter: appends records to the write-ahead log (format: wal/FORMAT.md)
+// with group commit.
+//
+// Thread-safe. Writers queue under one mutex and each waits on its own
+// condition variable. When no group is in flight, the writer at the front of
+// the queue becomes the leader: it takes every queued request (up to
+// max_group_bytes), assigns their sequence numbers, frames all of them into one
+// buffer, writes it with one write and, if any member asked for durability,
+// one fdatasync (io_uring: one linked write -> fdatasync submission), hands
+// leadership to the next queued writer, calls the apply function and wakes its
+// members. Writers that arrive while a group's I/O is in flight form the next
+// group, so under load one fdatasync covers nearly every waiting writer.
+//
+// Invariants:
+//   - sequence numbers are assigned contiguously in queue order, so log order,
+//     sequence order and apply order agree;
+//   - at most one group does I/O at a time; apply runs once per group in log
+//     order, never concurrently with itself, and before any member's Write
+//     returns (the next group's I/O may overlap it);
+//   - a record is acknowledged only after its bytes are written and, when any
+//     member of its group asked for sync, durable together with everything
+//     before it, including the segment file's directory entry;
+//   - a segment is synced before the next one is started, so a crash can only
+//     lose a suffix of the log;
+//   - after the first I/O error the writer is stopped: every later call
+//     returns that error and the engine must reopen.
+#ifndef STRATA_WAL_LOG_WRITER_H_
+#define STRATA_WAL_LOG_WRITER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/file_system.h"
+#include "common/mutex.h"
+#include "strata/slice.h"
+#include "strata/status.h"
+
+namespace strata::wal {
+
+class SegmentIo;
+
+struct LogOptions {
+  FileSystem* fs = FileSystem::Default();
+  // io_uring submits a group's write and fdatasync with one system call from
+  // a registered buffer, but the kernel runs the fdatasync on a worker
+  // thread: one more wakeup per group, which costs more than it saves when
+  // the CPUs are busy (bench/wal_bench shows both). Falls back to pwritev +
+  // fdatasync automatically when a ring can't be set up or the file has no
+  // descriptor (fault-injecting file systems).
+  bool use_io_uring = true;
+  // Bytes per segment file, preallocated with fallocate. Larger segments mean
+  // fewer segment switches (each costs a file creation and two syncs) but
+  // coarser release. A positive multiple of kBlockSize (32 KiB).
+  uint64_t segment_size = 64 << 20;
+  // Keep released segments as spares and reuse them: rewriting allocated
+  // blocks makes fdatasync cheaper than filling fresh extents. Costs up to
+  // kMaxSpareSegments * segment_size of disk.
+  bool recycle_segments = true;
+  // A group stops growing past this many bytes: bigger groups amortize the
+  // fdatasync further but make the leader's members wait longer.
+  size_t max_group_bytes = 4 << 20;
+};  // Intentionally copyable.
+
+struct WriteRequest {
+  Slice payload;                      // the record body
+  uint64_t sequence_count = 1;        // sequence numbers this record consumes (>= 1)
+  bool sync = true;                   // acknowledge only once durable
+  void* arg = nullptr;                // for the apply function
+  SequenceNumber first_sequence = 0;  // set by the writer before apply is called
+};                                    // Intentionally copyable.
+
+// Called by the group leader once per group, after the group's records are
+// written (and synced when any of them asked), in log order, before any
+// member's Write returns; never concurrently with itself.
+using ApplyFunction = std::function<void(WriteRequest* const* requests, size_t n)>;
+
+class LogWriter {
+ public:
+  // Released segments kept for reuse at most; more are deleted.
+  static constexpr size_t kMaxSpareSegments = 2;
+
+  // Starts a new segment numbered after every segment (and spare) already in
+  // `dir` (created if missing); the first record gets `next_sequence`.
+  // REQUIRES: the log in `dir` went through RecoverLog (so it ends cleanly:
+  // a torn tail left in place would read as mid-log corruption once new
+  // segments follow it), and next_sequence == RecoveryInfo::next_sequence
+  // when that log holds records (sequence numbers run on without gaps across
+  // writers; a gap reads as corruption). Open refuses a next_sequence below
+  // a segment header's first_sequence. `apply` may be empty.
+  static Status Open(const LogOptions& options, const std::string& dir,
+                     SequenceNumber next_sequence, ApplyFunction apply,
+                     std::unique_ptr<LogWriter>* result);
+  ~LogWriter();  // Close()s
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  // Thread-safe. Appends the record; concurrent callers are grouped
+  // (leader/follower): one write and one fdatasync cover every writer waiting
+  // at that moment. After any I/O error the writer is stopped: this and every
+  // later Write returns that error (the engine must be reopened).
+  Status Write(WriteRequest* request);
+  // Makes everything written so far durable.
+  Status Sync();
+  // Every record with sequence < `sequence` is durable elsewhere: segments
+  // holding only such records (never the current one) are deleted, or kept as
+  // spares when recycling is on (at most kMaxSpareSegments).
+  Status ReleaseBefore(SequenceNumber sequence);
+  // Syncs what was written, closes the segment and rejects later calls with
+  // FailedPrecondition. Returns the writer's error if it was stopped by one.
+  // Idempotent; must not race with the destructor.
+  Status Close();
+
+  bool using_io_uring() const { return using_io_uring_; }
+  // The sequence number the next record will get. Records with smaller ones
+  // may still be in flight.
+  SequenceNumber next_sequence() const;
+
+  // records: records written; groups: write groups (and Sync() calls that
+  // had to sync); syncs: fdatasync calls made for groups; bytes: log bytes
+  // written, framing included; segments_created / segments_recycled: segment
+  // files made new / made from spares, the first one included.
+  struct Stats {
+    uint64_t records = 0, groups = 0, syncs = 0, bytes = 0, segments_created = 0,
+             segments_recycled = 0;
+  };  // Intentionally copyable.
+  Stats GetStats() const;
+
+ private:
+  struct Waiter;
+  struct SegmentEntry {
+    uint64_t number = 0;
+    // SegmentHeader::first_sequence, when the header could be read.
+    SequenceNumber first_sequence = 0;
+    bool header_known = false;
+  };
+  struct Chunk;
+
+  LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
+            ApplyFunction apply);
+
+  Status Submit(Waiter* w, bool allow_closed);
+  Status LeadGroup(Waiter* self);
+  // Frames and writes a group. Leader only.
+  Status WriteGroup(const std::vector<Waiter*>& group, bool sync);
+  // Creates (or recycles a spare as) segment `number`, makes its header and
+  // directory entry durable and makes it current. Leader only.
+  Status StartSegment(uint64_t number, SequenceNumber first_sequence);
+  Status ReleaseSegment(uint64_t number, bool keep_as_spare);
+
+  const LogOptions options_;
+  const std::string dir_;
+  const ApplyFunction apply_;
+  bool using_io_uring_ = false;  // fixed once Open returns
+
+  mutable Mutex mu_;
+  std::deque<Waiter*> queue_ GUARDED_BY(mu_);
+  // True from the moment a writer becomes leader until it hands leadership to
+  // the next queued writer (or finds the queue empty).
+  bool leader_active_ GUARDED_BY(mu_) = false;
+  // Leaders that have not finished (their apply and wake-ups may outlast the
+  // hand-off); Close waits for zero.
+  int leaders_running_ GUARDED_BY(mu_) = 0;
+  CondVar idle_cv_;
+  SequenceNumber next_sequence_ GUARDED_BY(mu_);
+  uint64_t next_ticket_ GUARDED_BY(mu_) = 0;  // groups formed so far
+  uint64_t apply_turn_ GUARDED_BY(mu_) = 0;   // the group that may apply next
+  CondVar apply_cv_;
+  Status error_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
+  Status close_status_ GUARDED_BY(mu_);
+  // Every segment of the log, oldest first; back() is the current one.
+  std::deque<SegmentEntry> segments_ GUARDED_BY(mu_);
+  std::vector<uint64_t> spares_ GUARDED_BY(mu_);
+
+  Mutex release_mu_;  // serializes ReleaseBefore calls
+
+  // Leader state: used only by the writer holding leadership (or by Open and
+  // Close, when no leader can exist). The hand-off under mu_ orders one
+  // leader's accesses before the next one's, so no lock guards them.
+  std::unique_ptr<SegmentIo> io_;
+  std::unique_ptr<WritableFile> file_;
+  std::string file_path_;
+  uint64_t segment_number_ = 0;
+  uint64_t offset_ = 0;  // where the next fragment may go in the current segment
+  bool unsynced_ = false;
+  std::vector<char> overflow_;  // framing space for groups larger than io_->capacity()
+  std::vector<Chunk> chunks_;
+
+  // Counters for GetStats. Relaxed: each is a standalone tally read only for
+  // reporting; no other data is published through them.
+  std::atomic<uint64_t> stat_records_{0}, stat_groups_{0}, stat_syncs_{0}, stat_bytes_{0},
+      stat_created_{0}, stat_recycled_{0};
+};
+
+}  // namespace strata::wal
+
+#endif  // STRATA_WAL_LOG_WRITER_H_
