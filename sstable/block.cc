@@ -1,0 +1,138 @@
+// Block decoding; see sstable/FORMAT.md, "Key/value blocks".
+#include "sstable/block.h"
+
+#include "common/coding.h"
+
+namespace strata::sstable {
+
+Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
+  if (contents.size() < 4) {
+    return Status::Corruption("block too short (" + std::to_string(contents.size()) + " bytes)");
+  }
+  const uint32_t num_restarts = DecodeFixed32(contents.data() + contents.size() - 4);
+  const uint64_t max_restarts = (contents.size() - 4) / 4;
+  if (num_restarts == 0 || num_restarts > max_restarts) {
+    return Status::Corruption("bad restart count " + std::to_string(num_restarts));
+  }
+  const uint32_t restart_offset =
+      static_cast<uint32_t>(contents.size() - 4 - uint64_t{num_restarts} * 4);
+  uint32_t prev = 0;
+  for (uint32_t i = 0; i < num_restarts; i++) {
+    const uint32_t r = DecodeFixed32(contents.data() + restart_offset + 4 * i);
+    if ((i == 0 && r != 0) || (i > 0 && r <= prev) || r > restart_offset ||
+        (i > 0 && r == restart_offset)) {
+      return Status::Corruption("bad restart point " + std::to_string(i) + " = " +
+                                std::to_string(r));
+    }
+    prev = r;
+  }
+  return std::unique_ptr<Block>(new Block(std::move(contents), restart_offset, num_restarts));
+}
+
+std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
+
+Block::Iter::Iter(const Block* block)
+    : data_(block->contents_.data()),
+      restart_offset_(block->restart_offset_),
+      num_restarts_(block->num_restarts_) {}
+
+uint32_t Block::Iter::RestartPoint(uint32_t index) const {
+  return DecodeFixed32(data_ + restart_offset_ + 4 * index);
+}
+
+void Block::Iter::Corrupt(uint32_t offset, const char* what) {
+  valid_ = false;
+  if (status_.ok()) {
+    status_ = Status::Corruption(std::string(what) + " at offset " + std::to_string(offset) +
+                                 " within the block");
+  }
+}
+
+bool Block::Iter::ParseEntryAt(uint32_t p) {
+  const char* limit = data_ + restart_offset_;
+  const char* q = data_ + p;
+  uint32_t shared, non_shared, value_len;
+  q = GetVarint32Ptr(q, limit, &shared);
+  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
+  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  if (q == nullptr || shared > key_.size() ||
+      static_cast<uint64_t>(limit - q) < uint64_t{non_shared} + value_len) {
+    Corrupt(p, "bad entry");
+    return false;
+  }
+  key_.resize(shared);
+  key_.append(q, non_shared);
+  value_ = Slice(q + non_shared, value_len);
+  current_ = p;
+  next_ = static_cast<uint32_t>(q + non_shared + value_len - data_);
+  valid_ = true;
+  return true;
+}
+
+void Block::Iter::SeekToRestart(uint32_t index) {
+  key_.clear();
+  valid_ = false;
+  next_ = RestartPoint(index);
+}
+
+bool Block::Iter::RestartKey(uint32_t index, Slice* key) {
+  const uint32_t p = RestartPoint(index);
+  const char* limit = data_ + restart_offset_;
+  uint32_t shared, non_shared, value_len;
+  const char* q = GetVarint32Ptr(data_ + p, limit, &shared);
+  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
+  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  if (q == nullptr || shared != 0 || static_cast<uint64_t>(limit - q) < non_shared) {
+    Corrupt(p, "bad restart entry");
+    return false;
+  }
+  *key = Slice(q, non_shared);
+  return true;
+}
+
+void Block::Iter::SeekToFirst() {
+  if (!status_.ok()) return;
+  SeekToRestart(0);
+  if (next_ < restart_offset_) ParseEntryAt(next_);
+}
+
+void Block::Iter::SeekToLast() {
+  if (!status_.ok()) return;
+  SeekToRestart(num_restarts_ - 1);
+  while (next_ < restart_offset_) {
+    if (!ParseEntryAt(next_)) return;
+  }
+}
+
+void Block::Iter::Next() {
+  if (!status_.ok()) return;
+  if (next_ >= restart_offset_) {
+    valid_ = false;
+    return;
+  }
+  ParseEntryAt(next_);
+}
+
+void Block::Iter::Seek(const Slice& target) {
+  if (!status_.ok()) return;
+  // Binary search for the last restart whose key is < target.
+  uint32_t left = 0, right = num_restarts_ - 1;
+  while (left < right) {
+    const uint32_t mid = left + (right - left + 1) / 2;
+    Slice mid_key;
+    if (!RestartKey(mid, &mid_key)) return;
+    if (mid_key.compare(target) < 0) {
+      left = mid;
+    } else {
+      right = mid - 1;
+    }
+  }
+  SeekToRestart(left);
+  while (next_ < restart_offset_) {
+    if (!ParseEntryAt(next_)) return;
+    if (Slice(key_).compare(target) >= 0) return;
+  }
+  valid_ = false;
+}
+
+}  // namespace strata::sstable

@@ -1,0 +1,93 @@
+// Block: one decoded key/value block (data or index) held in memory, and its
+// iterator. The layout is in sstable/FORMAT.md, "Key/value blocks".
+//
+// A Block is immutable after Parse() and thread-safe; any number of
+// iterators may read it at once. Each iterator is thread-compatible and must
+// not outlive its Block. Invariant: a parsed Block's restart array lies
+// inside its contents and every restart offset points inside the entry area;
+// entries themselves are checked as they are decoded, and a bad one is
+// reported through the iterator's status() (Corruption naming the offset of
+// the entry inside the block).
+#ifndef STRATA_SSTABLE_BLOCK_H_
+#define STRATA_SSTABLE_BLOCK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/iterator.h"
+#include "strata/slice.h"
+#include "strata/status.h"
+
+namespace strata::sstable {
+
+class Block {
+ public:
+  // Takes the uncompressed contents and checks the restart array. On error
+  // the Corruption message describes the damage without naming the file;
+  // callers add that.
+  static Result<std::unique_ptr<Block>> Parse(std::string contents);
+
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+  // The bytes this block holds in memory, for cache charging.
+  size_t size() const { return contents_.size(); }
+  uint32_t num_restarts() const { return num_restarts_; }
+  const std::string& contents() const { return contents_; }
+
+  // An iterator over the entries in key order; it also offers SeekToLast.
+  // The Block must outlive it.
+  class Iter;
+  std::unique_ptr<Iter> NewIterator() const;
+
+ private:
+  Block(std::string contents, uint32_t restart_offset, uint32_t num_restarts)
+      : contents_(std::move(contents)),
+        restart_offset_(restart_offset),
+        num_restarts_(num_restarts) {}
+
+  const std::string contents_;
+  const uint32_t restart_offset_;  // where the restart array starts (= end of entries)
+  const uint32_t num_restarts_;
+};
+
+class Block::Iter final : public InternalIterator {
+ public:
+  explicit Iter(const Block* block);
+
+  bool Valid() const override { return valid_; }
+  void SeekToFirst() override;
+  void SeekToLast();
+  void Seek(const Slice& target) override;
+  void Next() override;
+  // REQUIRES: Valid(). key() is valid until the iterator moves; value()
+  // points into the Block and is valid as long as it lives.
+  Slice key() const override { return key_; }
+  Slice value() const override { return value_; }
+  Status status() const override { return status_; }
+
+ private:
+  // Decodes the entry at offset `p` into key_/value_; false (and a sticky
+  // Corruption) if it is malformed.
+  bool ParseEntryAt(uint32_t p);
+  void SeekToRestart(uint32_t index);
+  uint32_t RestartPoint(uint32_t index) const;
+  // Decodes the full key stored at restart `index` (it shares nothing).
+  bool RestartKey(uint32_t index, Slice* key);
+  void Corrupt(uint32_t offset, const char* what);
+
+  const char* const data_;
+  const uint32_t restart_offset_;
+  const uint32_t num_restarts_;
+  uint32_t current_ = 0;  // offset of the current entry
+  uint32_t next_ = 0;     // offset of the entry after it
+  bool valid_ = false;
+  std::string key_;
+  Slice value_;
+  Status status_;
+};
+
+}  // namespace strata::sstable
+
+#endif  // STRATA_SSTABLE_BLOCK_H_

@@ -1,0 +1,239 @@
+// Block and footer encoding; see sstable/FORMAT.md for the byte grammar.
+#include "sstable/format.h"
+
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "common/coding.h"
+#include "common/hash.h"
+
+namespace strata::sstable {
+
+namespace {
+
+// An uncompressed size above this in a zstd block is taken as damage rather
+// than an allocation to attempt.
+constexpr uint32_t kMaxUncompressedBlockSize = 1u << 31;
+
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+
+ZSTD_DCtx* ThreadDCtx() {
+  // One decompression context per thread: readers are shared across threads
+  // and a context must not be used by two at once.
+  thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
+  return dctx.get();
+}
+
+std::string Hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+const char* BlockKindName(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::kData:
+      return "data";
+    case BlockKind::kIndex:
+      return "index";
+    case BlockKind::kFilter:
+      return "filter";
+    case BlockKind::kProperties:
+      return "properties";
+  }
+  return "unknown";
+}
+
+const char* CompressionTypeName(CompressionType type) {
+  switch (type) {
+    case CompressionType::kNone:
+      return "none";
+    case CompressionType::kZstd:
+      return "zstd";
+  }
+  return "unknown";
+}
+
+void BlockHandle::EncodeTo(std::string* dst) const {
+  PutVarint64(dst, offset);
+  PutVarint64(dst, size);
+}
+
+bool BlockHandle::DecodeFrom(Slice* input) {
+  return GetVarint64(input, &offset) && GetVarint64(input, &size);
+}
+
+uint64_t BlockHandle::end() const { return offset + size + kBlockTrailerSize; }
+
+Status BlockCorruption(const std::string& file_name, BlockKind kind, uint64_t offset,
+                       const std::string& what) {
+  return Status::Corruption("file " + file_name + ": " + BlockKindName(kind) +
+                            " block at offset " + std::to_string(offset) + ": " + what);
+}
+
+void Footer::EncodeTo(std::string* dst) const {
+  const size_t start = dst->size();
+  for (const BlockHandle* h : {&filter, &index, &properties}) {
+    PutFixed64(dst, h->offset);
+    PutFixed64(dst, h->size);
+  }
+  PutFixed32(dst, format_version);
+  PutFixed32(dst, Checksum32(dst->data() + start, 52, kFooterChecksumSeed));
+  PutFixed64(dst, kTableMagic);
+}
+
+Result<Footer> Footer::Decode(const Slice& input, const std::string& file_name, uint64_t offset) {
+  auto bad = [&](const std::string& what) {
+    return Status::Corruption("file " + file_name + ": footer at offset " +
+                              std::to_string(offset) + ": " + what);
+  };
+  if (input.size() != kEncodedLength) {
+    return bad("short footer: " + std::to_string(input.size()) + " bytes");
+  }
+  const char* p = input.data();
+  const uint64_t magic = DecodeFixed64(p + 56);
+  if (magic != kTableMagic) {
+    return bad("bad magic number " + Hex64(magic) + " (not an SSTable, or damaged)");
+  }
+  const uint32_t stored = DecodeFixed32(p + 52);
+  const uint32_t actual = Checksum32(p, 52, kFooterChecksumSeed);
+  if (stored != actual) return bad("checksum mismatch");
+  Footer f;
+  BlockHandle* handles[] = {&f.filter, &f.index, &f.properties};
+  for (int i = 0; i < 3; i++) {
+    handles[i]->offset = DecodeFixed64(p + 16 * i);
+    handles[i]->size = DecodeFixed64(p + 16 * i + 8);
+  }
+  f.format_version = DecodeFixed32(p + 48);
+  if (f.format_version != kFormatVersion) {
+    return Status::NotSupported("file " + file_name + ": SSTable format version " +
+                                std::to_string(f.format_version) + " (this build reads " +
+                                std::to_string(kFormatVersion) + ")");
+  }
+  return f;
+}
+
+CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType compression,
+                            int level, void* zstd_cctx, std::string* out) {
+  const size_t start = out->size();
+  CompressionType type = CompressionType::kNone;
+  if (compression == CompressionType::kZstd && raw.size() >= 64) {
+    const size_t bound = ZSTD_compressBound(raw.size());
+    out->resize(start + kMaxVarint32Length + bound);
+    char* p = EncodeVarint32(out->data() + start, static_cast<uint32_t>(raw.size()));
+    const size_t header = p - (out->data() + start);
+    size_t n;
+    if (zstd_cctx != nullptr) {
+      n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_cctx), p, bound, raw.data(), raw.size(),
+                            level);
+    } else {
+      n = ZSTD_compress(p, bound, raw.data(), raw.size(), level);
+    }
+    // Keep the compressed form only if it saves at least 1/8 of the block.
+    if (!ZSTD_isError(n) && header + n <= raw.size() - raw.size() / 8) {
+      out->resize(start + header + n);
+      type = CompressionType::kZstd;
+    } else {
+      out->resize(start);
+    }
+  }
+  if (type == CompressionType::kNone) out->append(raw.data(), raw.size());
+  out->push_back(static_cast<char>(type));
+  const uint32_t crc =
+      Checksum32(out->data() + start, out->size() - start, BlockChecksumSeed(kind));
+  PutFixed32(out, crc);
+  return type;
+}
+
+Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind kind,
+                         uint64_t offset, BlockContents* result) {
+  if (stored.size() < kBlockTrailerSize) {
+    return BlockCorruption(file_name, kind, offset, "truncated block");
+  }
+  const size_t n = stored.size() - kBlockTrailerSize;
+  const uint32_t expected = DecodeFixed32(stored.data() + n + 1);
+  const uint32_t actual = Checksum32(stored.data(), n + 1, BlockChecksumSeed(kind));
+  if (expected != actual) {
+    return BlockCorruption(file_name, kind, offset,
+                           "checksum mismatch (stored " + std::to_string(expected) +
+                               ", computed " + std::to_string(actual) + ")");
+  }
+  const uint8_t type = static_cast<uint8_t>(stored.data()[n]);
+  result->stored_size = n;
+  switch (static_cast<CompressionType>(type)) {
+    case CompressionType::kNone:
+      result->stored_as = CompressionType::kNone;
+      result->data.assign(stored.data(), n);
+      return Status::OK();
+    case CompressionType::kZstd: {
+      result->stored_as = CompressionType::kZstd;
+      Slice in(stored.data(), n);
+      uint32_t raw_size;
+      if (!GetVarint32(&in, &raw_size) || raw_size > kMaxUncompressedBlockSize) {
+        return BlockCorruption(file_name, kind, offset, "bad uncompressed size");
+      }
+      result->data.resize(raw_size);
+      const size_t got =
+          ZSTD_decompressDCtx(ThreadDCtx(), result->data.data(), raw_size, in.data(), in.size());
+      if (ZSTD_isError(got) || got != raw_size) {
+        result->data.clear();
+        return BlockCorruption(file_name, kind, offset,
+                               std::string("zstd decompression failed: ") +
+                                   (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch"));
+      }
+      return Status::OK();
+    }
+  }
+  return BlockCorruption(file_name, kind, offset,
+                         "unknown compression type " + std::to_string(type));
+}
+
+Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                 const BlockHandle& handle, BlockContents* result) {
+  if (handle.size > kMaxUncompressedBlockSize) {
+    return BlockCorruption(file_name, kind, handle.offset,
+                           "implausible block size " + std::to_string(handle.size));
+  }
+  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
+  std::string buf;
+  buf.resize(n);
+  Slice got;
+  Status s = file.Read(handle.offset, n, &got, buf.data());
+  if (!s.ok()) {
+    return s.WithContext("file " + file_name + ": reading " + BlockKindName(kind) +
+                         " block at offset " + std::to_string(handle.offset));
+  }
+  if (got.size() != n) {
+    return BlockCorruption(file_name, kind, handle.offset,
+                           "truncated block: read " + std::to_string(got.size()) + " of " +
+                               std::to_string(n) + " bytes");
+  }
+  if (got.data() != buf.data()) {
+    std::memcpy(buf.data(), got.data(), n);
+  }
+  // Uncompressed blocks are moved rather than copied out of the read buffer.
+  if (n > 0 && static_cast<uint8_t>(buf[n - kBlockTrailerSize]) == 0) {
+    const uint32_t expected = DecodeFixed32(buf.data() + n - 4);
+    const uint32_t actual = Checksum32(buf.data(), n - 4, BlockChecksumSeed(kind));
+    if (expected != actual) {
+      return BlockCorruption(file_name, kind, handle.offset,
+                             "checksum mismatch (stored " + std::to_string(expected) +
+                                 ", computed " + std::to_string(actual) + ")");
+    }
+    buf.resize(n - kBlockTrailerSize);
+    result->data = std::move(buf);
+    result->stored_as = CompressionType::kNone;
+    result->stored_size = handle.size;
+    return Status::OK();
+  }
+  return DecodeStoredBlock(buf, file_name, kind, handle.offset, result);
+}
+
+}  // namespace strata::sstable

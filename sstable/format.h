@@ -1,0 +1,122 @@
+// The fixed pieces of the SSTable file format (sstable/FORMAT.md): block
+// kinds, compression types, block handles, the block trailer and the footer,
+// and the two routines every block goes through on its way to and from disk
+// (WriteBlock / ReadBlock).
+//
+// Pure functions and value types; thread-safe. Every function that reads
+// bytes from disk verifies them and reports damage as Status::Corruption
+// naming the file, the block kind and the offset.
+#ifndef STRATA_SSTABLE_FORMAT_H_
+#define STRATA_SSTABLE_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/file_system.h"
+#include "strata/slice.h"
+#include "strata/status.h"
+
+namespace strata::sstable {
+
+// The version written into the footer and the properties block. A reader
+// refuses versions it does not know with NotSupported.
+constexpr uint32_t kFormatVersion = 1;
+
+// "STRATSST" as little-endian bytes on disk.
+constexpr uint64_t kTableMagic = 0x5453535441525453ull;  // DO NOT CHANGE: stored on disk
+
+// DO NOT CHANGE: stored on disk (as the seed of each block's checksum).
+enum class BlockKind : uint8_t {
+  kData = 1,
+  kIndex = 2,
+  kFilter = 3,
+  kProperties = 4,
+};
+// "data", "index", "filter", "properties".
+const char* BlockKindName(BlockKind kind);
+
+// DO NOT CHANGE: stored on disk (block trailer byte 0).
+enum class CompressionType : uint8_t {
+  kNone = 0,
+  kZstd = 1,
+};
+const char* CompressionTypeName(CompressionType type);
+
+// Seeds of Checksum32: one per block kind, so that a block read as the
+// wrong kind fails its checksum, and one for the footer.
+// DO NOT CHANGE: stored on disk.
+constexpr uint64_t kChecksumSeedBase = 0x7374726174610000ull;  // "strata\0\0" read big-endian
+inline uint64_t BlockChecksumSeed(BlockKind kind) {
+  return kChecksumSeedBase | static_cast<uint8_t>(kind);
+}
+constexpr uint64_t kFooterChecksumSeed = kChecksumSeedBase | 0xff;
+
+// Where a block lives: its offset in the file and the size of its stored
+// contents (without the trailer). Intentionally copyable.
+struct BlockHandle {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  // varint64 offset, varint64 size (the form used in index entries).
+  void EncodeTo(std::string* dst) const;
+  // Consumes a handle from the front of *input; false if malformed.
+  bool DecodeFrom(Slice* input);
+  // The end of the block including its trailer.
+  uint64_t end() const;
+  // True if the block and its trailer lie entirely below `limit` (no overflow).
+  bool FitsBelow(uint64_t limit) const {
+    return offset <= limit && size <= limit && end() <= limit;
+  }
+};
+// The longest encoding of a BlockHandle.
+constexpr size_t kMaxBlockHandleLength = 20;
+
+// Every stored block is followed by: type:u8 checksum:fixed32.
+constexpr size_t kBlockTrailerSize = 5;
+
+// The footer: three fixed-width handles, the version, a checksum over the
+// preceding 52 bytes and the magic number; 64 bytes at the end of the file.
+struct Footer {
+  BlockHandle filter;  // size 0 and offset 0: the table has no filter
+  BlockHandle index;
+  BlockHandle properties;
+  uint32_t format_version = kFormatVersion;
+
+  static constexpr size_t kEncodedLength = 64;
+
+  void EncodeTo(std::string* dst) const;
+  // Decodes and verifies the 64 bytes of a footer read at `offset` of
+  // `file_name`: magic number, checksum, version.
+  static Result<Footer> Decode(const Slice& input, const std::string& file_name, uint64_t offset);
+};
+
+// A block's contents after reading: verified and uncompressed.
+struct BlockContents {
+  std::string data;
+  CompressionType stored_as = CompressionType::kNone;
+  uint64_t stored_size = 0;  // bytes on disk without the trailer
+};
+
+// Compresses `raw` (when `compression` is zstd and it saves at least 1/8),
+// appends the stored block and its trailer to *out and returns the type it
+// was stored as. `zstd_cctx` is a ZSTD_CCtx* reused across calls, or nullptr.
+CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType compression,
+                            int level, void* zstd_cctx, std::string* out);
+
+// Reads the block at `handle` of kind `kind`, verifies its checksum and
+// uncompresses it. Errors name `file_name`, the kind and the offset.
+Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                 const BlockHandle& handle, BlockContents* result);
+
+// Verifies and uncompresses a stored block (`stored` = contents + trailer)
+// already in memory.
+Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind kind,
+                         uint64_t offset, BlockContents* result);
+
+// "file F: <kind> block at offset O: <what>" as a Corruption status.
+Status BlockCorruption(const std::string& file_name, BlockKind kind, uint64_t offset,
+                       const std::string& what);
+
+}  // namespace strata::sstable
+
+#endif  // STRATA_SSTABLE_FORMAT_H_

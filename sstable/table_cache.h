@@ -1,0 +1,76 @@
+// TableCache: a bounded LRU cache of open TableReaders, keyed by file
+// number, so that hot tables are not reopened (footer, index, filter and
+// properties re-read) on every access.
+//
+// Thread-safe. Readers are handed out as shared_ptr: one evicted or erased
+// while in use stays open until its last user lets go. Invariant: at most
+// `max_open_tables` readers are held by the cache itself (readers still in
+// use after eviction are not counted).
+#ifndef STRATA_SSTABLE_TABLE_CACHE_H_
+#define STRATA_SSTABLE_TABLE_CACHE_H_
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "common/file_system.h"
+#include "common/mutex.h"
+#include "sstable/block_cache.h"
+#include "sstable/table_reader.h"
+
+namespace strata::sstable {
+
+// "<dir>/<number, zero-padded to 6 digits>.sst".
+std::string TableFileName(const std::string& dir, uint64_t file_number);
+
+struct TableCacheOptions {
+  // Must outlive the cache.
+  FileSystem* file_system = nullptr;
+  // Where table files live; see TableFileName.
+  std::string dir;
+  // Overrides TableFileName when set.
+  std::function<std::string(uint64_t file_number)> file_name;
+  // Open readers kept; each holds its index, filter and properties in memory
+  // and one open file.
+  size_t max_open_tables = 1000;
+  // Handed to every reader opened (may be nullptr).
+  BlockCache* block_cache = nullptr;
+};
+
+class TableCache {
+ public:
+  explicit TableCache(TableCacheOptions options);
+  TableCache(const TableCache&) = delete;
+  TableCache& operator=(const TableCache&) = delete;
+
+  // The reader of table `file_number`, opened on a miss with `tenant` and
+  // `resident_blocks` as its TableReaderOptions (a reader already open keeps
+  // the options it was opened with). Errors of the open are returned and
+  // nothing is cached.
+  Result<std::shared_ptr<TableReader>> Get(uint64_t file_number,
+                                           BlockCache::TenantId tenant = BlockCache::kNoTenant,
+                                           bool resident_blocks = false) LOCKS_EXCLUDED(mu_);
+  // Drops the reader of a file (e.g. once the file is obsolete).
+  void Evict(uint64_t file_number) LOCKS_EXCLUDED(mu_);
+
+  size_t size() const LOCKS_EXCLUDED(mu_);
+  std::string FileName(uint64_t file_number) const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<TableReader> reader;
+    std::list<uint64_t>::iterator lru_pos;
+  };
+
+  const TableCacheOptions options_;
+  mutable Mutex mu_;
+  std::list<uint64_t> lru_ GUARDED_BY(mu_);  // front: most recently used
+  std::unordered_map<uint64_t, Entry> map_ GUARDED_BY(mu_);
+};
+
+}  // namespace strata::sstable
+
+#endif  // STRATA_SSTABLE_TABLE_CACHE_H_

@@ -1,0 +1,369 @@
+// Reads the layout of sstable/FORMAT.md.
+#include "sstable/table_reader.h"
+
+#include "common/cell_key.h"
+#include "common/coding.h"
+
+namespace strata::sstable {
+
+// Two-level iteration: the index block picks the data block, whose own
+// iterator yields the cells.
+class TableReader::Iter final : public InternalIterator {
+ public:
+  explicit Iter(const TableReader* table)
+      : table_(table), index_iter_(table->index_->NewIterator()) {}
+
+  bool Valid() const override { return status_.ok() && data_iter_ && data_iter_->Valid(); }
+
+  void SeekToFirst() override {
+    if (!status_.ok()) return;
+    index_iter_->SeekToFirst();
+    InitDataBlock();
+    if (data_iter_) data_iter_->SeekToFirst();
+    SkipEmptyBlocksForward();
+  }
+
+  void Seek(const Slice& target) override {
+    if (!status_.ok()) return;
+    index_iter_->Seek(target);
+    InitDataBlock();
+    if (data_iter_) data_iter_->Seek(target);
+    SkipEmptyBlocksForward();
+  }
+
+  void Next() override {
+    if (!Valid()) return;
+    data_iter_->Next();
+    SkipEmptyBlocksForward();
+  }
+
+  Slice key() const override { return data_iter_->key(); }
+  Slice value() const override { return data_iter_->value(); }
+  Status status() const override { return status_; }
+
+ private:
+  void ClearData() {
+    data_iter_.reset();
+    owned_.reset();
+    cached_.Reset();
+    data_offset_ = UINT64_MAX;
+  }
+
+  void Fail(Status s) {
+    if (status_.ok()) status_ = std::move(s);
+    ClearData();
+  }
+
+  // Positions data_iter_ on the block the index iterator points at.
+  void InitDataBlock() {
+    if (!index_iter_->Valid()) {
+      if (!index_iter_->status().ok()) {
+        Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
+                             std::string(index_iter_->status().message())));
+      } else {
+        ClearData();
+      }
+      return;
+    }
+    BlockHandle handle;
+    Slice v = index_iter_->value();
+    if (!handle.DecodeFrom(&v) || !v.empty() || !handle.FitsBelow(table_->DataEnd())) {
+      Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
+                           "bad data block handle in entry " + HexBytes(index_iter_->key())));
+      return;
+    }
+    if (data_iter_ && handle.offset == data_offset_) return;
+    ClearData();
+    std::unique_ptr<Block> owned;
+    BlockCache::Handle cached;
+    Status s = table_->GetDataBlock(handle, &cached, &owned);
+    if (!s.ok()) {
+      Fail(std::move(s));
+      return;
+    }
+    owned_ = std::move(owned);
+    cached_ = std::move(cached);
+    data_iter_ = (owned_ ? owned_.get() : cached_.block())->NewIterator();
+    data_offset_ = handle.offset;
+  }
+
+  void SkipEmptyBlocksForward() {
+    while (status_.ok() && (!data_iter_ || !data_iter_->Valid())) {
+      if (data_iter_ && !data_iter_->status().ok()) {
+        Fail(BlockCorruption(table_->file_name_, BlockKind::kData, data_offset_,
+                             std::string(data_iter_->status().message())));
+        return;
+      }
+      if (!index_iter_->Valid()) {
+        ClearData();
+        return;
+      }
+      index_iter_->Next();
+      InitDataBlock();
+      if (data_iter_) data_iter_->SeekToFirst();
+    }
+  }
+
+  const TableReader* const table_;
+  const std::unique_ptr<Block::Iter> index_iter_;
+  BlockCache::Handle cached_;     // pins the current block when cached
+  std::unique_ptr<Block> owned_;  // holds it otherwise
+  std::unique_ptr<Block::Iter> data_iter_;
+  uint64_t data_offset_ = UINT64_MAX;
+  Status status_;
+};
+
+TableReader::TableReader(const TableReaderOptions& options, std::unique_ptr<RandomAccessFile> file,
+                         uint64_t file_size, std::string file_name)
+    : options_(options),
+      file_(std::move(file)),
+      file_size_(file_size),
+      file_name_(std::move(file_name)) {}
+
+TableReader::~TableReader() = default;
+
+Result<std::unique_ptr<TableReader>> TableReader::Open(const TableReaderOptions& options,
+                                                       std::unique_ptr<RandomAccessFile> file,
+                                                       uint64_t file_size, std::string file_name) {
+  std::unique_ptr<TableReader> t(
+      new TableReader(options, std::move(file), file_size, std::move(file_name)));
+  STRATA_RETURN_IF_ERROR(t->Init());
+  return t;
+}
+
+uint64_t TableReader::DataEnd() const {
+  const bool no_filter = footer_.filter.offset == 0 && footer_.filter.size == 0;
+  return no_filter ? footer_.index.offset : footer_.filter.offset;
+}
+
+Status TableReader::Init() {
+  if (file_size_ < Footer::kEncodedLength) {
+    return Status::Corruption("file " + file_name_ + ": too short to be an SSTable (" +
+                              std::to_string(file_size_) + " bytes; the footer alone is " +
+                              std::to_string(Footer::kEncodedLength) + ")");
+  }
+  const uint64_t footer_offset = file_size_ - Footer::kEncodedLength;
+  char buf[Footer::kEncodedLength];
+  Slice got;
+  Status s = file_->Read(footer_offset, Footer::kEncodedLength, &got, buf);
+  if (!s.ok()) return s.WithContext("file " + file_name_ + ": reading the footer");
+  Result<Footer> footer = Footer::Decode(got, file_name_, footer_offset);
+  if (!footer.ok()) return footer.status();
+  footer_ = *footer;
+
+  const bool has_filter_block = !(footer_.filter.offset == 0 && footer_.filter.size == 0);
+  struct Check {
+    BlockKind kind;
+    const BlockHandle* h;
+  };
+  for (const Check& c : {Check{BlockKind::kFilter, &footer_.filter},
+                         Check{BlockKind::kIndex, &footer_.index},
+                         Check{BlockKind::kProperties, &footer_.properties}}) {
+    if (c.kind == BlockKind::kFilter && !has_filter_block) continue;
+    if (!c.h->FitsBelow(footer_offset)) {
+      return Status::Corruption("file " + file_name_ + ": footer at offset " +
+                                std::to_string(footer_offset) + ": " + BlockKindName(c.kind) +
+                                " block handle (offset " + std::to_string(c.h->offset) +
+                                ", size " + std::to_string(c.h->size) +
+                                ") points past the end of the blocks");
+    }
+  }
+
+  BlockContents contents;
+  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kIndex, footer_.index, &contents));
+  Result<std::unique_ptr<Block>> index = Block::Parse(std::move(contents.data));
+  if (!index.ok()) {
+    return BlockCorruption(file_name_, BlockKind::kIndex, footer_.index.offset,
+                           std::string(index.status().message()));
+  }
+  index_ = std::move(*index);
+
+  STRATA_RETURN_IF_ERROR(
+      ReadBlock(*file_, file_name_, BlockKind::kProperties, footer_.properties, &contents));
+  Result<TableProperties> props = TableProperties::Decode(contents.data);
+  if (!props.ok()) {
+    return BlockCorruption(file_name_, BlockKind::kProperties, footer_.properties.offset,
+                           std::string(props.status().message()));
+  }
+  properties_ = std::move(*props);
+
+  if (has_filter_block) {
+    STRATA_RETURN_IF_ERROR(
+        ReadBlock(*file_, file_name_, BlockKind::kFilter, footer_.filter, &contents));
+    Result<FilterBlockReader> filter = FilterBlockReader::Parse(std::move(contents.data));
+    if (!filter.ok()) {
+      return BlockCorruption(file_name_, BlockKind::kFilter, footer_.filter.offset,
+                             std::string(filter.status().message()));
+    }
+    filter_ = std::move(*filter);
+  }
+  file_number_ = options_.file_number != 0 ? options_.file_number : properties_.file_number;
+  return Status::OK();
+}
+
+std::unique_ptr<InternalIterator> TableReader::NewIterator() const {
+  return std::make_unique<Iter>(this);
+}
+
+bool TableReader::RowPrefixMayMatch(const Slice& row_prefix) const {
+  return !filter_ || filter_->RowMayMatch(row_prefix);
+}
+
+bool TableReader::ColumnPrefixMayMatch(const Slice& column_prefix) const {
+  return !filter_ || filter_->ColumnMayMatch(column_prefix);
+}
+
+bool TableReader::RowMayMatch(const Slice& row) const {
+  if (!filter_) return true;
+  std::string prefix;
+  AppendRowPrefix(&prefix, row);
+  return filter_->RowMayMatch(prefix);
+}
+
+bool TableReader::ColumnMayMatch(const Slice& row, uint16_t family,
+                                 const Slice& qualifier) const {
+  if (!filter_) return true;
+  std::string prefix;
+  AppendColumnPrefix(&prefix, row, family, qualifier);
+  return filter_->ColumnMayMatch(prefix);
+}
+
+Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* cached,
+                                 std::unique_ptr<Block>* owned) const {
+  BlockCache* cache = options_.block_cache;
+  const BlockCache::Key key{file_number_, handle.offset};
+  if (cache != nullptr) {
+    *cached = cache->Lookup(key);
+    if (*cached) return Status::OK();
+  }
+  BlockContents contents;
+  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &contents));
+  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+  if (!block.ok()) {
+    return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
+                           std::string(block.status().message()));
+  }
+  if (cache == nullptr) {
+    *owned = std::move(*block);
+    return Status::OK();
+  }
+  const size_t charge = (*block)->size() + sizeof(Block);
+  *cached = cache->Insert(key, std::move(*block), charge, options_.tenant,
+                          options_.resident_blocks ? BlockCache::Priority::kResident
+                                                   : BlockCache::Priority::kNormal);
+  return Status::OK();
+}
+
+uint64_t TableReader::ApproximateOffsetOf(const Slice& key) const {
+  auto it = index_->NewIterator();
+  it->Seek(key);
+  if (it->Valid()) {
+    BlockHandle h;
+    Slice v = it->value();
+    if (h.DecodeFrom(&v)) return h.offset;
+  }
+  return DataEnd();
+}
+
+Status TableReader::ListBlocks(std::vector<BlockInfo>* blocks) const {
+  blocks->clear();
+  auto it = index_->NewIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    BlockInfo info{BlockKind::kData, {}, it->key().ToString()};
+    Slice v = it->value();
+    if (!info.handle.DecodeFrom(&v) || !v.empty()) {
+      return BlockCorruption(file_name_, BlockKind::kIndex, footer_.index.offset,
+                             "bad data block handle in entry " + HexBytes(it->key()));
+    }
+    blocks->push_back(std::move(info));
+  }
+  if (!it->status().ok()) {
+    return BlockCorruption(file_name_, BlockKind::kIndex, footer_.index.offset,
+                           std::string(it->status().message()));
+  }
+  if (has_filter()) blocks->push_back(BlockInfo{BlockKind::kFilter, footer_.filter, {}});
+  blocks->push_back(BlockInfo{BlockKind::kIndex, footer_.index, {}});
+  blocks->push_back(BlockInfo{BlockKind::kProperties, footer_.properties, {}});
+  return Status::OK();
+}
+
+Status TableReader::VerifyChecksums() const {
+  std::vector<BlockInfo> blocks;
+  STRATA_RETURN_IF_ERROR(ListBlocks(&blocks));
+  std::string prev_key;
+  uint64_t cells = 0;
+  uint64_t expected_offset = 0;
+  for (const BlockInfo& b : blocks) {
+    if (b.handle.offset != expected_offset) {
+      return BlockCorruption(file_name_, b.kind, b.handle.offset,
+                             "block does not start where the previous one ends (" +
+                                 std::to_string(expected_offset) + ")");
+    }
+    expected_offset = b.handle.end();
+    BlockContents contents;
+    STRATA_RETURN_IF_ERROR(ReadBlockContents(b.kind, b.handle, &contents));
+    if (b.kind != BlockKind::kData) continue;
+    Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+    if (!block.ok()) {
+      return BlockCorruption(file_name_, b.kind, b.handle.offset,
+                             std::string(block.status().message()));
+    }
+    auto it = (*block)->NewIterator();
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (cells > 0 && Slice(prev_key).compare(it->key()) >= 0) {
+        return BlockCorruption(file_name_, b.kind, b.handle.offset,
+                               "keys out of order: " + HexBytes(it->key()) + " after " +
+                                   HexBytes(prev_key));
+      }
+      if (it->key().compare(b.separator) > 0) {
+        return BlockCorruption(file_name_, b.kind, b.handle.offset,
+                               "key " + HexBytes(it->key()) + " beyond the index separator " +
+                                   HexBytes(b.separator));
+      }
+      prev_key = it->key().ToString();
+      cells++;
+    }
+    if (!it->status().ok()) {
+      return BlockCorruption(file_name_, b.kind, b.handle.offset,
+                             std::string(it->status().message()));
+    }
+  }
+  if (expected_offset != file_size_ - Footer::kEncodedLength) {
+    return Status::Corruption("file " + file_name_ + ": blocks end at offset " +
+                              std::to_string(expected_offset) + " but the footer starts at " +
+                              std::to_string(file_size_ - Footer::kEncodedLength));
+  }
+  if (cells != properties_.num_cells) {
+    return BlockCorruption(file_name_, BlockKind::kProperties, footer_.properties.offset,
+                           "says " + std::to_string(properties_.num_cells) +
+                               " cells but the data blocks hold " + std::to_string(cells));
+  }
+  return Status::OK();
+}
+
+Status TableReader::ReadBlockContents(BlockKind kind, const BlockHandle& handle,
+                                      BlockContents* out) const {
+  if (!handle.FitsBelow(file_size_)) {
+    return BlockCorruption(file_name_, kind, handle.offset,
+                           "block of " + std::to_string(handle.size) +
+                               " bytes extends past the end of the file");
+  }
+  return ReadBlock(*file_, file_name_, kind, handle, out);
+}
+
+Status TableReader::ReadRawBlock(const BlockHandle& handle, std::string* out) const {
+  if (!handle.FitsBelow(file_size_)) {
+    return Status::InvalidArgument("file " + file_name_ + ": no block of " +
+                                   std::to_string(handle.size) + " bytes at offset " +
+                                   std::to_string(handle.offset));
+  }
+  const size_t n = static_cast<size_t>(handle.size + kBlockTrailerSize);
+  out->resize(n);
+  Slice got;
+  STRATA_RETURN_IF_ERROR(file_->Read(handle.offset, n, &got, out->data()));
+  if (got.data() != out->data()) std::memmove(out->data(), got.data(), got.size());
+  out->resize(got.size());
+  return Status::OK();
+}
+
+}  // namespace strata::sstable

@@ -1,0 +1,204 @@
+// Damage in every part of a table is detected and named: bit flips in each
+// block kind and in the footer, truncation at any length, read errors.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/fault_injection_fs.h"
+#include "common/random.h"
+#include "sstable/sstable_test_util.h"
+#include "sstable/table_reader.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata::sstable {
+namespace {
+
+using test::Model;
+
+class CorruptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Random rnd(42);
+    model_ = test::RandomModel(&rnd, 500, 200);
+    TableBuilderOptions o;
+    o.block_size = 2048;
+    o.compression = CompressionType::kZstd;
+    path_ = dir_.Join("c.sst");
+    ASSERT_OK(test::WriteTable(FileSystem::Default(), path_, o, model_));
+    good_ = test::ReadAll(path_);
+    auto table = test::OpenTable(FileSystem::Default(), path_);
+    ASSERT_OK(table);
+    ASSERT_OK((*table)->ListBlocks(&blocks_));
+  }
+
+  // Opens the table, scans it and verifies it; returns the first error.
+  Status OpenScanVerify() {
+    auto table = test::OpenTable(FileSystem::Default(), path_);
+    if (!table.ok()) return table.status();
+    auto it = (*table)->NewIterator();
+    size_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) n++;
+    if (!it->status().ok()) return it->status();
+    Status s = (*table)->VerifyChecksums();
+    if (!s.ok()) return s;
+    if (n != model_.size()) return Status::Corruption("undetected: wrong cell count");
+    return Status::OK();
+  }
+
+  const TableReader::BlockInfo& FirstBlockOf(BlockKind kind) {
+    for (const auto& b : blocks_) {
+      if (b.kind == kind) return b;
+    }
+    ADD_FAILURE() << "no block of kind " << BlockKindName(kind);
+    return blocks_.front();
+  }
+
+  void FlipBit(uint64_t offset, int bit) {
+    std::string bad = good_;
+    bad[offset] = static_cast<char>(bad[offset] ^ (1 << bit));
+    test::WriteAll(path_, bad);
+  }
+
+  test::ScratchDir dir_{"sst-corrupt"};
+  std::string path_;
+  std::string good_;
+  Model model_;
+  std::vector<TableReader::BlockInfo> blocks_;
+};
+
+TEST_F(CorruptionTest, GoodFileIsClean) { EXPECT_OK(OpenScanVerify()); }
+
+TEST_F(CorruptionTest, EachBlockKindIsNamed) {
+  for (BlockKind kind :
+       {BlockKind::kData, BlockKind::kIndex, BlockKind::kFilter, BlockKind::kProperties}) {
+    const auto& b = FirstBlockOf(kind);
+    // Flip a bit in the contents, in the type byte and in the checksum.
+    for (uint64_t at : {b.handle.offset + b.handle.size / 2, b.handle.offset + b.handle.size,
+                        b.handle.offset + b.handle.size + 3}) {
+      FlipBit(at, 3);
+      Status s = OpenScanVerify();
+      ASSERT_TRUE(s.IsCorruption()) << BlockKindName(kind) << ": " << s.ToString();
+      const std::string want = std::string(BlockKindName(kind)) + " block at offset " +
+                               std::to_string(b.handle.offset);
+      EXPECT_NE(s.message().find(want), std::string_view::npos) << s.ToString();
+      EXPECT_NE(s.message().find("c.sst"), std::string_view::npos) << s.ToString();
+    }
+  }
+}
+
+TEST_F(CorruptionTest, DataCorruptionSticksInIterator) {
+  const auto& b = FirstBlockOf(BlockKind::kData);
+  FlipBit(b.handle.offset + 1, 0);
+  auto table = test::OpenTable(FileSystem::Default(), path_);
+  ASSERT_OK(table);  // data blocks are read lazily
+  auto it = (*table)->NewIterator();
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().IsCorruption());
+  it->Seek(model_.rbegin()->first);  // a healthy block: the error still sticks
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().IsCorruption());
+  // A fresh iterator can still read the healthy blocks.
+  auto it2 = (*table)->NewIterator();
+  it2->Seek(model_.rbegin()->first);
+  ASSERT_TRUE(it2->Valid());
+  EXPECT_TRUE((*table)->VerifyChecksums().IsCorruption());
+}
+
+TEST_F(CorruptionTest, FooterIsNamed) {
+  const uint64_t footer = good_.size() - Footer::kEncodedLength;
+  for (uint64_t at : {footer, footer + 20, footer + 50, footer + 53, footer + 60}) {
+    FlipBit(at, 5);
+    Status s = OpenScanVerify();
+    ASSERT_TRUE(s.IsCorruption()) << at << ": " << s.ToString();
+    EXPECT_NE(s.message().find("footer at offset " + std::to_string(footer)),
+              std::string_view::npos)
+        << s.ToString();
+  }
+}
+
+TEST_F(CorruptionTest, EveryBitFlipIsDetected) {
+  Random rnd(test::TestSeed());
+  const int trials = test::LongTests() ? 5000 : 400;
+  for (int i = 0; i < trials; i++) {
+    const uint64_t at = rnd.Uniform(good_.size());
+    const int bit = static_cast<int>(rnd.Uniform(8));
+    FlipBit(at, bit);
+    Status s = OpenScanVerify();
+    ASSERT_TRUE(s.IsCorruption()) << "flip at " << at << " bit " << bit << ": " << s.ToString();
+  }
+}
+
+TEST_F(CorruptionTest, TruncationIsDetected) {
+  std::vector<uint64_t> lengths = {0, 1, 7, Footer::kEncodedLength - 1, Footer::kEncodedLength,
+                                   Footer::kEncodedLength + 1, good_.size() - 1};
+  for (const auto& b : blocks_) {
+    lengths.push_back(b.handle.offset);
+    lengths.push_back(b.handle.end());
+    lengths.push_back(b.handle.offset + b.handle.size / 2);
+  }
+  Random rnd(7);
+  for (int i = 0; i < 100; i++) lengths.push_back(rnd.Uniform(good_.size()));
+  for (uint64_t len : lengths) {
+    test::WriteAll(path_, good_.substr(0, len));
+    Status s = OpenScanVerify();
+    ASSERT_TRUE(s.IsCorruption()) << "length " << len << ": " << s.ToString();
+    EXPECT_NE(s.message().find("c.sst"), std::string_view::npos) << s.ToString();
+  }
+}
+
+TEST_F(CorruptionTest, TrailingGarbageIsDetected) {
+  test::WriteAll(path_, good_ + "garbage");
+  EXPECT_TRUE(OpenScanVerify().IsCorruption());
+  test::WriteAll(path_, std::string(4096, 'x'));
+  Status s = OpenScanVerify();
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("magic"), std::string_view::npos) << s.ToString();
+}
+
+TEST_F(CorruptionTest, BlockReadAsWrongKindFails) {
+  const auto& b = FirstBlockOf(BlockKind::kData);
+  const std::string stored = good_.substr(b.handle.offset, b.handle.size + kBlockTrailerSize);
+  BlockContents c;
+  EXPECT_OK(DecodeStoredBlock(stored, "f", BlockKind::kData, b.handle.offset, &c));
+  for (BlockKind wrong : {BlockKind::kIndex, BlockKind::kFilter, BlockKind::kProperties}) {
+    Status s = DecodeStoredBlock(stored, "f", wrong, b.handle.offset, &c);
+    EXPECT_TRUE(s.IsCorruption());
+    EXPECT_NE(s.message().find("checksum mismatch"), std::string_view::npos);
+  }
+}
+
+TEST_F(CorruptionTest, UnknownVersionIsNotSupported) {
+  // Rewrite the footer with version 99 and a matching checksum.
+  const uint64_t footer_offset = good_.size() - Footer::kEncodedLength;
+  auto f = Footer::Decode(Slice(good_.data() + footer_offset, Footer::kEncodedLength), "f",
+                          footer_offset);
+  ASSERT_OK(f);
+  Footer g = *f;
+  g.format_version = 99;
+  std::string enc;
+  g.EncodeTo(&enc);
+  test::WriteAll(path_, good_.substr(0, footer_offset) + enc);
+  auto table = test::OpenTable(FileSystem::Default(), path_);
+  EXPECT_TRUE(table.status().IsNotSupported()) << table.status().ToString();
+}
+
+TEST_F(CorruptionTest, ReadErrorsStickInIterator) {
+  FaultInjectionFileSystem fs;
+  auto table = test::OpenTable(&fs, path_);
+  ASSERT_OK(table);
+  fs.FailAfter(FaultOp::kRead, 1, -1, 5 /* EIO */);
+  auto it = (*table)->NewIterator();
+  size_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) n++;
+  EXPECT_LT(n, model_.size());
+  EXPECT_TRUE(it->status().IsIOError()) << it->status().ToString();
+  EXPECT_NE(it->status().message().find("data block at offset"), std::string_view::npos);
+  fs.ClearFaults();
+}
+
+}  // namespace
+}  // namespace strata::sstable

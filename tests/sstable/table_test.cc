@@ -1,0 +1,413 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "common/cell_key.h"
+#include "common/coding.h"
+#include "common/fault_injection_fs.h"
+#include "common/random.h"
+#include "sstable/block_cache.h"
+#include "sstable/sstable_test_util.h"
+#include "sstable/table_builder.h"
+#include "sstable/table_reader.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata::sstable {
+namespace {
+
+using test::Model;
+
+// Checks a full scan, Seek to every key, Seek between keys and to random
+// targets against the model.
+void CheckTable(const TableReader& table, const Model& model, Random* rnd) {
+  auto it = table.NewIterator();
+  auto m = model.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+    ASSERT_NE(m, model.end());
+    ASSERT_EQ(it->key().ToString(), m->first);
+    ASSERT_EQ(it->value().ToString(), m->second);
+  }
+  ASSERT_OK(it->status());
+  ASSERT_EQ(m, model.end());
+
+  auto check_seek = [&](const std::string& target) {
+    it->Seek(target);
+    auto want = model.lower_bound(target);
+    if (want == model.end()) {
+      ASSERT_FALSE(it->Valid()) << HexBytes(target);
+    } else {
+      ASSERT_TRUE(it->Valid()) << HexBytes(target);
+      ASSERT_EQ(it->key().ToString(), want->first);
+      ASSERT_EQ(it->value().ToString(), want->second);
+    }
+  };
+  for (const auto& [k, v] : model) {
+    check_seek(k);
+    check_seek(k + '\0');         // just after k
+    check_seek(k.substr(0, k.size() - 1));  // just before k
+  }
+  for (int i = 0; i < 200; i++) check_seek(test::RandomCellKey(rnd));
+  check_seek("");
+  check_seek(std::string(300, '\xff'));
+  ASSERT_OK(it->status());
+}
+
+struct Shape {
+  CompressionType compression;
+  uint32_t block_size;
+  int restart_interval;
+  int bloom_bits;
+};
+
+class TableRoundTripTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(TableRoundTripTest, RandomCells) {
+  const Shape shape = GetParam();
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Random rnd(seed);
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  TableBuilderOptions o;
+  o.compression = shape.compression;
+  o.block_size = shape.block_size;
+  o.restart_interval = shape.restart_interval;
+  o.bloom_bits_per_key = shape.bloom_bits;
+  o.file_number = 7;
+  const size_t n = test::LongTests() ? 20000 : 2000;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{5}, n}) {
+    Model model = test::RandomModel(&rnd, count, 300);
+    const std::string path = dir.Join("t" + std::to_string(count) + ".sst");
+    ASSERT_OK(test::WriteTable(fs, path, o, model));
+    for (bool cached : {false, true}) {
+      BlockCache cache(64 << 10, 2);
+      TableReaderOptions ro;
+      if (cached) ro.block_cache = &cache;
+      auto table = test::OpenTable(fs, path, ro);
+      ASSERT_OK(table);
+      CheckTable(**table, model, &rnd);
+      ASSERT_OK((*table)->VerifyChecksums());
+      const TableProperties& p = (*table)->properties();
+      EXPECT_EQ(p.num_cells, model.size());
+      EXPECT_EQ(p.file_number, 7u);
+      EXPECT_EQ(p.format_version, kFormatVersion);
+      EXPECT_EQ((*table)->file_number(), 7u);
+      for (const auto& [k, v] : model) {
+        ParsedCellKey pk;
+        ASSERT_TRUE(ParseCellKey(k, &pk));
+        ASSERT_TRUE((*table)->RowMayMatch(pk.row));
+        ASSERT_TRUE((*table)->ColumnMayMatch(pk.row, pk.family, pk.qualifier));
+      }
+      EXPECT_EQ((*table)->has_filter(), shape.bloom_bits > 0);
+      if (cached && count > 0) {
+        EXPECT_GT(cache.hits() + cache.misses(), 0u);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TableRoundTripTest,
+    ::testing::Values(Shape{CompressionType::kNone, 4096, 16, 10},
+                      Shape{CompressionType::kZstd, 4096, 16, 10},
+                      Shape{CompressionType::kNone, 64, 1, 0},
+                      Shape{CompressionType::kZstd, 256, 2, 3},
+                      Shape{CompressionType::kNone, 1 << 20, 1000, 10},
+                      Shape{CompressionType::kZstd, 32 << 10, 7, 20}));
+
+TEST(TableTest, LargeAndEmptyValues) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Random rnd(test::TestSeed());
+  Model model;
+  auto key = [](const std::string& row) {
+    std::string k;
+    AppendCellKey(&k, row, 1, "q", 10, 5, CellType::kPut);
+    return k;
+  };
+  model[key("a")] = "";
+  model[key("b")] = rnd.RandomBytes(10000);           // larger than a block
+  model[key("c")] = std::string((1 << 20) + 17, 'x');  // > 1 MiB, compressible
+  model[key("d")] = rnd.RandomBytes((1 << 20) + 3);    // > 1 MiB, incompressible
+  model[key("e")] = "";
+  model[key("f")] = "small";
+  for (CompressionType c : {CompressionType::kNone, CompressionType::kZstd}) {
+    TableBuilderOptions o;
+    o.compression = c;
+    o.block_size = 4096;
+    const std::string path = dir.Join(std::string("big-") + CompressionTypeName(c) + ".sst");
+    ASSERT_OK(test::WriteTable(fs, path, o, model));
+    auto table = test::OpenTable(fs, path);
+    ASSERT_OK(table);
+    CheckTable(**table, model, &rnd);
+    EXPECT_EQ((*table)->properties().raw_value_size, 10000u + (1 << 20) + 17 + (1 << 20) + 3 + 5);
+    if (c == CompressionType::kZstd) {
+      EXPECT_LT((*table)->properties().data_size, (2u << 20));  // the 'x' block compressed
+    }
+  }
+}
+
+TEST(TableTest, IncompressibleBlocksAreStoredRaw) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Random rnd(1);
+  Model model;
+  for (int i = 0; i < 200; i++) {
+    std::string k;
+    AppendCellKey(&k, "row" + std::to_string(1000 + i), 1, "q", 1, 1, CellType::kPut);
+    model[k] = rnd.RandomBytes(1000);
+  }
+  TableBuilderOptions o;
+  o.compression = CompressionType::kZstd;
+  const std::string path = dir.Join("raw.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  std::vector<TableReader::BlockInfo> blocks;
+  ASSERT_OK((*table)->ListBlocks(&blocks));
+  int data_blocks = 0;
+  for (const auto& b : blocks) {
+    if (b.kind != BlockKind::kData) continue;
+    data_blocks++;
+    BlockContents c;
+    ASSERT_OK((*table)->ReadBlockContents(b.kind, b.handle, &c));
+    EXPECT_EQ(c.stored_as, CompressionType::kNone);  // random values do not compress by 1/8
+  }
+  EXPECT_GT(data_blocks, 0);
+}
+
+TEST(TableTest, PropertiesAreComplete) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Model model;
+  auto add = [&](const std::string& row, uint16_t fam, const std::string& q, uint64_t ts,
+                 uint64_t seq, CellType t, const std::string& v) {
+    std::string k;
+    AppendCellKey(&k, row, fam, q, ts, seq, t);
+    model[k] = v;
+  };
+  add(std::string("a\0b", 3), 1, "q1", 100, 9, CellType::kPut, "v1");
+  add(std::string("a\0b", 3), 1, "q1", 50, 3, CellType::kDeleteCell, "");
+  add(std::string("a\0b", 3), 2, "q", 70, 4, CellType::kDeleteColumn, "");
+  add("zz", 0, "", 500, 12, CellType::kDeleteRow, "");
+  add("zz", 1, "q", 20, 2, CellType::kPut, "value");
+  TableBuilderOptions o;
+  o.compression = CompressionType::kZstd;
+  o.compression_level = 5;
+  o.table_id = 11;
+  o.tablet_id = 12;
+  o.locality_group_id = 13;
+  o.file_number = 14;
+  o.creation_time = 1700000000;
+  const std::string path = dir.Join("props.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  const TableProperties& p = (*table)->properties();
+  EXPECT_EQ(p.num_cells, 5u);
+  EXPECT_EQ(p.num_puts, 2u);
+  EXPECT_EQ(p.num_delete_cells, 1u);
+  EXPECT_EQ(p.num_delete_columns, 1u);
+  EXPECT_EQ(p.num_delete_rows, 1u);
+  EXPECT_EQ(p.num_rows, 2u);
+  EXPECT_EQ(p.num_columns, 4u);
+  EXPECT_EQ(p.min_timestamp, 20u);
+  EXPECT_EQ(p.max_timestamp, 500u);
+  EXPECT_EQ(p.min_sequence, 2u);
+  EXPECT_EQ(p.max_sequence, 12u);
+  EXPECT_EQ(p.first_row, std::string("a\0b", 3));
+  EXPECT_EQ(p.last_row, "zz");
+  EXPECT_EQ(p.smallest_key, model.begin()->first);
+  EXPECT_EQ(p.largest_key, model.rbegin()->first);
+  EXPECT_EQ(p.raw_value_size, 7u);
+  EXPECT_EQ(p.table_id, 11u);
+  EXPECT_EQ(p.tablet_id, 12u);
+  EXPECT_EQ(p.locality_group_id, 13u);
+  EXPECT_EQ(p.file_number, 14u);
+  EXPECT_EQ(p.creation_time, 1700000000u);
+  EXPECT_EQ(p.compression, static_cast<uint8_t>(CompressionType::kZstd));
+  EXPECT_EQ(p.compression_level, 5);
+  EXPECT_EQ(p.num_data_blocks, 1u);
+  EXPECT_EQ(p.data_size + p.index_size + p.filter_size + (*table)->footer().properties.size +
+                kBlockTrailerSize + Footer::kEncodedLength,
+            (*table)->file_size());
+  EXPECT_FALSE((*table)->RowMayMatch("nope-not-here") && (*table)->RowMayMatch("nor-this") &&
+               (*table)->RowMayMatch("nor-that"));
+  EXPECT_NE(p.ToString().find("tablet_id: 12"), std::string::npos);
+}
+
+TEST(TableTest, PropertiesSkipUnknownFields) {
+  TableProperties p;
+  p.num_cells = 3;
+  p.first_row = "r";
+  std::string enc;
+  p.EncodeTo(&enc);
+  PutVarint32(&enc, 999);  // a field from a newer writer
+  PutLengthPrefixedSlice(&enc, "whatever");
+  auto d = TableProperties::Decode(enc);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->num_cells, 3u);
+  EXPECT_EQ(d->first_row, "r");
+  enc.push_back('\x05');  // a tag without a length
+  EXPECT_TRUE(TableProperties::Decode(enc).status().IsCorruption());
+}
+
+TEST(TableTest, BuilderRejectsMisuse) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  std::unique_ptr<WritableFile> file;
+  const std::string path = dir.Join("misuse.sst");
+  ASSERT_OK(fs->NewWritableFile(path, FileOpenOptions{}, &file));
+  TableBuilder b(TableBuilderOptions{}, file.get(), path);
+  std::string k1, k2;
+  AppendCellKey(&k1, "a", 1, "q", 5, 1, CellType::kPut);
+  AppendCellKey(&k2, "b", 1, "q", 5, 1, CellType::kPut);
+  EXPECT_TRUE(b.Add("not a cell key", "v").IsInvalidArgument());
+  ASSERT_OK(b.Add(k2, "v2"));
+  Status s = b.Add(k1, "v1");
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("misuse.sst"), std::string_view::npos);
+  EXPECT_TRUE(b.Add(k2, "again").IsInvalidArgument());  // equal keys are not increasing
+  EXPECT_EQ(b.num_entries(), 1u);
+  ASSERT_OK(b.Finish());
+  EXPECT_TRUE(b.Add(k2 + "x", "v").IsFailedPrecondition());
+  EXPECT_TRUE(b.Finish().IsFailedPrecondition());
+  ASSERT_OK(file->Close());
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  EXPECT_EQ((*table)->properties().num_cells, 1u);
+}
+
+TEST(TableTest, WriteErrorsStick) {
+  test::ScratchDir dir("sst");
+  FaultInjectionFileSystem fs;
+  std::unique_ptr<WritableFile> file;
+  const std::string path = dir.Join("fail.sst");
+  ASSERT_OK(fs.NewWritableFile(path, FileOpenOptions{}, &file));
+  TableBuilderOptions o;
+  o.block_size = 128;
+  TableBuilder b(o, file.get(), path);
+  fs.FailAfter(FaultOp::kWrite, 2, -1, 5 /* EIO */);
+  Random rnd(3);
+  Status first_error;
+  for (int i = 0; i < 1000 && first_error.ok(); i++) {
+    std::string k;
+    AppendCellKey(&k, "row" + std::to_string(10000 + i), 1, "q", 1, 1, CellType::kPut);
+    first_error = b.Add(k, rnd.RandomBytes(50));
+  }
+  EXPECT_TRUE(first_error.IsIOError()) << first_error.ToString();
+  std::string k;
+  AppendCellKey(&k, "zzz", 1, "q", 1, 1, CellType::kPut);
+  EXPECT_TRUE(b.Add(k, "v").IsIOError());
+  EXPECT_TRUE(b.Finish().IsIOError());
+  EXPECT_TRUE(b.status().IsIOError());
+}
+
+TEST(TableTest, ShortestSeparatorIsShortAndOrdered) {
+  EXPECT_EQ(ShortestSeparator("abc", "abe"), "abd");
+  EXPECT_EQ(ShortestSeparator("abc", "abd"), "abc");
+  EXPECT_EQ(ShortestSeparator("abc", "abdzz"), "abd");
+  EXPECT_EQ(ShortestSeparator("ab", "abc"), "ab");
+  EXPECT_EQ(ShortestSeparator(std::string("a\xff\xffz", 4), "b"), std::string("a\xff\xff{", 4));
+  EXPECT_EQ(ShortestSeparator(std::string("a\xff\xff", 3), "b"), std::string("a\xff\xff", 3));
+  EXPECT_EQ(ShortSuccessor("abc"), "b");
+  EXPECT_EQ(ShortSuccessor(std::string("\xff\xff" "a", 3)), std::string("\xff\xff" "b", 3));
+  EXPECT_EQ(ShortSuccessor(std::string("\xff\xff", 2)), std::string("\xff\xff", 2));
+
+  Random rnd(test::TestSeed());
+  for (int i = 0; i < 100000; i++) {
+    std::string a = test::RandomKeyPart(&rnd, 8), b = test::RandomKeyPart(&rnd, 8);
+    if (rnd.OneIn(3)) b = a + test::RandomKeyPart(&rnd, 3);
+    if (a == b) continue;
+    if (b < a) std::swap(a, b);
+    const std::string s = ShortestSeparator(a, b);
+    ASSERT_LE(a, s) << HexBytes(a) << " " << HexBytes(b);
+    ASSERT_LT(s, b) << HexBytes(a) << " " << HexBytes(b);
+    ASSERT_LE(s.size(), a.size() + 0) << HexBytes(a) << " " << HexBytes(b);
+    const std::string t = ShortSuccessor(a);
+    ASSERT_LE(a, t);
+    ASSERT_LE(t.size(), a.size());
+  }
+}
+
+TEST(TableTest, SeparatorsShortenTheIndex) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Model model;
+  for (int i = 0; i < 2000; i++) {
+    std::string k;
+    AppendCellKey(&k, "some-long-row-key-prefix-" + std::to_string(100000 + i * 7), 1,
+                  "qualifier", 99, 1, CellType::kPut);
+    model[k] = std::string(100, 'v');
+  }
+  TableBuilderOptions o;
+  o.block_size = 1024;
+  const std::string path = dir.Join("sep.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  std::vector<TableReader::BlockInfo> blocks;
+  ASSERT_OK((*table)->ListBlocks(&blocks));
+  size_t sep_bytes = 0, data_blocks = 0;
+  for (const auto& b : blocks) {
+    if (b.kind != BlockKind::kData) continue;
+    sep_bytes += b.separator.size();
+    data_blocks++;
+  }
+  ASSERT_GT(data_blocks, 10u);
+  // Full keys are 57 bytes; the separators stop right after the first differing digit.
+  EXPECT_LT(sep_bytes / data_blocks, 35u);
+  Random rnd(5);
+  CheckTable(**table, model, &rnd);
+}
+
+TEST(TableTest, ApproximateOffsetOfGrows) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Random rnd(9);
+  Model model = test::RandomModel(&rnd, 3000, 100);
+  TableBuilderOptions o;
+  o.block_size = 2048;
+  const std::string path = dir.Join("approx.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  uint64_t prev = 0;
+  for (const auto& [k, v] : model) {
+    const uint64_t off = (*table)->ApproximateOffsetOf(k);
+    EXPECT_GE(off, prev);
+    prev = off;
+  }
+  EXPECT_EQ((*table)->ApproximateOffsetOf(std::string(400, '\xff')),
+            (*table)->footer().filter.offset);
+}
+
+TEST(TableTest, FilterFalsePositivesOnTable) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Model model;
+  for (int i = 0; i < 10000; i++) {
+    std::string k;
+    AppendCellKey(&k, "row" + std::to_string(i), 1, "q" + std::to_string(i % 3), 1, 1,
+                  CellType::kPut);
+    model[k] = "v";
+  }
+  TableBuilderOptions o;
+  const std::string path = dir.Join("fp.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  auto table = test::OpenTable(fs, path);
+  ASSERT_OK(table);
+  int row_fp = 0, col_fp = 0;
+  const int probes = 100000;
+  for (int i = 0; i < probes; i++) {
+    if ((*table)->RowMayMatch("absent" + std::to_string(i))) row_fp++;
+    if ((*table)->ColumnMayMatch("row" + std::to_string(i % 10000), 2, "q")) col_fp++;
+  }
+  EXPECT_LT(row_fp, probes * 0.0125);
+  EXPECT_LT(col_fp, probes * 0.0125);
+}
+
+}  // namespace
+}  // namespace strata::sstable
