@@ -1,6 +1,8 @@
 // Encoding: engine/LOG_RECORD.md.
 #include "engine/log_record.h"
 
+#include <algorithm>
+
 #include "common/coding.h"
 
 namespace strata::engine {
@@ -52,7 +54,9 @@ Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows) {
         !GetVarint32(&in, &nentries)) {
       return bad("truncated row header");
     }
-    row.entries.reserve(nentries);
+    // Each entry takes at least 11 bytes; a count the payload cannot hold is
+    // caught below, without reserving memory for it first.
+    row.entries.reserve(std::min<size_t>(nentries, in.size() / 11));
     for (uint32_t i = 0; i < nentries; i++) {
       CellEntry e;
       if (in.empty()) return bad("truncated entry");
