@@ -37,6 +37,8 @@ Result<std::vector<std::string>> Engine::ListTenants() const { return core_->Lis
 
 EngineStats Engine::GetStats() const { return core_->GetStats(); }
 
+Status Engine::Flush() { return core_->Flush(); }
+
 Status Engine::Close() { return core_->Close(); }
 
 // ----------------------------------------------------------------------------

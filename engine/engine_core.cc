@@ -1,10 +1,15 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <set>
 #include <mutex>
 
 #include "common/coding.h"
 #include "engine/log_record.h"
+#include "engine/merging_iterator.h"
+#include "sstable/table_builder.h"
 #include "wal/log_reader.h"
 
 namespace strata::engine {
@@ -13,6 +18,7 @@ namespace {
 
 constexpr const char* kLockFileName = "LOCK";
 constexpr const char* kLogDirName = "wal";
+constexpr const char* kTableDirName = "sst";
 
 wal::RecoveryMode ToWalMode(WalRecoveryMode m) {
   switch (m) {
@@ -105,8 +111,17 @@ std::shared_ptr<TableState> EngineCore::MakeTable(
     ts->table = t.get();
     ts->start_row = tab.start_row;
     ts->end_row = tab.end_row;
-    ts->groups.resize(t->schema.locality_groups().size());
-    for (auto& g : ts->groups) g.mem = std::make_shared<memtable::MemTable>();
+    for (uint32_t g = 0; g < t->schema.locality_groups().size(); g++) {
+      auto group = std::make_unique<LocalityGroupState>();
+      group->index = g;
+      group->tablet = ts.get();
+      auto view = std::make_shared<GroupView>();
+      view->mem = std::make_shared<memtable::MemTable>();
+      view->levels.resize(kNumLevels);
+      MutexLock l(&group->mu);
+      group->view = std::move(view);
+      ts->groups.push_back(std::move(group));
+    }
     t->tablets.push_back(std::move(ts));
   }
   std::sort(t->tablets.begin(), t->tablets.end(),
@@ -133,20 +148,48 @@ Status EngineCore::Recover() {
       return Status::Corruption(dir_ + "/MANIFEST: table " + table.name + " has no tablets");
     }
     auto state = MakeTable(table, tablets);
-    for (const auto& tab : state->tablets) tablets_by_id_[tab->id] = tab.get();
+    for (const auto& tab : state->tablets) {
+      tablets_by_id_[tab->id] = tab.get();
+      for (auto& g : tab->groups) {
+        auto it = catalog_.files.find({tab->id, g->index});
+        if (it == catalog_.files.end()) continue;
+        MutexLock gl(&g->mu);
+        auto view = std::make_shared<GroupView>(*g->view);
+        view->levels = it->second.levels;
+        view->levels.resize(kNumLevels);
+        g->view = std::move(view);
+        g->flushed = it->second.flushed;
+      }
+    }
     tables_[{table.tenant_id, table.name}] = std::move(state);
   }
+
+  STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(TableDir()));
+  STRATA_RETURN_IF_ERROR(DeleteObsoleteFiles());
+  block_cache_ = std::make_unique<sstable::BlockCache>(options_.block_cache_size);
+  sstable::TableCacheOptions tco;
+  tco.file_system = fs_;
+  tco.dir = TableDir();
+  tco.max_open_tables = options_.max_open_tables;
+  tco.block_cache = block_cache_.get();
+  table_cache_ = std::make_unique<sstable::TableCache>(std::move(tco));
 
   const std::string log_dir = JoinPath(dir_, kLogDirName);
   STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(log_dir));
   wal::RecoveryInfo info;
   STRATA_RETURN_IF_ERROR(wal::RecoverLog(
-      fs_, log_dir, ToWalMode(options_.wal_recovery_mode),
+      fs_, log_dir, ToWalMode(options_.wal_recovery_mode), catalog_.log_floor,
       [this](SequenceNumber first, uint64_t count, Slice payload) NO_THREAD_SAFETY_ANALYSIS {
         return ReplayRecord(first, count, payload);
       },
       &info));
-  const SequenceNumber next = std::max<SequenceNumber>(info.next_sequence, 1);
+  // With records in the log, the writer continues right after them (the log
+  // was synced before any flush recorded a later sequence); an empty log
+  // continues after the last sequence the manifest saw.
+  const SequenceNumber next =
+      info.records > 0 || info.records_skipped > 0
+          ? info.next_sequence
+          : std::max<SequenceNumber>(catalog_.last_sequence + 1, 1);
   // Relaxed: no other thread can see the core yet.
   visible_sequence_.store(next - 1, std::memory_order_relaxed);
 
@@ -155,9 +198,34 @@ Status EngineCore::Recover() {
   lo.use_io_uring = options_.use_io_uring;
   lo.segment_size = options_.wal_segment_size;
   lo.recycle_segments = options_.recycle_wal_segments;
-  return wal::LogWriter::Open(
+  STRATA_RETURN_IF_ERROR(wal::LogWriter::Open(
       lo, log_dir, next,
-      [this](wal::WriteRequest* const* requests, size_t n) { ApplyGroup(requests, n); }, &log_);
+      [this](wal::WriteRequest* const* requests, size_t n) { ApplyGroup(requests, n); }, &log_));
+  flush_thread_ = std::thread([this] { FlushThread(); });
+  return Status::OK();
+}
+
+std::string EngineCore::TableDir() const { return JoinPath(dir_, kTableDirName); }
+
+Status EngineCore::DeleteObsoleteFiles() {
+  mu_.AssertHeld();
+  std::set<uint64_t> live;
+  for (const auto& [key, g] : catalog_.files) {
+    for (const auto& level : g.levels) {
+      for (const auto& f : level) live.insert(f.number);
+    }
+  }
+  std::vector<std::string> names;
+  STRATA_RETURN_IF_ERROR(fs_->GetChildren(TableDir(), &names));
+  for (const auto& name : names) {
+    uint64_t number = 0;
+    if (std::sscanf(name.c_str(), "%" SCNu64 ".sst", &number) != 1) continue;
+    if (live.count(number) == 0) {
+      // Left by a flush or compaction that died before its manifest edit.
+      fs_->DeleteFile(JoinPath(TableDir(), name)).PermitUncheckedError();  // retried next open
+    }
+  }
+  return Status::OK();
 }
 
 Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload) {
@@ -187,7 +255,7 @@ Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, S
                                   " names unknown family id " + std::to_string(e.family));
       }
     }
-    InsertEntries(*it->second, r.row, r.entries, seq);
+    InsertEntries(*it->second, r.row, r.entries, seq, /*replay=*/true, nullptr);
     seq += r.entries.size();
   }
   return Status::OK();
@@ -195,36 +263,216 @@ Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, S
 
 void EngineCore::InsertEntries(const TabletState& tablet, const Slice& row,
                                const std::vector<CellEntry>& entries,
-                               SequenceNumber first_sequence) {
+                               SequenceNumber first_sequence, bool replay,
+                               std::vector<LocalityGroupState*>* touched) {
   const Schema& schema = tablet.table->schema;
+  auto insert = [&](LocalityGroupState* g, SequenceNumber seq, const CellEntry& e,
+                    uint16_t family) NO_THREAD_SAFETY_ANALYSIS {
+    std::shared_ptr<const GroupView> view;
+    {
+      MutexLock l(&g->mu);
+      if (replay && seq <= g->flushed) return;  // already in the group's files
+      view = g->view;
+    }
+    view->mem->Add(seq, e.type, row, family, e.qualifier, e.timestamp, e.value);
+    if (touched != nullptr &&
+        std::find(touched->begin(), touched->end(), g) == touched->end()) {
+      touched->push_back(g);
+    }
+  };
   SequenceNumber seq = first_sequence;
   for (const auto& e : entries) {
     if (e.type == CellType::kDeleteRow) {
       // A row marker goes to every group, so each group's reads see it.
-      for (const auto& g : tablet.groups) {
-        g.mem->Add(seq, e.type, row, kRowMarkerFamily, Slice(), e.timestamp, Slice());
-      }
+      for (const auto& g : tablet.groups) insert(g.get(), seq, e, kRowMarkerFamily);
     } else {
       const FamilyInfo* f = schema.FamilyById(e.family);
-      tablet.groups[f->locality_group].mem->Add(seq, e.type, row, e.family, e.qualifier,
-                                                e.timestamp, e.value);
+      insert(tablet.groups[f->locality_group].get(), seq, e, e.family);
     }
     seq++;
   }
 }
 
 void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
+  MutexLock apply(&apply_mu_);
   SequenceNumber last = 0;
   uint64_t cells = 0;
+  std::vector<LocalityGroupState*> touched;
   for (size_t i = 0; i < n; i++) {
     const auto* w = static_cast<const PendingWrite*>(requests[i]->arg);
-    InsertEntries(*w->tablet, w->row, w->entries, requests[i]->first_sequence);
+    InsertEntries(*w->tablet, w->row, w->entries, requests[i]->first_sequence,
+                  /*replay=*/false, &touched);
     last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
     cells += w->entries.size();
+  }
+  for (LocalityGroupState* g : touched) {
+    if (g->current()->mem->ApproximateMemoryUsage() >= options_.write_buffer_size) {
+      SwitchMemTable(g, last);
+    }
   }
   visible_sequence_.store(last, std::memory_order_release);
   stat_writes_.fetch_add(n, std::memory_order_relaxed);
   stat_cells_.fetch_add(cells, std::memory_order_relaxed);
+}
+
+void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence) {
+  {
+    MutexLock l(&group->mu);
+    auto view = std::make_shared<GroupView>(*group->view);
+    view->imms.insert(view->imms.begin(), ImmutableMemTable{view->mem, last_sequence});
+    view->mem = std::make_shared<memtable::MemTable>();
+    group->view = std::move(view);
+  }
+  MutexLock l(&bg_mu_);
+  flush_queue_.push_back(group);
+  bg_cv_.SignalAll();
+}
+
+void EngineCore::FlushThread() {
+  MutexLock l(&bg_mu_);
+  while (true) {
+    while (!bg_stop_ && flush_queue_.empty()) bg_cv_.Wait();
+    if (bg_stop_) return;
+    LocalityGroupState* group = flush_queue_.front();
+    flush_queue_.pop_front();
+    flushes_running_++;
+    bg_mu_.Unlock();
+    Status s = FlushOldest(group);
+    bg_mu_.Lock();
+    flushes_running_--;
+    if (!s.ok() && bg_error_.ok()) bg_error_ = s;
+    bg_cv_.SignalAll();
+  }
+}
+
+Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
+                                  FileMeta* meta) {
+  {
+    MutexLock l(&mu_);
+    meta->number = catalog_.next_id++;
+  }
+  const std::string path = sstable::TableFileName(TableDir(), meta->number);
+  std::unique_ptr<WritableFile> file;
+  STRATA_RETURN_IF_ERROR(fs_->NewWritableFile(path, FileOpenOptions(), &file));
+  sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(
+      tablet.table->schema.locality_groups()[group]);
+  bo.table_id = tablet.table->id;
+  bo.tablet_id = tablet.id;
+  bo.locality_group_id = group;
+  bo.file_number = meta->number;
+  sstable::TableBuilder builder(bo, file.get(), path);
+  Status s;
+  meta->min_sequence = kMaxSequenceNumber;
+  meta->max_sequence = 0;
+  for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
+    const Slice key = it->key();
+    if (meta->entries == 0) meta->smallest.assign(key.data(), key.size());
+    meta->largest.assign(key.data(), key.size());
+    const SequenceNumber seq = CellKeySequence(key);
+    meta->min_sequence = std::min(meta->min_sequence, seq);
+    meta->max_sequence = std::max(meta->max_sequence, seq);
+    meta->entries++;
+    s = builder.Add(key, it->value());
+  }
+  if (s.ok()) s = it->status();
+  if (s.ok()) s = builder.Finish();
+  if (s.ok()) s = file->Sync();
+  if (s.ok()) s = file->Close();
+  if (s.ok()) s = fs_->SyncDir(TableDir());
+  if (!s.ok()) {
+    builder.Abandon();
+    file.reset();
+    fs_->DeleteFile(path).PermitUncheckedError();  // best effort; reopen deletes leftovers
+    return s;
+  }
+  meta->size = builder.FileSize();
+  return Status::OK();
+}
+
+SequenceNumber EngineCore::LogFloor(SequenceNumber visible) const {
+  SequenceNumber floor = visible + 1;
+  MutexLock l(&mu_);
+  for (const auto& [id, tablet] : tablets_by_id_) {
+    for (const auto& g : tablet->groups) {
+      MutexLock gl(&g->mu);
+      if (g->view->imms.empty() && g->view->mem->num_entries() == 0) continue;
+      floor = std::min(floor, g->flushed + 1);
+    }
+  }
+  return floor;
+}
+
+Status EngineCore::FlushOldest(LocalityGroupState* group) {
+  ImmutableMemTable imm;
+  {
+    MutexLock l(&group->mu);
+    if (group->view->imms.empty()) return Status::OK();
+    imm = group->view->imms.back();
+  }
+  const TabletState& tablet = *group->tablet;
+  FileMeta meta;
+  if (imm.mem->num_entries() > 0) {
+    std::unique_ptr<InternalIterator> it = imm.mem->NewIterator();
+    STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), &meta));
+  }
+  // Everything the manifest is about to call flushed must be durable in the
+  // log too, or a crash could leave the log ending before the manifest's
+  // last sequence.
+  STRATA_RETURN_IF_ERROR(log_->Sync());
+  VersionEdit edit;
+  if (meta.entries > 0) edit.new_files.push_back({tablet.id, group->index, 0, meta});
+  edit.flushed.push_back({tablet.id, group->index, imm.last_sequence});
+  const SequenceNumber visible = visible_sequence_.load(std::memory_order_acquire);
+  edit.last_sequence = visible;
+  {
+    MutexLock l(&mu_);
+    edit.next_id = catalog_.next_id;
+    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+  }
+  {
+    MutexLock l(&group->mu);
+    auto view = std::make_shared<GroupView>(*group->view);
+    view->imms.pop_back();
+    if (meta.entries > 0) view->levels[0].insert(view->levels[0].begin(), meta);
+    group->view = std::move(view);
+    group->flushed = std::max(group->flushed, imm.last_sequence);
+  }
+  stat_flushes_.fetch_add(1, std::memory_order_relaxed);
+  // The manifest now says what the log no longer has to hold.
+  const SequenceNumber floor = LogFloor(visible);
+  {
+    VersionEdit e;
+    e.log_floor = floor;
+    MutexLock l(&mu_);
+    if (floor > catalog_.log_floor) {
+      STRATA_RETURN_IF_ERROR(manifest_->Append(e));
+      STRATA_RETURN_IF_ERROR(catalog_.Apply(e));
+    }
+  }
+  return log_->ReleaseBefore(floor);
+}
+
+Status EngineCore::Flush() {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  {
+    MutexLock apply(&apply_mu_);
+    const SequenceNumber last = visible_sequence_.load(std::memory_order_acquire);
+    std::vector<LocalityGroupState*> groups;
+    {
+      MutexLock l(&mu_);
+      for (const auto& [id, tablet] : tablets_by_id_) {
+        for (const auto& g : tablet->groups) groups.push_back(g.get());
+      }
+    }
+    for (LocalityGroupState* g : groups) {
+      if (g->current()->mem->num_entries() > 0) SwitchMemTable(g, last);
+    }
+  }
+  MutexLock l(&bg_mu_);
+  while (bg_error_.ok() && (!flush_queue_.empty() || flushes_running_ > 0)) bg_cv_.Wait();
+  return bg_error_;
 }
 
 Status EngineCore::ClosedError() const {
@@ -431,6 +679,34 @@ Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filte
   return Status::OK();
 }
 
+Status EngineCore::NewRowIterator(const GroupView& view, const std::string& row_prefix,
+                                  const Slice& row,
+                                  std::unique_ptr<InternalIterator>* result) const {
+  std::vector<std::unique_ptr<InternalIterator>> children;
+  std::vector<std::shared_ptr<const void>> pins;
+  children.push_back(view.mem->NewIterator());
+  pins.push_back(view.mem);
+  for (const auto& imm : view.imms) {
+    children.push_back(imm.mem->NewIterator());
+    pins.push_back(imm.mem);
+  }
+  const Slice prefix(row_prefix);
+  for (const auto& level : view.levels) {
+    for (const auto& f : level) {
+      // Skip files whose key range cannot hold the row.
+      if (Slice(f.largest).compare(prefix) < 0) continue;
+      if (Slice(f.smallest).compare(prefix) > 0 && !Slice(f.smallest).starts_with(prefix)) continue;
+      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(f.number);
+      if (!reader.ok()) return reader.status();
+      if (!(*reader)->RowMayMatch(row)) continue;
+      children.push_back((*reader)->NewIterator());
+      pins.push_back(std::move(reader.value()));
+    }
+  }
+  *result = NewMergingIterator(std::move(children), std::move(pins));
+  return Status::OK();
+}
+
 Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
                                               std::string_view row,
                                               const RowFilter& filter) const {
@@ -453,11 +729,20 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
   for (const auto& f : schema.families()) {
     if (resolved.MayWantFamily(f.id)) group_needed[f.locality_group] = true;
   }
-  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
-  std::vector<VisibleCell> cells;
+  // Views first, then the snapshot: every file and memtable entry a view
+  // holds was visible before the snapshot was read.
+  std::vector<std::shared_ptr<const GroupView>> views(group_needed.size());
   for (size_t g = 0; g < group_needed.size(); g++) {
-    if (!group_needed[g]) continue;
-    std::unique_ptr<InternalIterator> it = tablet->groups[g].mem->NewIterator();
+    if (group_needed[g]) views[g] = tablet->groups[g]->current();
+  }
+  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
+  std::string prefix;
+  AppendRowPrefix(&prefix, row);
+  std::vector<VisibleCell> cells;
+  for (size_t g = 0; g < views.size(); g++) {
+    if (!views[g]) continue;
+    std::unique_ptr<InternalIterator> it;
+    STRATA_RETURN_IF_ERROR(NewRowIterator(*views[g], prefix, row, &it));
     STRATA_RETURN_IF_ERROR(CollectRow(it.get(), row, snapshot, resolved, &cells));
   }
   // Groups interleave families; order by family id, then as cell keys order.
@@ -486,10 +771,20 @@ EngineStats EngineCore::GetStats() const {
     s.wal_bytes = ls.bytes;
     s.wal_uses_io_uring = log_->using_io_uring();
   }
+  s.flushes = stat_flushes_.load(std::memory_order_relaxed);
+  if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {
     for (const auto& tab : t->tablets) {
-      for (const auto& g : tab->groups) s.memtable_bytes += g.mem->ApproximateMemoryUsage();
+      for (const auto& g : tab->groups) {
+        std::shared_ptr<const GroupView> v = g->current();
+        s.memtable_bytes += v->mem->ApproximateMemoryUsage();
+        for (const auto& imm : v->imms) s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
+        for (const auto& level : v->levels) {
+          s.table_files += level.size();
+          for (const auto& f : level) s.table_bytes += f.size;
+        }
+      }
     }
   }
   return s;
@@ -500,6 +795,14 @@ Status EngineCore::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
   Status result;
+  if (flush_thread_.joinable()) {
+    {
+      MutexLock l(&bg_mu_);
+      bg_stop_ = true;
+      bg_cv_.SignalAll();
+    }
+    flush_thread_.join();
+  }
   if (log_ != nullptr) {
     Status s = log_->Close();
     if (result.ok()) result = s;
@@ -513,7 +816,10 @@ Status EngineCore::Close() {
     // Handles may keep table states alive; their memory goes now.
     for (auto& [key, t] : tables_) {
       for (auto& tab : t->tablets) {
-        for (auto& g : tab->groups) g.mem.reset();
+        for (auto& g : tab->groups) {
+          MutexLock gl(&g->mu);
+          g->view.reset();
+        }
       }
     }
   }

@@ -17,6 +17,8 @@
 #define STRATA_ENGINE_ENGINE_CORE_H_
 
 #include <atomic>
+#include <deque>
+#include <thread>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -27,10 +29,13 @@
 #include "common/cell_key.h"
 #include "common/file_system.h"
 #include "common/mutex.h"
+#include "engine/file_meta.h"
 #include "engine/manifest.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "memtable/memtable.h"
+#include "sstable/block_cache.h"
+#include "sstable/table_cache.h"
 #include "strata/engine.h"
 #include "strata/options.h"
 #include "strata/row_mutation.h"
@@ -40,9 +45,37 @@ namespace strata::engine {
 
 struct TableState;
 
+// A memtable that no longer takes writes, waiting to be flushed.
+struct ImmutableMemTable {
+  std::shared_ptr<memtable::MemTable> mem;
+  // Every entry of the group with sequence <= this is in this memtable or
+  // older data; every later one is in newer memtables.
+  SequenceNumber last_sequence = 0;
+};
+
+// What a reader of one locality group merges: an immutable snapshot of its
+// memtables and files, replaced (never changed) when they change.
+struct GroupView {
+  std::shared_ptr<memtable::MemTable> mem;
+  std::vector<ImmutableMemTable> imms;       // newest first
+  std::vector<std::vector<FileMeta>> levels;  // level 0 newest first; kNumLevels entries
+};
+
+struct TabletState;
+
 // One locality group of one tablet.
 struct LocalityGroupState {
-  std::shared_ptr<memtable::MemTable> mem;
+  uint32_t index = 0;
+  TabletState* tablet = nullptr;  // owns this group
+  mutable Mutex mu;
+  std::shared_ptr<const GroupView> view GUARDED_BY(mu);
+  // Every entry with sequence <= flushed is in the group's files.
+  SequenceNumber flushed GUARDED_BY(mu) = 0;
+
+  std::shared_ptr<const GroupView> current() const LOCKS_EXCLUDED(mu) {
+    MutexLock l(&mu);
+    return view;
+  }
 };
 
 // A contiguous row range of one table.
@@ -51,7 +84,7 @@ struct TabletState {
   TableState* table = nullptr;  // owns this tablet
   std::string start_row;        // inclusive; empty = unbounded
   std::string end_row;          // exclusive; empty = unbounded
-  std::vector<LocalityGroupState> groups;  // indexed like Schema::locality_groups()
+  std::vector<std::unique_ptr<LocalityGroupState>> groups;  // like Schema::locality_groups()
 };
 
 struct TableState {
@@ -94,6 +127,9 @@ class EngineCore {
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
                                     std::string_view row, const RowFilter& filter) const;
 
+  // Writes every memtable with data to SSTables and waits until all are.
+  Status Flush();
+
   EngineStats GetStats() const;
   Status Close();
 
@@ -105,15 +141,37 @@ class EngineCore {
   Status Recover();
   Status ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload);
   // The log's apply function: inserts a group into memtables and publishes it.
-  void ApplyGroup(wal::WriteRequest* const* requests, size_t n);
+  void ApplyGroup(wal::WriteRequest* const* requests, size_t n) LOCKS_EXCLUDED(apply_mu_);
+  // Inserts entries; groups that received some are added to *touched (when
+  // not null). With `replay`, entries a group already has in files are skipped.
   static void InsertEntries(const TabletState& tablet, const Slice& row,
                             const std::vector<struct CellEntry>& entries,
-                            SequenceNumber first_sequence);
+                            SequenceNumber first_sequence, bool replay,
+                            std::vector<LocalityGroupState*>* touched);
+  // Makes the group's memtable immutable and queues it for flushing.
+  // REQUIRES: apply_mu_ held (no insert in progress).
+  void SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence)
+      EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+
+  // Background flushing.
+  void FlushThread();
+  Status FlushOldest(LocalityGroupState* group);
+  // Writes every entry of `it` to a new SSTable; fills *meta.
+  Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
+                        FileMeta* meta);
+  // The lowest sequence the log must keep: every group's unflushed data is at
+  // or above it. `visible` is the visible sequence read before the scan.
+  SequenceNumber LogFloor(SequenceNumber visible) const;
+  Status DeleteObsoleteFiles();
+  std::string TableDir() const;
 
   // Builds the runtime state of a table from its catalog entry.
   std::shared_ptr<TableState> MakeTable(const VersionEdit::NewTable& table,
                                         const std::vector<VersionEdit::NewTablet>& tablets) const;
 
+  // A merged iterator over the view's memtables and the files that may hold `row`.
+  Status NewRowIterator(const GroupView& view, const std::string& row_prefix, const Slice& row,
+                        std::unique_ptr<InternalIterator>* result) const;
   Status ValidateMutation(const TableState& table, std::string_view row,
                           const RowMutation& mutation) const;
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
@@ -142,6 +200,23 @@ class EngineCore {
   std::unordered_map<uint64_t, TabletState*> tablets_by_id_;
 
   std::unique_ptr<wal::LogWriter> log_;
+  std::unique_ptr<sstable::BlockCache> block_cache_;
+  std::unique_ptr<sstable::TableCache> table_cache_;
+
+  // Held by the apply function while it inserts, and by whoever switches a
+  // memtable from outside it, so no insert lands in a memtable being flushed.
+  Mutex apply_mu_;
+
+  // The flush thread's queue and state.
+  mutable Mutex bg_mu_;
+  CondVar bg_cv_{&bg_mu_};
+  // One entry per immutable memtable waiting; each flush takes a group's oldest.
+  std::deque<LocalityGroupState*> flush_queue_ GUARDED_BY(bg_mu_);
+  int flushes_running_ GUARDED_BY(bg_mu_) = 0;
+  bool bg_stop_ GUARDED_BY(bg_mu_) = false;
+  Status bg_error_ GUARDED_BY(bg_mu_);
+  std::thread flush_thread_;
+  std::atomic<uint64_t> stat_flushes_{0};
   // Newest sequence whose row mutations are all in memtables. Stored with
   // release by the apply function after the inserts; loaded with acquire by
   // readers, so every entry up to it is visible to them.

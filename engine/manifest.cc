@@ -23,6 +23,11 @@ enum Tag : uint32_t {
   kTagNewTenant = 2,
   kTagNewTable = 3,
   kTagNewTablet = 4,
+  kTagNewFile = 5,
+  kTagDeletedFile = 6,
+  kTagFlushed = 7,
+  kTagLogFloor = 8,
+  kTagLastSequence = 9,
 };
 
 std::string EncodeHeader() {
@@ -74,6 +79,40 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutLengthPrefixedSlice(dst, t.start_row);
     PutLengthPrefixedSlice(dst, t.end_row);
   }
+  for (const auto& f : deleted_files) {
+    PutVarint32(dst, kTagDeletedFile);
+    PutVarint64(dst, f.tablet_id);
+    PutVarint32(dst, f.locality_group);
+    PutVarint32(dst, f.level);
+    PutVarint64(dst, f.file_number);
+  }
+  for (const auto& f : new_files) {
+    PutVarint32(dst, kTagNewFile);
+    PutVarint64(dst, f.tablet_id);
+    PutVarint32(dst, f.locality_group);
+    PutVarint32(dst, f.level);
+    PutVarint64(dst, f.meta.number);
+    PutVarint64(dst, f.meta.size);
+    PutLengthPrefixedSlice(dst, f.meta.smallest);
+    PutLengthPrefixedSlice(dst, f.meta.largest);
+    PutVarint64(dst, f.meta.min_sequence);
+    PutVarint64(dst, f.meta.max_sequence);
+    PutVarint64(dst, f.meta.entries);
+  }
+  for (const auto& f : flushed) {
+    PutVarint32(dst, kTagFlushed);
+    PutVarint64(dst, f.tablet_id);
+    PutVarint32(dst, f.locality_group);
+    PutVarint64(dst, f.sequence);
+  }
+  if (log_floor) {
+    PutVarint32(dst, kTagLogFloor);
+    PutVarint64(dst, *log_floor);
+  }
+  if (last_sequence) {
+    PutVarint32(dst, kTagLastSequence);
+    PutVarint64(dst, *last_sequence);
+  }
 }
 
 Status VersionEdit::DecodeFrom(Slice input) {
@@ -122,6 +161,50 @@ Status VersionEdit::DecodeFrom(Slice input) {
         tablets.push_back(std::move(t));
         break;
       }
+      case kTagDeletedFile: {
+        DeletedFile f;
+        if (!GetVarint64(&input, &f.tablet_id) || !GetVarint32(&input, &f.locality_group) ||
+            !GetVarint32(&input, &f.level) || !GetVarint64(&input, &f.file_number)) {
+          return bad("truncated deleted file");
+        }
+        deleted_files.push_back(f);
+        break;
+      }
+      case kTagNewFile: {
+        NewFile f;
+        if (!GetVarint64(&input, &f.tablet_id) || !GetVarint32(&input, &f.locality_group) ||
+            !GetVarint32(&input, &f.level) || !GetVarint64(&input, &f.meta.number) ||
+            !GetVarint64(&input, &f.meta.size) || !GetLengthPrefixedSlice(&input, &a) ||
+            !GetLengthPrefixedSlice(&input, &b) || !GetVarint64(&input, &f.meta.min_sequence) ||
+            !GetVarint64(&input, &f.meta.max_sequence) || !GetVarint64(&input, &f.meta.entries)) {
+          return bad("truncated new file");
+        }
+        f.meta.smallest = a.ToString();
+        f.meta.largest = b.ToString();
+        new_files.push_back(std::move(f));
+        break;
+      }
+      case kTagFlushed: {
+        Flushed f;
+        if (!GetVarint64(&input, &f.tablet_id) || !GetVarint32(&input, &f.locality_group) ||
+            !GetVarint64(&input, &f.sequence)) {
+          return bad("truncated flushed sequence");
+        }
+        flushed.push_back(f);
+        break;
+      }
+      case kTagLogFloor: {
+        uint64_t v;
+        if (!GetVarint64(&input, &v)) return bad("truncated log floor");
+        log_floor = v;
+        break;
+      }
+      case kTagLastSequence: {
+        uint64_t v;
+        if (!GetVarint64(&input, &v)) return bad("truncated last sequence");
+        last_sequence = v;
+        break;
+      }
       default:
         return Status::Corruption("manifest edit: unknown tag " + std::to_string(tag));
     }
@@ -149,6 +232,48 @@ Status Catalog::Apply(const VersionEdit& edit) {
     if (!tables.count(t.table_id)) return bad("tablet of unknown table");
     tablets[t.id] = t;
   }
+  for (const auto& d : edit.deleted_files) {
+    auto it = files.find({d.tablet_id, d.locality_group});
+    bool found = false;
+    if (it != files.end() && d.level < it->second.levels.size()) {
+      auto& level = it->second.levels[d.level];
+      for (size_t i = 0; i < level.size(); i++) {
+        if (level[i].number == d.file_number) {
+          level.erase(level.begin() + i);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) {
+      return bad("deleted file " + std::to_string(d.file_number) + " is not in tablet " +
+                 std::to_string(d.tablet_id) + " group " + std::to_string(d.locality_group) +
+                 " level " + std::to_string(d.level));
+    }
+  }
+  for (const auto& f : edit.new_files) {
+    if (!tablets.count(f.tablet_id)) return bad("file of unknown tablet");
+    if (f.level >= kNumLevels) return bad("file at level " + std::to_string(f.level));
+    auto& g = files[{f.tablet_id, f.locality_group}];
+    if (g.levels.size() < kNumLevels) g.levels.resize(kNumLevels);
+    auto& level = g.levels[f.level];
+    if (f.level == 0) {
+      level.insert(level.begin(), f.meta);  // newest first
+    } else {
+      auto pos = std::lower_bound(level.begin(), level.end(), f.meta,
+                                  [](const FileMeta& a, const FileMeta& b) {
+                                    return a.smallest < b.smallest;
+                                  });
+      level.insert(pos, f.meta);
+    }
+  }
+  for (const auto& f : edit.flushed) {
+    auto& g = files[{f.tablet_id, f.locality_group}];
+    if (g.levels.size() < kNumLevels) g.levels.resize(kNumLevels);
+    g.flushed = std::max(g.flushed, f.sequence);
+  }
+  if (edit.log_floor) log_floor = std::max(log_floor, *edit.log_floor);
+  if (edit.last_sequence) last_sequence = std::max(last_sequence, *edit.last_sequence);
   if (edit.next_id) next_id = std::max(next_id, *edit.next_id);
   return Status::OK();
 }
@@ -159,6 +284,20 @@ VersionEdit Catalog::Snapshot() const {
   for (const auto& [id, t] : tenants) e.tenants.push_back(t);
   for (const auto& [id, t] : tables) e.tables.push_back(t);
   for (const auto& [id, t] : tablets) e.tablets.push_back(t);
+  for (const auto& [key, g] : files) {
+    for (uint32_t level = 0; level < g.levels.size(); level++) {
+      // Level 0 is listed oldest first so that replaying the edit, which puts
+      // each level-0 file in front, restores newest-first order.
+      const auto& files_at = g.levels[level];
+      for (size_t i = 0; i < files_at.size(); i++) {
+        const FileMeta& m = level == 0 ? files_at[files_at.size() - 1 - i] : files_at[i];
+        e.new_files.push_back({key.first, key.second, level, m});
+      }
+    }
+    if (g.flushed > 0) e.flushed.push_back({key.first, key.second, g.flushed});
+  }
+  if (log_floor > 0) e.log_floor = log_floor;
+  if (last_sequence > 0) e.last_sequence = last_sequence;
   return e;
 }
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/cell_key.h"
+#include "engine/file_meta.h"
 #include "engine/schema.h"
 #include "strata/status.h"
 
@@ -40,10 +42,39 @@ struct VersionEdit {
     std::string end_row;    // exclusive; empty = unbounded
   };
 
+  // An SSTable joining a level of one locality group of one tablet.
+  struct NewFile {
+    uint64_t tablet_id = 0;
+    uint32_t locality_group = 0;
+    uint32_t level = 0;
+    FileMeta meta;
+  };
+  struct DeletedFile {
+    uint64_t tablet_id = 0;
+    uint32_t locality_group = 0;
+    uint32_t level = 0;
+    uint64_t file_number = 0;
+  };
+  // Every entry of the group with sequence <= `sequence` is in its files.
+  struct Flushed {
+    uint64_t tablet_id = 0;
+    uint32_t locality_group = 0;
+    SequenceNumber sequence = 0;
+  };
+
   std::optional<uint64_t> next_id;
   std::vector<NewTenant> tenants;
   std::vector<NewTable> tables;
   std::vector<NewTablet> tablets;
+  // Deletions apply before additions, so one edit can move a file.
+  std::vector<DeletedFile> deleted_files;
+  std::vector<NewFile> new_files;
+  std::vector<Flushed> flushed;
+  // The log holds every record from this sequence on that recovery needs;
+  // segments below it may be gone.
+  std::optional<SequenceNumber> log_floor;
+  // The newest sequence number used, for when the log holds no records.
+  std::optional<SequenceNumber> last_sequence;
 
   void EncodeTo(std::string* dst) const;
   Status DecodeFrom(Slice input);
@@ -51,10 +82,20 @@ struct VersionEdit {
 
 // The catalog as the manifest describes it.
 struct Catalog {
-  uint64_t next_id = 1;  // tenants, tables and tablets draw ids from one counter
+  // Files of one locality group of one tablet, level by level; level 0
+  // newest first, deeper levels by smallest key.
+  struct GroupFiles {
+    std::vector<std::vector<FileMeta>> levels;
+    SequenceNumber flushed = 0;
+  };
+
+  uint64_t next_id = 1;  // tenants, tables, tablets and files draw ids from one counter
   std::map<uint64_t, VersionEdit::NewTenant> tenants;
   std::map<uint64_t, VersionEdit::NewTable> tables;
   std::map<uint64_t, VersionEdit::NewTablet> tablets;
+  std::map<std::pair<uint64_t, uint32_t>, GroupFiles> files;  // by (tablet, group)
+  SequenceNumber log_floor = 0;
+  SequenceNumber last_sequence = 0;
 
   // Applies an edit; Corruption when it contradicts the catalog.
   Status Apply(const VersionEdit& edit);

@@ -60,6 +60,9 @@ struct EngineStats {
   uint64_t wal_syncs = 0;       // fdatasyncs of the log
   uint64_t wal_bytes = 0;       // bytes written to the log
   uint64_t memtable_bytes = 0;  // memory held by memtables now
+  uint64_t flushes = 0;         // memtables written to SSTables
+  uint64_t table_files = 0;     // SSTables live now
+  uint64_t table_bytes = 0;     // their size on disk
   uint64_t last_sequence = 0;   // newest sequence number visible to readers
   bool wal_uses_io_uring = false;
 };
@@ -82,6 +85,10 @@ class Engine {
   Result<std::vector<std::string>> ListTenants() const;
 
   EngineStats GetStats() const;
+
+  // Writes every memtable that holds data to an SSTable and waits until all
+  // are durable, so their log segments can be released.
+  Status Flush();
 
   // Waits for writes in flight, syncs and closes the log and releases the
   // directory lock. Later calls on this engine or its handles fail with

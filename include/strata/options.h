@@ -50,6 +50,15 @@ struct EngineOptions {
   bool recycle_wal_segments = true;
   WalRecoveryMode wal_recovery_mode = WalRecoveryMode::kTolerateTornTail;
 
+  // A locality group's memtable is flushed to an SSTable once it holds this
+  // many bytes. Larger means fewer, larger level-0 files and longer recovery.
+  size_t write_buffer_size = 32 << 20;
+  // Bytes of uncompressed SSTable blocks cached in memory, shared by every
+  // tenant. Index and filter blocks of open tables are held apart from it.
+  size_t block_cache_size = 64 << 20;
+  // SSTables kept open at once (each holds a descriptor, its index and filter).
+  size_t max_open_tables = 1000;
+
   // Limits on what one write may carry; larger input is InvalidArgument.
   // Keys live in every index entry and block, so they are kept small.
   size_t max_row_key_size = 16 << 10;

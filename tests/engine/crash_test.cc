@@ -45,6 +45,7 @@ std::string RowKey(int round, int thread, int i) {
   EngineOptions o;
   o.use_io_uring = use_uring;
   o.wal_segment_size = 1 << 20;  // small segments: crashes also land on segment switches
+  o.write_buffer_size = 64 << 10;  // and on flushes
   auto engine = Engine::Open(dir, o);
   if (!engine.ok()) {
     std::fprintf(stderr, "child open: %s\n", engine.status().ToString().c_str());

@@ -429,3 +429,64 @@ TEST_F(EngineTest, FallbackWriterWorksAndIsChosenByOption) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
+  options_.write_buffer_size = 64 << 10;
+  options_.wal_segment_size = 64 << 10;
+  Reopen();
+  for (int i = 0; i < 3000; i++) {
+    RowMutation m;
+    m.Put("a", "x", 1, std::string(40, 'a') + std::to_string(i));
+    m.Put("b", "y", 2, std::string(40, 'b') + std::to_string(i));
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+  }
+  // Deletes that land in memtables must hide versions already in SSTables.
+  EXPECT_GT(engine_->GetStats().flushes, 0u);
+  RowMutation del;
+  del.DeleteColumn("a", "x");
+  ASSERT_TRUE(table_.Mutate(WriteOptions(), "row7", del).ok());
+  RowMutation delrow;
+  delrow.DeleteRow();
+  ASSERT_TRUE(table_.Mutate(WriteOptions(), "row8", delrow).ok());
+  ASSERT_TRUE(engine_->Flush().ok());
+  EngineStats st = engine_->GetStats();
+  EXPECT_GT(st.table_files, 1u);
+  EXPECT_GT(st.table_bytes, 0u);
+  // Flushed data no longer needs the log: at most the current segment and
+  // spares hold records.
+  std::vector<std::string> logs;
+  ASSERT_TRUE(FileSystem::Default()->GetChildren(dir_.Join("wal"), &logs).ok());
+  size_t segments = 0;
+  for (const auto& n : logs) segments += n.size() > 4 && n.substr(n.size() - 4) == ".log";
+  EXPECT_LE(segments, 2u);
+
+  auto check = [&] {
+    for (int i = 0; i < 3000; i++) {
+      auto cells = Read("row" + std::to_string(i));
+      if (i == 7) {
+        ASSERT_EQ(cells.size(), 1u);
+        EXPECT_EQ(cells[0].family, "b");
+      } else if (i == 8) {
+        EXPECT_TRUE(cells.empty());
+      } else {
+        ASSERT_EQ(cells.size(), 2u) << i;
+        EXPECT_EQ(cells[0].value, std::string(40, 'a') + std::to_string(i));
+      }
+    }
+  };
+  check();
+  Reopen();
+  check();
+  // Writes after a reopen of a fully flushed engine continue the sequence.
+  const uint64_t seq = engine_->GetStats().last_sequence;
+  ASSERT_TRUE(Put("row0", "a", "x", 3, "newer").ok());
+  EXPECT_EQ(engine_->GetStats().last_sequence, seq + 1);
+  Reopen();
+  EXPECT_EQ(Read("row0")[0].value, "newer");
+}
+
+}  // namespace
+}  // namespace strata

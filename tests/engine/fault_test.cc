@@ -19,6 +19,7 @@ class EngineFaultTest : public ::testing::Test {
   void SetUp() override {
     options_.file_system = &fs_;
     options_.wal_segment_size = 128 << 10;
+    options_.write_buffer_size = 32 << 10;  // flushes (SSTables, manifest edits) happen too
     Open();
     ASSERT_TRUE(engine_->CreateTenant("t").ok());
     TableSchema s;
