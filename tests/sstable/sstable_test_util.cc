@@ -1,7 +1,5 @@
 #include "sstable/sstable_test_util.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "common/cell_key.h"
 
@@ -66,16 +64,5 @@ Result<std::unique_ptr<TableReader>> OpenTable(FileSystem* fs, const std::string
   return TableReader::Open(options, std::move(file), *size, path);
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 }  // namespace strata::test

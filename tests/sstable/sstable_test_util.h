@@ -13,6 +13,7 @@
 #include "common/random.h"
 #include "sstable/table_builder.h"
 #include "sstable/table_reader.h"
+#include "util/test_util.h"  // ReadAll, WriteAll
 
 namespace strata::test {
 
@@ -36,10 +37,6 @@ Status WriteTable(FileSystem* fs, const std::string& path, const TableBuilderOpt
 // Opens the table at `path`.
 Result<std::unique_ptr<TableReader>> OpenTable(FileSystem* fs, const std::string& path,
                                                const TableReaderOptions& options = {});
-
-// Reads the whole file / writes it back (for corruption tests).
-std::string ReadAll(const std::string& path);
-void WriteAll(const std::string& path, const std::string& data);
 
 }  // namespace strata::test
 

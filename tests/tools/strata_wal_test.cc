@@ -26,46 +26,14 @@
 namespace strata {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
+using test::ReadAll;
+using test::RunResult;
+using test::WriteAll;
 
-std::string Quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      r += "'\\''";
-    } else {
-      r += c;
-    }
-  }
-  return r + "'";
-}
+std::string Quote(const std::string& s) { return test::ShellQuote(s); }
 
 RunResult RunTool(const std::string& args) {
-  RunResult r;
-  const std::string cmd = std::string(STRATA_WAL_TOOL) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  return test::RunCommand(std::string(STRATA_WAL_TOOL) + " " + args);
 }
 
 bool Contains(const std::string& haystack, const std::string& needle) {

@@ -1,10 +1,14 @@
 #include "util/test_util.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <random>
 
 namespace strata::test {
@@ -33,6 +37,43 @@ void RemoveTree(const std::string& path) {
 uint64_t TestSeed() {
   if (const char* s = std::getenv("STRATA_TEST_SEED")) return std::strtoull(s, nullptr, 10);
   return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+RunResult RunCommand(const std::string& command) {
+  RunResult r;
+  const std::string cmd = command + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      r += "'\\''";
+    } else {
+      r += c;
+    }
+  }
+  return r + "'";
 }
 
 bool LongTests() {

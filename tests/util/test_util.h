@@ -32,6 +32,20 @@ void RemoveTree(const std::string& path);
 // otherwise derived from the time. Tests print it so a failure can be replayed.
 uint64_t TestSeed();
 
+// The whole content of a file ("" when it cannot be read).
+std::string ReadAll(const std::string& path);
+// Replaces the content of a file.
+void WriteAll(const std::string& path, const std::string& data);
+
+// The exit code and combined stdout+stderr of a command run through the shell.
+struct RunResult {
+  int exit_code = -1;  // 128 + signal number when killed by a signal
+  std::string out;
+};
+RunResult RunCommand(const std::string& command);
+// `s` quoted for the shell.
+std::string ShellQuote(const std::string& s);
+
 // True when the long variants of randomized tests were asked for (configure
 // with -DSTRATA_LONG_TESTS=ON, or STRATA_LONG_TESTS=1 in the environment).
 bool LongTests();
