@@ -340,7 +340,10 @@ void EngineCore::FlushThread() {
     Status s = FlushOldest(group);
     bg_mu_.Lock();
     flushes_running_--;
-    if (!s.ok() && bg_error_.ok()) bg_error_ = s;
+    if (!s.ok() && bg_error_.ok()) {
+      bg_error_ = s.WithContext("background flush failed; reopen the engine");
+      bg_failed_.store(true, std::memory_order_relaxed);
+    }
     bg_cv_.SignalAll();
   }
 }
@@ -621,6 +624,12 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
+  if (bg_failed_.load(std::memory_order_relaxed)) {
+    // Memtables can no longer be flushed: refuse writes rather than grow
+    // memory without bound. Everything acknowledged is in the log.
+    MutexLock l(&bg_mu_);
+    return bg_error_;
+  }
   PendingWrite w;
   w.tablet = table.FindTablet(row);
   if (w.tablet == nullptr) {

@@ -215,6 +215,9 @@ class EngineCore {
   int flushes_running_ GUARDED_BY(bg_mu_) = 0;
   bool bg_stop_ GUARDED_BY(bg_mu_) = false;
   Status bg_error_ GUARDED_BY(bg_mu_);
+  // Set once bg_error_ is; writes then fail fast. Relaxed: a flag checked on
+  // the write path; the error itself is read under bg_mu_.
+  std::atomic<bool> bg_failed_{false};
   std::thread flush_thread_;
   std::atomic<uint64_t> stat_flushes_{0};
   // Newest sequence whose row mutations are all in memtables. Stored with

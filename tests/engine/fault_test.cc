@@ -133,6 +133,26 @@ TEST_F(EngineFaultTest, FailureOnSegmentSwitchIsAnError) {
   CheckRows(acked, acked + 1);
 }
 
+TEST_F(EngineFaultTest, FailedFlushStopsWritesAndReopenRecovers) {
+  fs_.FailAfter(FaultOp::kOpen, 0, -1, ENOSPC, "/sst/");
+  int acked = 0;
+  Status s;
+  for (int i = 0; i < 20000; i++) {
+    s = Write(i);
+    if (!s.ok()) break;
+    acked++;
+  }
+  ASSERT_FALSE(s.ok()) << "writes went on after the flush failed";
+  EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
+  EXPECT_NE(s.ToString().find("flush"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(engine_->Flush().ok());
+  Crash(/*tear=*/false);
+  Open();
+  CheckRows(acked, acked + 1);
+  ASSERT_TRUE(engine_->Flush().ok());
+  EXPECT_GT(engine_->GetStats().table_files, 0u);
+}
+
 TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
   const int rounds = test::LongTests() ? 50 : 10;
   int next = 0;
