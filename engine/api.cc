@@ -39,6 +39,8 @@ EngineStats Engine::GetStats() const { return core_->GetStats(); }
 
 Status Engine::Flush() { return core_->Flush(); }
 
+Status Engine::Compact() { return core_->Compact(); }
+
 Status Engine::Close() { return core_->Close(); }
 
 // ----------------------------------------------------------------------------

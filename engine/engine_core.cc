@@ -155,8 +155,11 @@ Status EngineCore::Recover() {
         if (it == catalog_.files.end()) continue;
         MutexLock gl(&g->mu);
         auto view = std::make_shared<GroupView>(*g->view);
-        view->levels = it->second.levels;
-        view->levels.resize(kNumLevels);
+        for (size_t level = 0; level < it->second.levels.size() && level < kNumLevels; level++) {
+          for (const auto& meta : it->second.levels[level]) {
+            view->levels[level].push_back(std::make_shared<TableFile>(meta, obsolete_files_));
+          }
+        }
         g->view = std::move(view);
         g->flushed = it->second.flushed;
       }
@@ -331,20 +334,258 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
 void EngineCore::FlushThread() {
   MutexLock l(&bg_mu_);
   while (true) {
-    while (!bg_stop_ && flush_queue_.empty()) bg_cv_.Wait();
     if (bg_stop_) return;
-    LocalityGroupState* group = flush_queue_.front();
-    flush_queue_.pop_front();
-    flushes_running_++;
-    bg_mu_.Unlock();
-    Status s = FlushOldest(group);
-    bg_mu_.Lock();
-    flushes_running_--;
-    if (!s.ok() && bg_error_.ok()) {
-      bg_error_ = s.WithContext("background flush failed; reopen the engine");
-      bg_failed_.store(true, std::memory_order_relaxed);
+    if (!flush_queue_.empty()) {
+      LocalityGroupState* group = flush_queue_.front();
+      flush_queue_.pop_front();
+      flushes_running_++;
+      bg_mu_.Unlock();
+      Status s = FlushOldest(group);
+      PurgeObsoleteFiles();
+      bg_mu_.Lock();
+      flushes_running_--;
+      if (!s.ok() && bg_error_.ok()) {
+        bg_error_ = s.WithContext("background flush failed; reopen the engine");
+        bg_failed_.store(true, std::memory_order_relaxed);
+      }
+      bg_cv_.SignalAll();
+      continue;
     }
-    bg_cv_.SignalAll();
+    CompactionJob job;
+    if (bg_error_.ok() && PickCompaction(&job, manual_compaction_)) {
+      bg_mu_.Unlock();
+      Status s = RunCompaction(&job);
+      job = CompactionJob();  // drop the input references before purging
+      PurgeObsoleteFiles();
+      bg_mu_.Lock();
+      if (!s.ok() && bg_error_.ok()) {
+        bg_error_ = s.WithContext("background compaction failed; reopen the engine");
+        bg_failed_.store(true, std::memory_order_relaxed);
+      }
+      bg_cv_.SignalAll();
+      continue;
+    }
+    if (manual_compaction_) {
+      manual_compaction_ = false;
+      bg_cv_.SignalAll();
+    }
+    bg_cv_.Wait();
+  }
+}
+
+namespace {
+
+uint64_t LevelBytes(const std::vector<std::shared_ptr<TableFile>>& files) {
+  uint64_t n = 0;
+  for (const auto& f : files) n += f->meta.size;
+  return n;
+}
+
+// Whether [smallest, largest] of `f` overlaps [lo, hi].
+bool Overlaps(const FileMeta& f, const std::string& lo, const std::string& hi) {
+  return !(f.largest < lo || f.smallest > hi);
+}
+
+}  // namespace
+
+bool EngineCore::PickCompaction(CompactionJob* job, bool force) {
+  std::vector<LocalityGroupState*> groups;
+  {
+    MutexLock l(&mu_);
+    for (const auto& [id, tablet] : tablets_by_id_) {
+      for (const auto& g : tablet->groups) groups.push_back(g.get());
+    }
+  }
+  for (LocalityGroupState* g : groups) {
+    std::shared_ptr<const GroupView> view = g->current();
+    int level = -1;
+    const int trigger = force ? 1 : options_.level0_compaction_trigger;
+    if (static_cast<int>(view->levels[0].size()) >= trigger) {
+      level = 0;
+    } else {
+      uint64_t max_bytes = options_.level1_max_bytes;
+      for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
+        if (LevelBytes(view->levels[n]) > max_bytes) {
+          level = n;
+          break;
+        }
+      }
+    }
+    if (level < 0) continue;
+    job->group = g;
+    job->level = level;
+    if (level == 0) {
+      job->inputs[0] = view->levels[0];
+    } else {
+      // The file with the smallest keys; the level's files take turns as
+      // later compactions push them down.
+      job->inputs[0] = {view->levels[level].front()};
+    }
+    std::string lo = job->inputs[0].front()->meta.smallest;
+    std::string hi = job->inputs[0].front()->meta.largest;
+    for (const auto& f : job->inputs[0]) {
+      lo = std::min(lo, f->meta.smallest);
+      hi = std::max(hi, f->meta.largest);
+    }
+    for (const auto& f : view->levels[level + 1]) {
+      if (Overlaps(f->meta, lo, hi)) job->inputs[1].push_back(f);
+    }
+    for (const auto& f : job->inputs[1]) {
+      lo = std::min(lo, f->meta.smallest);
+      hi = std::max(hi, f->meta.largest);
+    }
+    job->bottommost = true;
+    for (int n = level + 2; n < kNumLevels && job->bottommost; n++) {
+      for (const auto& f : view->levels[n]) {
+        if (Overlaps(f->meta, lo, hi)) job->bottommost = false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+Status EngineCore::RunCompaction(CompactionJob* job) {
+  LocalityGroupState* group = job->group;
+  const TabletState& tablet = *group->tablet;
+  const int out_level = job->level + 1;
+  std::vector<std::unique_ptr<InternalIterator>> children;
+  std::vector<std::shared_ptr<const void>> pins;
+  for (const auto& inputs : job->inputs) {
+    for (const auto& f : inputs) {
+      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(f->meta.number);
+      if (!reader.ok()) return reader.status();
+      children.push_back((*reader)->NewIterator());
+      pins.push_back(std::move(reader.value()));
+    }
+  }
+  std::unique_ptr<InternalIterator> input = NewMergingIterator(std::move(children), std::move(pins));
+
+  // Output files, cut at about target_file_size.
+  std::vector<FileMeta> outputs;
+  std::unique_ptr<WritableFile> file;
+  std::unique_ptr<sstable::TableBuilder> builder;
+  FileMeta meta;
+  std::string path;
+  auto finish_output = [&]() -> Status {
+    if (builder == nullptr) return Status::OK();
+    Status s = builder->Finish();
+    if (s.ok()) s = file->Sync();
+    if (s.ok()) s = file->Close();
+    meta.size = builder->FileSize();
+    builder.reset();
+    file.reset();
+    if (s.ok()) outputs.push_back(meta);
+    return s;
+  };
+  auto cleanup = [&] {
+    if (builder != nullptr) builder->Abandon();
+    builder.reset();
+    file.reset();
+    if (!path.empty()) fs_->DeleteFile(path).PermitUncheckedError();  // reopen deletes leftovers
+    for (const auto& m : outputs) {
+      fs_->DeleteFile(sstable::TableFileName(TableDir(), m.number)).PermitUncheckedError();
+    }
+  };
+  auto emit = [&](const Slice& key, const Slice& value) -> Status {
+    if (builder == nullptr) {
+      meta = FileMeta();
+      {
+        MutexLock l(&mu_);
+        meta.number = catalog_.next_id++;
+      }
+      path = sstable::TableFileName(TableDir(), meta.number);
+      STRATA_RETURN_IF_ERROR(fs_->NewWritableFile(path, FileOpenOptions(), &file));
+      sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(
+          tablet.table->schema.locality_groups()[group->index]);
+      bo.table_id = tablet.table->id;
+      bo.tablet_id = tablet.id;
+      bo.locality_group_id = group->index;
+      bo.file_number = meta.number;
+      builder = std::make_unique<sstable::TableBuilder>(bo, file.get(), path);
+      meta.min_sequence = kMaxSequenceNumber;
+      meta.smallest = key.ToString();
+    }
+    meta.largest = key.ToString();
+    const SequenceNumber seq = CellKeySequence(key);
+    meta.min_sequence = std::min(meta.min_sequence, seq);
+    meta.max_sequence = std::max(meta.max_sequence, seq);
+    meta.entries++;
+    STRATA_RETURN_IF_ERROR(builder->Add(key, value));
+    if (builder->FileSize() >= options_.target_file_size) {
+      STRATA_RETURN_IF_ERROR(finish_output());
+      path.clear();
+    }
+    return Status::OK();
+  };
+  CompactionFilter::Context ctx;
+  ctx.tablet_id = tablet.id;
+  ctx.table = tablet.table->name;
+  ctx.locality_group = tablet.table->schema.locality_groups()[group->index].name;
+  ctx.bottommost = job->bottommost;
+  CompactionStream stream(job->bottommost, options_.compaction_filter.get(), ctx,
+                          &tablet.table->schema, emit);
+  Status s;
+  for (input->SeekToFirst(); input->Valid() && s.ok(); input->Next()) {
+    s = stream.Add(input->key(), input->value());
+  }
+  if (s.ok()) s = input->status();
+  if (s.ok()) s = stream.Finish();
+  if (s.ok()) s = finish_output();
+  if (s.ok()) s = fs_->SyncDir(TableDir());
+  if (!s.ok()) {
+    cleanup();
+    return s;
+  }
+
+  VersionEdit edit;
+  for (int i = 0; i < 2; i++) {
+    for (const auto& f : job->inputs[i]) {
+      edit.deleted_files.push_back({tablet.id, group->index,
+                                    static_cast<uint32_t>(job->level + i), f->meta.number});
+    }
+  }
+  for (const auto& m : outputs) {
+    edit.new_files.push_back({tablet.id, group->index, static_cast<uint32_t>(out_level), m});
+  }
+  {
+    MutexLock l(&mu_);
+    edit.next_id = catalog_.next_id;
+    s = manifest_->Append(edit);
+    if (s.ok()) s = catalog_.Apply(edit);
+  }
+  if (!s.ok()) {
+    path.clear();
+    cleanup();
+    return s;
+  }
+  {
+    MutexLock l(&group->mu);
+    auto view = std::make_shared<GroupView>(*group->view);
+    for (int i = 0; i < 2; i++) {
+      auto& level = view->levels[job->level + i];
+      for (const auto& f : job->inputs[i]) {
+        level.erase(std::remove(level.begin(), level.end(), f), level.end());
+        f->obsolete.store(true, std::memory_order_relaxed);
+      }
+    }
+    auto& out = view->levels[out_level];
+    for (const auto& m : outputs) out.push_back(std::make_shared<TableFile>(m, obsolete_files_));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return a->meta.smallest < b->meta.smallest;
+    });
+    group->view = std::move(view);
+  }
+  stat_compactions_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void EngineCore::PurgeObsoleteFiles() {
+  for (uint64_t number : obsolete_files_->Take()) {
+    table_cache_->Evict(number);
+    block_cache_->EraseFile(number);
+    // Best effort: a file left behind is deleted on the next open.
+    fs_->DeleteFile(sstable::TableFileName(TableDir(), number)).PermitUncheckedError();
   }
 }
 
@@ -437,7 +678,10 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     MutexLock l(&group->mu);
     auto view = std::make_shared<GroupView>(*group->view);
     view->imms.pop_back();
-    if (meta.entries > 0) view->levels[0].insert(view->levels[0].begin(), meta);
+    if (meta.entries > 0) {
+      view->levels[0].insert(view->levels[0].begin(),
+                             std::make_shared<TableFile>(meta, obsolete_files_));
+    }
     group->view = std::move(view);
     group->flushed = std::max(group->flushed, imm.last_sequence);
   }
@@ -475,6 +719,17 @@ Status EngineCore::Flush() {
   }
   MutexLock l(&bg_mu_);
   while (bg_error_.ok() && (!flush_queue_.empty() || flushes_running_ > 0)) bg_cv_.Wait();
+  return bg_error_;
+}
+
+Status EngineCore::Compact() {
+  STRATA_RETURN_IF_ERROR(Flush());
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  MutexLock l(&bg_mu_);
+  manual_compaction_ = true;
+  bg_cv_.SignalAll();
+  while (bg_error_.ok() && manual_compaction_) bg_cv_.Wait();
   return bg_error_;
 }
 
@@ -701,7 +956,8 @@ Status EngineCore::NewRowIterator(const GroupView& view, const std::string& row_
   }
   const Slice prefix(row_prefix);
   for (const auto& level : view.levels) {
-    for (const auto& f : level) {
+    for (const auto& file : level) {
+      const FileMeta& f = file->meta;
       // Skip files whose key range cannot hold the row.
       if (Slice(f.largest).compare(prefix) < 0) continue;
       if (Slice(f.smallest).compare(prefix) > 0 && !Slice(f.smallest).starts_with(prefix)) continue;
@@ -781,6 +1037,7 @@ EngineStats EngineCore::GetStats() const {
     s.wal_uses_io_uring = log_->using_io_uring();
   }
   s.flushes = stat_flushes_.load(std::memory_order_relaxed);
+  s.compactions = stat_compactions_.load(std::memory_order_relaxed);
   if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {
@@ -791,7 +1048,7 @@ EngineStats EngineCore::GetStats() const {
         for (const auto& imm : v->imms) s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
         for (const auto& level : v->levels) {
           s.table_files += level.size();
-          for (const auto& f : level) s.table_bytes += f.size;
+          for (const auto& f : level) s.table_bytes += f->meta.size;
         }
       }
     }

@@ -29,6 +29,7 @@
 #include "common/cell_key.h"
 #include "common/file_system.h"
 #include "common/mutex.h"
+#include "engine/compaction.h"
 #include "engine/file_meta.h"
 #include "engine/manifest.h"
 #include "engine/row_reader.h"
@@ -58,7 +59,9 @@ struct ImmutableMemTable {
 struct GroupView {
   std::shared_ptr<memtable::MemTable> mem;
   std::vector<ImmutableMemTable> imms;       // newest first
-  std::vector<std::vector<FileMeta>> levels;  // level 0 newest first; kNumLevels entries
+  // kNumLevels levels; level 0 newest first, deeper levels by smallest key
+  // with disjoint ranges.
+  std::vector<std::vector<std::shared_ptr<TableFile>>> levels;
 };
 
 struct TabletState;
@@ -129,6 +132,9 @@ class EngineCore {
 
   // Writes every memtable with data to SSTables and waits until all are.
   Status Flush();
+  // Flushes, then compacts until every level-0 file is merged down and no
+  // level is over its size; waits.
+  Status Compact();
 
   EngineStats GetStats() const;
   Status Close();
@@ -153,8 +159,19 @@ class EngineCore {
   void SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence)
       EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
-  // Background flushing.
+  // Background work: flushes first, then compactions.
   void FlushThread();
+  // A compaction: input files of two adjacent levels of one group.
+  struct CompactionJob {
+    LocalityGroupState* group = nullptr;
+    int level = 0;  // inputs from `level` and `level + 1`; output to `level + 1`
+    std::vector<std::shared_ptr<TableFile>> inputs[2];
+    bool bottommost = false;
+  };
+  // With `force`, any level-0 file is reason enough (Engine::Compact).
+  bool PickCompaction(CompactionJob* job, bool force);
+  Status RunCompaction(CompactionJob* job);
+  void PurgeObsoleteFiles();
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -214,12 +231,16 @@ class EngineCore {
   std::deque<LocalityGroupState*> flush_queue_ GUARDED_BY(bg_mu_);
   int flushes_running_ GUARDED_BY(bg_mu_) = 0;
   bool bg_stop_ GUARDED_BY(bg_mu_) = false;
+  // Set by Compact(); cleared by the background thread once it finds no work.
+  bool manual_compaction_ GUARDED_BY(bg_mu_) = false;
   Status bg_error_ GUARDED_BY(bg_mu_);
   // Set once bg_error_ is; writes then fail fast. Relaxed: a flag checked on
   // the write path; the error itself is read under bg_mu_.
   std::atomic<bool> bg_failed_{false};
   std::thread flush_thread_;
   std::atomic<uint64_t> stat_flushes_{0};
+  std::atomic<uint64_t> stat_compactions_{0};
+  std::shared_ptr<ObsoleteFiles> obsolete_files_ = std::make_shared<ObsoleteFiles>();
   // Newest sequence whose row mutations are all in memtables. Stored with
   // release by the apply function after the inserts; loaded with acquire by
   // readers, so every entry up to it is visible to them.

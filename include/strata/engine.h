@@ -61,6 +61,7 @@ struct EngineStats {
   uint64_t wal_bytes = 0;       // bytes written to the log
   uint64_t memtable_bytes = 0;  // memory held by memtables now
   uint64_t flushes = 0;         // memtables written to SSTables
+  uint64_t compactions = 0;     // compactions finished
   uint64_t table_files = 0;     // SSTables live now
   uint64_t table_bytes = 0;     // their size on disk
   uint64_t last_sequence = 0;   // newest sequence number visible to readers
@@ -89,6 +90,11 @@ class Engine {
   // Writes every memtable that holds data to an SSTable and waits until all
   // are durable, so their log segments can be released.
   Status Flush();
+
+  // Flushes, then compacts until every level-0 file is merged into level 1
+  // and no level is over its size; waits. Compactions also run on their own
+  // in the background.
+  Status Compact();
 
   // Waits for writes in flight, syncs and closes the log and releases the
   // directory lock. Later calls on this engine or its handles fail with

@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace strata {
 
+class CompactionFilter;
 class FileSystem;
 
 // Timestamps 0 and UINT64_MAX are reserved; a cell's timestamp lies in
@@ -58,6 +60,17 @@ struct EngineOptions {
   size_t block_cache_size = 64 << 20;
   // SSTables kept open at once (each holds a descriptor, its index and filter).
   size_t max_open_tables = 1000;
+
+  // Level-0 files of one locality group of one tablet that start a
+  // compaction into level 1. Lower keeps reads cheaper; higher writes less.
+  int level0_compaction_trigger = 4;
+  // Bytes allowed in level 1 of a locality group; each deeper level holds 10x
+  // the one above. Larger levels mean fewer compactions but more work each.
+  uint64_t level1_max_bytes = 64ull << 20;
+  // Compaction output is cut into files of about this size.
+  uint64_t target_file_size = 32ull << 20;
+  // Sees every column's live versions during compaction (may be null).
+  std::shared_ptr<CompactionFilter> compaction_filter;
 
   // Limits on what one write may carry; larger input is InvalidArgument.
   // Keys live in every index entry and block, so they are kept small.

@@ -46,6 +46,9 @@ std::string RowKey(int round, int thread, int i) {
   o.use_io_uring = use_uring;
   o.wal_segment_size = 1 << 20;  // small segments: crashes also land on segment switches
   o.write_buffer_size = 64 << 10;  // and on flushes
+  o.level0_compaction_trigger = 2;  // and compactions
+  o.level1_max_bytes = 256 << 10;
+  o.target_file_size = 64 << 10;
   auto engine = Engine::Open(dir, o);
   if (!engine.ok()) {
     std::fprintf(stderr, "child open: %s\n", engine.status().ToString().c_str());

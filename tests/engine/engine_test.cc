@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <map>
 #include <thread>
 
 #include "common/file_system.h"
 #include "common/random.h"
+#include "strata/compaction_filter.h"
 #include "strata/engine.h"
 #include "util/test_util.h"
 
@@ -486,6 +488,109 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   EXPECT_EQ(engine_->GetStats().last_sequence, seq + 1);
   Reopen();
   EXPECT_EQ(Read("row0")[0].value, "newer");
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// Keeps the newest `n` versions of every column and upper-cases the values
+// of the ones it keeps in family "b".
+class KeepNewest final : public CompactionFilter {
+ public:
+  explicit KeepNewest(size_t n) : n_(n) {}
+  void FilterColumn(const Context& context, std::string_view row, std::string_view family,
+                    std::string_view qualifier, const std::vector<Version>& versions,
+                    std::vector<Decision>* decisions,
+                    std::vector<std::string>* new_values) override {
+    calls_++;
+    for (size_t i = 1; i < versions.size(); i++) {
+      if (versions[i].timestamp >= versions[i - 1].timestamp) bad_order_++;
+    }
+    for (size_t i = 0; i < versions.size(); i++) {
+      if (i >= n_) {
+        (*decisions)[i] = Decision::kDrop;
+      } else if (family == "b") {
+        (*decisions)[i] = Decision::kRewrite;
+        std::string v(versions[i].value);
+        for (auto& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        (*new_values)[i] = v;
+      }
+    }
+  }
+  std::atomic<int> calls_{0};
+  std::atomic<int> bad_order_{0};
+
+ private:
+  const size_t n_;
+};
+
+TEST_F(EngineTest, CompactionFilterSeesColumnsNewestFirstAndDecides) {
+  auto filter = std::make_shared<KeepNewest>(2);
+  options_.compaction_filter = filter;
+  options_.write_buffer_size = 64 << 10;
+  Reopen();
+  for (uint64_t ts = 1; ts <= 5; ts++) {
+    for (int i = 0; i < 200; i++) {
+      RowMutation m;
+      m.Put("a", "x", ts, "a" + std::to_string(ts)).Put("b", "y", ts, "b" + std::to_string(ts));
+      ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+    }
+    ASSERT_TRUE(engine_->Flush().ok());
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  EXPECT_GT(engine_->GetStats().compactions, 0u);
+  EXPECT_GT(filter->calls_.load(), 0);
+  EXPECT_EQ(filter->bad_order_.load(), 0);
+  auto check = [&] {
+    for (int i = 0; i < 200; i++) {
+      auto cells = Read("row" + std::to_string(i));
+      ASSERT_EQ(cells.size(), 4u) << i;
+      EXPECT_EQ(cells[0], (Cell{"a", "x", 5, "a5"}));
+      EXPECT_EQ(cells[1], (Cell{"a", "x", 4, "a4"}));
+      EXPECT_EQ(cells[2], (Cell{"b", "y", 5, "B5"}));
+      EXPECT_EQ(cells[3], (Cell{"b", "y", 4, "B4"}));
+    }
+  };
+  check();
+  Reopen();
+  check();
+}
+
+TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
+  options_.write_buffer_size = 64 << 10;
+  Reopen();
+  for (int i = 0; i < 2000; i++) {
+    ASSERT_TRUE(Put("row" + std::to_string(i), "b", "y", 1, std::string(100, 'v')).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  EXPECT_GT(engine_->GetStats().table_bytes, 200000u);
+  for (int i = 0; i < 2000; i++) {
+    RowMutation m;
+    if (i % 2 == 0) {
+      m.DeleteRow();
+    } else {
+      m.DeleteColumn("b", "y");
+    }
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  // Nothing is left: the versions were hidden and the markers had nothing
+  // older below them.
+  EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.table_files, 0u);
+  EXPECT_EQ(st.table_bytes, 0u);
+  for (int i = 0; i < 2000; i += 97) EXPECT_TRUE(Read("row" + std::to_string(i)).empty());
+  // Replaced files are gone from disk too (once no reader holds them).
+  std::vector<std::string> names;
+  ASSERT_TRUE(FileSystem::Default()->GetChildren(dir_.Join("sst"), &names).ok());
+  EXPECT_TRUE(names.empty()) << names.size() << " files left, e.g. " << names[0];
+  Reopen();
+  EXPECT_TRUE(Read("row1").empty());
+  ASSERT_TRUE(Put("row1", "b", "y", 1, "back").ok());
+  EXPECT_EQ(Read("row1").size(), 1u);
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ class EngineFaultTest : public ::testing::Test {
     options_.file_system = &fs_;
     options_.wal_segment_size = 128 << 10;
     options_.write_buffer_size = 32 << 10;  // flushes (SSTables, manifest edits) happen too
+    options_.level0_compaction_trigger = 2;  // and compactions
+    options_.level1_max_bytes = 128 << 10;
+    options_.target_file_size = 32 << 10;
     Open();
     ASSERT_TRUE(engine_->CreateTenant("t").ok());
     TableSchema s;

@@ -107,6 +107,11 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   // Small memtables: flushes happen all along, so reads merge memtables and
   // SSTables and deletes in one hide puts in the other.
   options.write_buffer_size = 256 << 10;
+  // Small levels: compactions run often, several levels deep, and drop
+  // versions and markers by the rules the model checks.
+  options.level0_compaction_trigger = 2;
+  options.level1_max_bytes = 256 << 10;
+  options.target_file_size = 64 << 10;
   auto open = [&]() {
     auto e = Engine::Open(dir.path(), options);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
@@ -126,8 +131,9 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   };
   auto random_qualifier = [&] { return std::string(1, static_cast<char>('p' + rnd.Uniform(4))); };
   auto random_ts = [&] { return 1 + rnd.Uniform(12); };
-  const int ops = test::LongTests() ? 200000 : 20000;
+  const int ops = test::LongTests() ? 1000000 : 100000;
   int reads = 0;
+  uint64_t compactions = 0;
   for (int op = 0; op < ops; op++) {
     const uint64_t dice = rnd.Uniform(1000);
     if (dice < 550) {
@@ -167,7 +173,10 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       reads++;
     } else if (rnd.OneIn(4)) {
       ASSERT_TRUE(engine->Flush().ok());
+    } else if (rnd.OneIn(3)) {
+      ASSERT_TRUE(engine->Compact().ok());
     } else {
+      compactions += engine->GetStats().compactions;
       ASSERT_TRUE(engine->Close().ok());
       engine.reset();
       engine = open();
@@ -176,6 +185,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   }
   EXPECT_GT(reads, ops / 3);
   EXPECT_GT(engine->GetStats().table_files, 0u);
+  EXPECT_GT(compactions + engine->GetStats().compactions, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,110 @@
+// Compaction support: the live-table-file handle the engine's views hold, and
+// CompactionStream, which takes the merged entries of a compaction's inputs
+// and keeps only what a reader could still see (plus the delete markers that
+// may still hide older data below), running the compaction filter per column.
+//
+// Rules, on top of row_reader.h's visibility rules:
+//   - of the put/delete-cell entries at one (column, timestamp) only the
+//     newest sequence survives;
+//   - a put or delete-cell hidden by a DeleteColumn or DeleteRow marker in the
+//     inputs is dropped;
+//   - markers (delete-cell, delete-column, delete-row) are kept unless the
+//     output is bottommost: then everything they could hide is in the inputs
+//     and already dropped, so they go too.
+//
+// Thread-compatible.
+#ifndef STRATA_ENGINE_COMPACTION_H_
+#define STRATA_ENGINE_COMPACTION_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "engine/file_meta.h"
+#include "engine/schema.h"
+#include "strata/compaction_filter.h"
+#include "strata/slice.h"
+#include "strata/status.h"
+
+namespace strata::engine {
+
+// File numbers whose last reference is gone, waiting to be deleted.
+class ObsoleteFiles {
+ public:
+  void Add(uint64_t number) LOCKS_EXCLUDED(mu_) {
+    MutexLock l(&mu_);
+    numbers_.push_back(number);
+  }
+  std::vector<uint64_t> Take() LOCKS_EXCLUDED(mu_) {
+    MutexLock l(&mu_);
+    return std::move(numbers_);
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<uint64_t> numbers_ GUARDED_BY(mu_);
+};
+
+// A live SSTable as views hold it. Once a compaction replaces it, it is
+// marked obsolete; when the last view holding it goes, its number is handed
+// to ObsoleteFiles for deletion, so no reader ever finds it missing.
+struct TableFile {
+  TableFile(FileMeta m, std::shared_ptr<ObsoleteFiles> o)
+      : meta(std::move(m)), obsolete_list(std::move(o)) {}
+  ~TableFile() {
+    // Relaxed: set before the compaction publishes the view without this
+    // file; whoever drops the last reference got it through that mutex.
+    if (obsolete.load(std::memory_order_relaxed)) obsolete_list->Add(meta.number);
+  }
+  TableFile(const TableFile&) = delete;
+  TableFile& operator=(const TableFile&) = delete;
+
+  const FileMeta meta;
+  const std::shared_ptr<ObsoleteFiles> obsolete_list;
+  std::atomic<bool> obsolete{false};
+};
+
+class CompactionStream {
+ public:
+  using Emit = std::function<Status(const Slice& key, const Slice& value)>;
+
+  // `filter` may be null; `schema` names families for it.
+  CompactionStream(bool bottommost, CompactionFilter* filter, CompactionFilter::Context context,
+                   const Schema* schema, Emit emit);
+
+  // REQUIRES: keys strictly increasing (a merged compaction input).
+  Status Add(const Slice& key, const Slice& value);
+  Status Finish();
+
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::string value;
+  };
+  Status FlushColumn();
+  bool HiddenByRow(uint64_t timestamp, SequenceNumber sequence) const;
+
+  const bool bottommost_;
+  CompactionFilter* const filter_;
+  const CompactionFilter::Context context_;
+  const Schema* const schema_;
+  const Emit emit_;
+
+  std::string row_prefix_;  // mc(row) of the current row
+  struct RowMarker {
+    uint64_t timestamp;
+    SequenceNumber sequence;
+  };
+  std::vector<RowMarker> row_markers_;
+  std::vector<Entry> column_;  // entries of the current column, in order
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace strata::engine
+
+#endif  // STRATA_ENGINE_COMPACTION_H_
