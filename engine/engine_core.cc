@@ -577,6 +577,13 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     group->view = std::move(view);
   }
   stat_compactions_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t read = 0, written = 0;
+  for (const auto& inputs : job->inputs) {
+    for (const auto& f : inputs) read += f->meta.size;
+  }
+  for (const auto& m : outputs) written += m.size;
+  stat_compaction_read_.fetch_add(read, std::memory_order_relaxed);
+  stat_compaction_written_.fetch_add(written, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -686,6 +693,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     group->flushed = std::max(group->flushed, imm.last_sequence);
   }
   stat_flushes_.fetch_add(1, std::memory_order_relaxed);
+  stat_flush_bytes_.fetch_add(meta.size, std::memory_order_relaxed);
   // The manifest now says what the log no longer has to hold.
   const SequenceNumber floor = LogFloor(visible);
   {
@@ -1038,6 +1046,10 @@ EngineStats EngineCore::GetStats() const {
   }
   s.flushes = stat_flushes_.load(std::memory_order_relaxed);
   s.compactions = stat_compactions_.load(std::memory_order_relaxed);
+  s.flush_bytes_written = stat_flush_bytes_.load(std::memory_order_relaxed);
+  s.compaction_bytes_read = stat_compaction_read_.load(std::memory_order_relaxed);
+  s.compaction_bytes_written = stat_compaction_written_.load(std::memory_order_relaxed);
+  s.level_files.assign(kNumLevels, 0);
   if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {
@@ -1046,9 +1058,10 @@ EngineStats EngineCore::GetStats() const {
         std::shared_ptr<const GroupView> v = g->current();
         s.memtable_bytes += v->mem->ApproximateMemoryUsage();
         for (const auto& imm : v->imms) s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
-        for (const auto& level : v->levels) {
-          s.table_files += level.size();
-          for (const auto& f : level) s.table_bytes += f->meta.size;
+        for (size_t n = 0; n < v->levels.size(); n++) {
+          s.table_files += v->levels[n].size();
+          s.level_files[n] += v->levels[n].size();
+          for (const auto& f : v->levels[n]) s.table_bytes += f->meta.size;
         }
       }
     }

@@ -240,6 +240,9 @@ class EngineCore {
   std::thread flush_thread_;
   std::atomic<uint64_t> stat_flushes_{0};
   std::atomic<uint64_t> stat_compactions_{0};
+  std::atomic<uint64_t> stat_flush_bytes_{0};
+  std::atomic<uint64_t> stat_compaction_read_{0};
+  std::atomic<uint64_t> stat_compaction_written_{0};
   std::shared_ptr<ObsoleteFiles> obsolete_files_ = std::make_shared<ObsoleteFiles>();
   // Newest sequence whose row mutations are all in memtables. Stored with
   // release by the apply function after the inserts; loaded with acquire by

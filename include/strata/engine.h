@@ -62,8 +62,12 @@ struct EngineStats {
   uint64_t memtable_bytes = 0;  // memory held by memtables now
   uint64_t flushes = 0;         // memtables written to SSTables
   uint64_t compactions = 0;     // compactions finished
+  uint64_t flush_bytes_written = 0;       // SSTable bytes written by flushes
+  uint64_t compaction_bytes_read = 0;     // SSTable bytes read by compactions
+  uint64_t compaction_bytes_written = 0;  // SSTable bytes written by compactions
   uint64_t table_files = 0;     // SSTables live now
   uint64_t table_bytes = 0;     // their size on disk
+  std::vector<uint64_t> level_files;  // live SSTables per level (0 = newest), all groups
   uint64_t last_sequence = 0;   // newest sequence number visible to readers
   bool wal_uses_io_uring = false;
 };
