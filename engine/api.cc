@@ -82,4 +82,10 @@ Result<std::vector<Cell>> Table::ReadRow(const ReadOptions& options, std::string
   return core_->ReadRow(*state_, options, row, filter);
 }
 
+Result<std::unique_ptr<RowIterator>> Table::Scan(const ReadOptions& options,
+                                                 const ScanSpec& spec) const {
+  if (!state_) return EmptyHandle("table");
+  return core_->Scan(state_, options, spec);
+}
+
 }  // namespace strata

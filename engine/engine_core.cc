@@ -980,6 +980,175 @@ Status EngineCore::NewRowIterator(const GroupView& view, const std::string& row_
   return Status::OK();
 }
 
+namespace {
+
+// Rows of one tablet's needed groups, merged row by row.
+class ScanIterator final : public RowIterator {
+ public:
+  struct GroupInput {
+    std::shared_ptr<const GroupView> view;  // keeps memtables alive
+    std::unique_ptr<InternalIterator> it;
+  };
+
+  ScanIterator(std::shared_ptr<const EngineCore> core, std::shared_ptr<TableState> table,
+               std::vector<GroupInput> inputs, std::string start_prefix, std::string end_prefix,
+               ResolvedFilter filter, SequenceNumber snapshot)
+      : core_(std::move(core)),
+        table_(std::move(table)),
+        inputs_(std::move(inputs)),
+        end_prefix_(std::move(end_prefix)),
+        filter_(std::move(filter)),
+        snapshot_(snapshot) {
+    for (auto& in : inputs_) {
+      if (start_prefix.empty()) {
+        in.it->SeekToFirst();
+      } else {
+        in.it->Seek(start_prefix);
+      }
+    }
+    Advance();
+  }
+
+  bool Valid() const override { return valid_; }
+  void Next() override { Advance(); }
+  std::string_view row() const override { return row_; }
+  const std::vector<Cell>& cells() const override { return cells_; }
+  Status status() const override { return status_; }
+
+ private:
+  // The mc(row) prefix of the entry `it` stands on (empty when it is not valid).
+  Slice PrefixOf(InternalIterator* it) {
+    if (!it->Valid()) return Slice();
+    Slice key = it->key();
+    Slice rest = key;
+    if (!SkipMemcomparable(&rest)) {
+      status_ = Status::Corruption("scan met a malformed cell key " + HexBytes(key));
+      return Slice();
+    }
+    return Slice(key.data(), key.size() - rest.size());
+  }
+
+  void Advance() {
+    valid_ = false;
+    while (status_.ok()) {
+      std::string smallest;
+      bool any = false;
+      for (auto& in : inputs_) {
+        if (!in.it->status().ok()) {
+          status_ = in.it->status();
+          return;
+        }
+        Slice p = PrefixOf(in.it.get());
+        if (!status_.ok()) return;
+        if (p.empty()) continue;
+        if (!any || p.compare(smallest) < 0) smallest.assign(p.data(), p.size());
+        any = true;
+      }
+      if (!any) return;
+      if (!end_prefix_.empty() && Slice(smallest).compare(end_prefix_) >= 0) return;
+      std::vector<VisibleCell> cells;
+      for (auto& in : inputs_) {
+        if (PrefixOf(in.it.get()) != Slice(smallest)) continue;
+        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, &cells);
+        if (!s.ok()) {
+          status_ = s;
+          return;
+        }
+      }
+      if (cells.empty()) continue;  // deleted or filtered out
+      Slice enc(smallest);
+      if (!GetMemcomparable(&enc, &row_)) {
+        status_ = Status::Corruption("scan met a malformed row key");
+        return;
+      }
+      std::stable_sort(cells.begin(), cells.end(),
+                       [](const VisibleCell& a, const VisibleCell& b) { return a.family < b.family; });
+      cells_.clear();
+      for (auto& c : cells) {
+        cells_.push_back(Cell{table_->schema.FamilyById(c.family)->name, std::move(c.qualifier),
+                              c.timestamp, std::move(c.value)});
+      }
+      valid_ = true;
+      return;
+    }
+  }
+
+  const std::shared_ptr<const EngineCore> core_;  // outlives the readers the inputs hold
+  const std::shared_ptr<TableState> table_;
+  std::vector<GroupInput> inputs_;
+  const std::string end_prefix_;
+  const ResolvedFilter filter_;
+  const SequenceNumber snapshot_;
+  bool valid_ = false;
+  std::string row_;
+  std::vector<Cell> cells_;
+  Status status_;
+};
+
+}  // namespace
+
+Status EngineCore::NewRangeIterator(const GroupView& view, const std::string& lo,
+                                    const std::string& hi,
+                                    std::unique_ptr<InternalIterator>* result) const {
+  std::vector<std::unique_ptr<InternalIterator>> children;
+  std::vector<std::shared_ptr<const void>> pins;
+  children.push_back(view.mem->NewIterator());
+  pins.push_back(view.mem);
+  for (const auto& imm : view.imms) {
+    children.push_back(imm.mem->NewIterator());
+    pins.push_back(imm.mem);
+  }
+  for (const auto& level : view.levels) {
+    for (const auto& file : level) {
+      if (file->meta.largest < lo) continue;
+      if (!hi.empty() && file->meta.smallest >= hi) continue;
+      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(file->meta.number);
+      if (!reader.ok()) return reader.status();
+      children.push_back((*reader)->NewIterator());
+      pins.push_back(std::move(reader.value()));
+      pins.push_back(file);  // the file stays on disk while the scan may read it
+    }
+  }
+  *result = NewMergingIterator(std::move(children), std::move(pins));
+  return Status::OK();
+}
+
+Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<TableState>& table,
+                                                      const ReadOptions& options,
+                                                      const ScanSpec& spec) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  if (!spec.end_row.empty() && spec.start_row > spec.end_row) {
+    return Status::InvalidArgument("scan's start_row is after its end_row");
+  }
+  ResolvedFilter resolved;
+  STRATA_RETURN_IF_ERROR(ResolveFilter(*table, spec.filter, &resolved));
+  const Schema& schema = table->schema;
+  std::vector<bool> group_needed(schema.locality_groups().size(), false);
+  for (const auto& f : schema.families()) {
+    if (resolved.MayWantFamily(f.id)) group_needed[f.locality_group] = true;
+  }
+  std::string lo, hi;
+  if (!spec.start_row.empty()) AppendRowPrefix(&lo, spec.start_row);
+  if (!spec.end_row.empty()) AppendRowPrefix(&hi, spec.end_row);
+  // Views first, then the snapshot (as in ReadRow).
+  std::vector<ScanIterator::GroupInput> inputs;
+  for (const auto& tablet : table->tablets) {
+    if (!spec.end_row.empty() && !tablet->start_row.empty() && tablet->start_row >= spec.end_row) {
+      continue;
+    }
+    if (!tablet->end_row.empty() && tablet->end_row <= spec.start_row) continue;
+    for (size_t g = 0; g < group_needed.size(); g++) {
+      if (group_needed[g]) inputs.push_back({tablet->groups[g]->current(), nullptr});
+    }
+  }
+  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
+  for (auto& in : inputs) STRATA_RETURN_IF_ERROR(NewRangeIterator(*in.view, lo, hi, &in.it));
+  return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
+                                                       std::move(inputs), lo, hi,
+                                                       std::move(resolved), snapshot));
+}
+
 Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
                                               std::string_view row,
                                               const RowFilter& filter) const {

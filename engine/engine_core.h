@@ -38,6 +38,7 @@
 #include "sstable/block_cache.h"
 #include "sstable/table_cache.h"
 #include "strata/engine.h"
+#include "strata/iterator.h"
 #include "strata/options.h"
 #include "strata/row_mutation.h"
 #include "wal/log_writer.h"
@@ -107,7 +108,7 @@ struct TenantState {
   std::string name;
 };
 
-class EngineCore {
+class EngineCore : public std::enable_shared_from_this<EngineCore> {
  public:
   EngineCore(const EngineCore&) = delete;
   EngineCore& operator=(const EngineCore&) = delete;
@@ -129,6 +130,9 @@ class EngineCore {
                 const RowMutation& mutation);
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
                                     std::string_view row, const RowFilter& filter) const;
+  Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
+                                            const ReadOptions& options,
+                                            const ScanSpec& spec) const;
 
   // Writes every memtable with data to SSTables and waits until all are.
   Status Flush();
@@ -186,6 +190,10 @@ class EngineCore {
   std::shared_ptr<TableState> MakeTable(const VersionEdit::NewTable& table,
                                         const std::vector<VersionEdit::NewTablet>& tablets) const;
 
+  // A merged iterator over the view's memtables and the files that may hold
+  // keys in [lo, hi) (hi empty: unbounded).
+  Status NewRangeIterator(const GroupView& view, const std::string& lo, const std::string& hi,
+                          std::unique_ptr<InternalIterator>* result) const;
   // A merged iterator over the view's memtables and the files that may hold `row`.
   Status NewRowIterator(const GroupView& view, const std::string& row_prefix, const Slice& row,
                         std::unique_ptr<InternalIterator>* result) const;

@@ -16,6 +16,12 @@ Status CollectRow(InternalIterator* it, const Slice& row, SequenceNumber snapsho
                   const ResolvedFilter& filter, std::vector<VisibleCell>* out) {
   std::string prefix;
   AppendRowPrefix(&prefix, row);
+  it->Seek(prefix);
+  return CollectRowFromHere(it, prefix, snapshot, filter, out);
+}
+
+Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
+                          const ResolvedFilter& filter, std::vector<VisibleCell>* out) {
   struct RowMarker {
     uint64_t timestamp;
     SequenceNumber sequence;
@@ -31,7 +37,7 @@ Status CollectRow(InternalIterator* it, const Slice& row, SequenceNumber snapsho
   uint64_t last_ts = 0;
   uint32_t versions = 0;
 
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
+  for (; it->Valid(); it->Next()) {
     const Slice key = it->key();
     if (!key.starts_with(prefix)) break;
     if (key.size() < prefix.size() + 2 + 2 + 16) {

@@ -60,6 +60,10 @@ struct VisibleCell {
 // to *out, in cell-key order. Returns the iterator's error, if any.
 Status CollectRow(InternalIterator* it, const Slice& row, SequenceNumber snapshot,
                   const ResolvedFilter& filter, std::vector<VisibleCell>* out);
+// As CollectRow, from where `it` stands (at or before the row's first entry,
+// `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
+Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,
+                          const ResolvedFilter& filter, std::vector<VisibleCell>* out);
 
 }  // namespace strata::engine
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/iterator.h"
 #include "strata/options.h"
 #include "strata/row_mutation.h"
 #include "strata/status.h"
@@ -45,6 +46,12 @@ class Table {
   // A row with no such cells gives an empty vector (not NotFound).
   Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,
                                     const RowFilter& filter = RowFilter()) const;
+
+  // The rows in [spec.start_row, spec.end_row) that have cells passing
+  // spec.filter, in row order, from one snapshot taken now. Reads only the
+  // locality groups that hold a family the filter asks for.
+  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& options,
+                                            const ScanSpec& spec) const;
 
  private:
   friend class Tenant;
