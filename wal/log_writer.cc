@@ -21,6 +21,13 @@ constexpr size_t kRecordOverhead = kMaxRecordPrefixSize + kFragmentHeaderSize;
 constexpr size_t kMaxFramingBuffer = 2 << 20;
 // A heap framing buffer larger than this is freed after its group.
 constexpr size_t kKeepOverflowBytes = 16 << 20;
+// A new leader waits for the writers it expects (see "Gathering" in
+// log_writer.h) at most this fraction of the recent write + fdatasync time:
+// the wait is only worth it while it is short next to the sync it saves.
+constexpr uint64_t kGatherNumerator = 1;
+constexpr uint64_t kGatherDenominator = 2;
+// The recent sync time is a moving average; each group's weighs this much.
+constexpr uint64_t kSyncAverageWeight = 8;
 
 // Positions are byte offsets from the start of the current segment file; the
 // k-th segment after it starts at k * segment_size. Blocks are aligned to the
@@ -106,6 +113,8 @@ LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber 
     : options_(options),
       dir_(std::move(dir)),
       apply_(std::move(apply)),
+      clock_(options.clock),
+      gather_cv_(&mu_),
       idle_cv_(&mu_),
       next_sequence_(next_sequence),
       apply_cv_(&mu_) {}
@@ -116,6 +125,7 @@ Status LogWriter::Open(const LogOptions& options, const std::string& dir,
                        SequenceNumber next_sequence, ApplyFunction apply,
                        std::unique_ptr<LogWriter>* result) {
   if (options.fs == nullptr) return Status::InvalidArgument("LogOptions::fs is null");
+  if (options.clock == nullptr) return Status::InvalidArgument("LogOptions::clock is null");
   if (options.segment_size < kBlockSize || options.segment_size % kBlockSize != 0) {
     return Status::InvalidArgument("log segment_size " + std::to_string(options.segment_size) +
                                    " is not a positive multiple of " + std::to_string(kBlockSize));
@@ -211,6 +221,8 @@ Status LogWriter::Submit(Waiter* w, bool allow_closed) {
       return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
     }
     queue_.push_back(w);
+    queue_bytes_ += RequestBytes(w);
+    if (gathering_ && GatherDone()) gather_cv_.Signal();
     // Leadership is handed straight to the next queued writer, so with no
     // active leader the queue held nobody before us.
     lead = !leader_active_;
@@ -227,6 +239,30 @@ Status LogWriter::Submit(Waiter* w, bool allow_closed) {
   return LeadGroup(w);
 }
 
+size_t LogWriter::RequestBytes(const Waiter* w) {
+  return w->request == nullptr ? 0 : w->request->payload.size() + kRecordOverhead;
+}
+
+bool LogWriter::GatherDone() const {
+  return queue_.size() >= expected_writers_ || queue_bytes_ >= options_.max_group_bytes;
+}
+
+void LogWriter::Gather(const Waiter* self) {
+  if (!self->sync || closed_ || sync_nanos_ == 0 || GatherDone()) return;
+  const uint64_t now = clock_->NowNanos();
+  // The expectation is about the members of the group that finished last;
+  // once a sync time has passed since, they are not simply on their way back.
+  if (now - last_group_done_ > sync_nanos_) return;
+  const uint64_t deadline = now + sync_nanos_ * kGatherNumerator / kGatherDenominator;
+  // The writer that completes the count signals; a timed-out wait ends the
+  // gathering whatever clock_ says.
+  gathering_ = true;
+  for (uint64_t t = now; t < deadline && !GatherDone(); t = clock_->NowNanos()) {
+    if (!gather_cv_.WaitFor(static_cast<int64_t>((deadline - t + 999) / 1000))) break;
+  }
+  gathering_ = false;
+}
+
 Status LogWriter::LeadGroup(Waiter* self) {
   std::vector<Waiter*> group;
   bool sync = false;
@@ -234,12 +270,14 @@ Status LogWriter::LeadGroup(Waiter* self) {
   uint64_t ticket;
   {
     MutexLock l(&mu_);
+    Gather(self);
     size_t bytes = 0;
     while (!queue_.empty()) {
       Waiter* w = queue_.front();
-      const size_t size = w->request == nullptr ? 0 : w->request->payload.size() + kRecordOverhead;
+      const size_t size = RequestBytes(w);
       if (!group.empty() && bytes + size > options_.max_group_bytes) break;
       queue_.pop_front();
+      queue_bytes_ -= size;
       group.push_back(w);
       bytes += size;
       sync |= w->sync;
@@ -253,14 +291,27 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
   assert(!group.empty() && group.front() == self);
 
+  const uint64_t io_start = clock_->NowNanos();
   Status s = WriteGroup(group, sync);
 
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
   {
     MutexLock l(&mu_);
+    if (s.ok() && sync) {
+      const uint64_t now = clock_->NowNanos();
+      const uint64_t took = now - io_start;
+      sync_nanos_ = sync_nanos_ == 0
+                        ? took
+                        : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
+      last_group_done_ = now;
+      // Everyone in this group, and everyone who queued behind it meanwhile,
+      // is expected in the next one (see "Gathering" in the header).
+      expected_writers_ = group.size() + queue_.size();
+    }
     if (!s.ok()) {
       if (error_.ok()) error_ = s;
       abandoned.swap(queue_);
+      queue_bytes_ = 0;
       leader_active_ = false;
     } else if (!queue_.empty()) {
       // Hand over before applying, so the next group's I/O overlaps our apply.
