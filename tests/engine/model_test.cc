@@ -131,7 +131,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   };
   auto random_qualifier = [&] { return std::string(1, static_cast<char>('p' + rnd.Uniform(4))); };
   auto random_ts = [&] { return 1 + rnd.Uniform(12); };
-  const int ops = test::LongTests() ? 1000000 : 100000;
+  const int ops = test::LongTests() ? 1000000 : test::UnderSanitizer() ? 10000 : 100000;
   int reads = 0;
   uint64_t compactions = 0;
   for (int op = 0; op < ops; op++) {

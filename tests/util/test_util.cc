@@ -76,6 +76,20 @@ std::string ShellQuote(const std::string& s) {
   return r + "'";
 }
 
+bool UnderSanitizer() {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 bool LongTests() {
 #ifdef STRATA_LONG_TESTS
   return true;

@@ -46,6 +46,10 @@ RunResult RunCommand(const std::string& command);
 // `s` quoted for the shell.
 std::string ShellQuote(const std::string& s);
 
+// True in ASan or TSan builds, where randomized tests run fewer operations
+// (the instrumented code is 5-20x slower; the interleavings are what matter).
+bool UnderSanitizer();
+
 // True when the long variants of randomized tests were asked for (configure
 // with -DSTRATA_LONG_TESTS=ON, or STRATA_LONG_TESTS=1 in the environment).
 bool LongTests();
