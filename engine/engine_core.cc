@@ -6,6 +6,7 @@
 #include <set>
 #include <mutex>
 
+#include "common/clock.h"
 #include "common/coding.h"
 #include "engine/log_record.h"
 #include "engine/merging_iterator.h"
@@ -72,6 +73,20 @@ EngineCore::~EngineCore() { Close().PermitUncheckedError();  // Engine::Close re
 Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
                         std::shared_ptr<EngineCore>* result) {
   if (dir.empty()) return Status::InvalidArgument("engine directory path is empty");
+  if (options.level0_compaction_trigger < 1 ||
+      options.level0_slowdown_trigger <= options.level0_compaction_trigger ||
+      options.level0_stop_trigger < options.level0_slowdown_trigger) {
+    return Status::InvalidArgument(
+        "level-0 triggers must satisfy 1 <= compaction < slowdown <= stop (got " +
+        std::to_string(options.level0_compaction_trigger) + ", " +
+        std::to_string(options.level0_slowdown_trigger) + ", " +
+        std::to_string(options.level0_stop_trigger) + ")");
+  }
+  if (options.write_buffer_size < 4096 || options.target_file_size < 4096 ||
+      options.level1_max_bytes < 4096) {
+    return Status::InvalidArgument(
+        "write_buffer_size, target_file_size and level1_max_bytes must be at least 4096");
+  }
   FileSystem* fs = options.file_system != nullptr ? options.file_system : FileSystem::Default();
   std::shared_ptr<EngineCore> core(new EngineCore(dir, options, fs));
 
@@ -342,6 +357,7 @@ void EngineCore::FlushThread() {
       bg_mu_.Unlock();
       Status s = FlushOldest(group);
       PurgeObsoleteFiles();
+      UpdateLevel0Count();
       bg_mu_.Lock();
       flushes_running_--;
       if (!s.ok() && bg_error_.ok()) {
@@ -357,6 +373,7 @@ void EngineCore::FlushThread() {
       Status s = RunCompaction(&job);
       job = CompactionJob();  // drop the input references before purging
       PurgeObsoleteFiles();
+      UpdateLevel0Count();
       bg_mu_.Lock();
       if (!s.ok() && bg_error_.ok()) {
         bg_error_ = s.WithContext("background compaction failed; reopen the engine");
@@ -440,6 +457,11 @@ bool EngineCore::PickCompaction(CompactionJob* job, bool force) {
         if (Overlaps(f->meta, lo, hi)) job->bottommost = false;
       }
     }
+    // A file alone, with nothing to merge with below, needs no rewrite —
+    // unless a filter must see its data (delete markers it carries to the
+    // bottom are dropped by a later compaction that does rewrite it).
+    job->trivial_move = job->inputs[0].size() == 1 && job->inputs[1].empty() &&
+                        options_.compaction_filter == nullptr;
     return true;
   }
   return false;
@@ -449,6 +471,31 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   LocalityGroupState* group = job->group;
   const TabletState& tablet = *group->tablet;
   const int out_level = job->level + 1;
+  if (job->trivial_move) {
+    const std::shared_ptr<TableFile>& f = job->inputs[0].front();
+    VersionEdit edit;
+    edit.deleted_files.push_back(
+        {tablet.id, group->index, static_cast<uint32_t>(job->level), f->meta.number});
+    edit.new_files.push_back({tablet.id, group->index, static_cast<uint32_t>(out_level), f->meta});
+    {
+      MutexLock l(&mu_);
+      STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+      STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+    }
+    MutexLock l(&group->mu);
+    auto view = std::make_shared<GroupView>(*group->view);
+    auto& from = view->levels[job->level];
+    from.erase(std::remove(from.begin(), from.end(), f), from.end());
+    auto& to = view->levels[out_level];
+    to.insert(std::upper_bound(to.begin(), to.end(), f,
+                               [](const auto& a, const auto& b) {
+                                 return a->meta.smallest < b->meta.smallest;
+                               }),
+              f);
+    group->view = std::move(view);
+    stat_trivial_moves_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
   for (const auto& inputs : job->inputs) {
@@ -584,6 +631,43 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   for (const auto& m : outputs) written += m.size;
   stat_compaction_read_.fetch_add(read, std::memory_order_relaxed);
   stat_compaction_written_.fetch_add(written, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void EngineCore::UpdateLevel0Count() {
+  uint64_t most = 0;
+  {
+    MutexLock l(&mu_);
+    for (const auto& [id, tablet] : tablets_by_id_) {
+      for (const auto& g : tablet->groups) {
+        most = std::max<uint64_t>(most, g->current()->levels[0].size());
+      }
+    }
+  }
+  max_level0_files_.store(most, std::memory_order_relaxed);
+  MutexLock l(&bg_mu_);
+  bg_cv_.SignalAll();
+}
+
+Status EngineCore::WaitForLevel0Room() {
+  const uint64_t files = max_level0_files_.load(std::memory_order_relaxed);
+  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger)) return Status::OK();
+  Clock* clock = Clock::Default();
+  const uint64_t start = clock->NowNanos();
+  if (files < static_cast<uint64_t>(options_.level0_stop_trigger)) {
+    stat_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+    clock->SleepMicros(1000);
+  } else {
+    stat_stops_.fetch_add(1, std::memory_order_relaxed);
+    MutexLock l(&bg_mu_);
+    while (bg_error_.ok() && !bg_stop_ &&
+           max_level0_files_.load(std::memory_order_relaxed) >=
+               static_cast<uint64_t>(options_.level0_stop_trigger)) {
+      bg_cv_.WaitFor(100 * 1000);
+    }
+    if (!bg_error_.ok()) return bg_error_;
+  }
+  stat_stall_micros_.fetch_add((clock->NowNanos() - start) / 1000, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -893,6 +977,7 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
     MutexLock l(&bg_mu_);
     return bg_error_;
   }
+  STRATA_RETURN_IF_ERROR(WaitForLevel0Room());
   PendingWrite w;
   w.tablet = table.FindTablet(row);
   if (w.tablet == nullptr) {
@@ -1219,6 +1304,11 @@ EngineStats EngineCore::GetStats() const {
   s.compaction_bytes_read = stat_compaction_read_.load(std::memory_order_relaxed);
   s.compaction_bytes_written = stat_compaction_written_.load(std::memory_order_relaxed);
   s.level_files.assign(kNumLevels, 0);
+  s.trivial_moves = stat_trivial_moves_.load(std::memory_order_relaxed);
+  s.write_slowdowns = stat_slowdowns_.load(std::memory_order_relaxed);
+  s.write_stops = stat_stops_.load(std::memory_order_relaxed);
+  s.write_stall_micros = stat_stall_micros_.load(std::memory_order_relaxed);
+  s.max_level0_files = max_level0_files_.load(std::memory_order_relaxed);
   if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {

@@ -171,11 +171,18 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     int level = 0;  // inputs from `level` and `level + 1`; output to `level + 1`
     std::vector<std::shared_ptr<TableFile>> inputs[2];
     bool bottommost = false;
+    // One input, nothing overlapping below, no filter: the file moves down a
+    // level by a manifest edit alone.
+    bool trivial_move = false;
   };
   // With `force`, any level-0 file is reason enough (Engine::Compact).
   bool PickCompaction(CompactionJob* job, bool force);
   Status RunCompaction(CompactionJob* job);
   void PurgeObsoleteFiles();
+  // Recomputes max_level0_files_ and wakes writers waiting on it.
+  void UpdateLevel0Count();
+  // Applies level-0 backpressure to a write about to be logged.
+  Status WaitForLevel0Room();
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -249,6 +256,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::atomic<uint64_t> stat_flushes_{0};
   std::atomic<uint64_t> stat_compactions_{0};
   std::atomic<uint64_t> stat_flush_bytes_{0};
+  std::atomic<uint64_t> stat_trivial_moves_{0};
+  std::atomic<uint64_t> stat_slowdowns_{0};
+  std::atomic<uint64_t> stat_stops_{0};
+  std::atomic<uint64_t> stat_stall_micros_{0};
+  // Level-0 files of the fullest group, refreshed by the background thread
+  // after each job. Relaxed: a backpressure hint; waiting re-checks it under
+  // bg_mu_, which the background thread signals after storing it.
+  std::atomic<uint64_t> max_level0_files_{0};
   std::atomic<uint64_t> stat_compaction_read_{0};
   std::atomic<uint64_t> stat_compaction_written_{0};
   std::shared_ptr<ObsoleteFiles> obsolete_files_ = std::make_shared<ObsoleteFiles>();

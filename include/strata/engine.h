@@ -70,6 +70,11 @@ struct EngineStats {
   std::vector<uint64_t> level_files;  // live SSTables per level (0 = newest), all groups
   uint64_t last_sequence = 0;   // newest sequence number visible to readers
   bool wal_uses_io_uring = false;
+  uint64_t trivial_moves = 0;        // files moved down a level without a rewrite
+  uint64_t write_slowdowns = 0;      // writes delayed 1 ms by level-0 backpressure
+  uint64_t write_stops = 0;          // writes that waited for level 0 to shrink
+  uint64_t write_stall_micros = 0;   // time writes spent in either
+  uint64_t max_level0_files = 0;     // level-0 files of the fullest group now
 };
 
 class Engine {

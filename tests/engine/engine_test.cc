@@ -726,3 +726,61 @@ TEST(EngineScanGroupsTest, ScanOfOneGroupOpensOnlyThatGroupsFiles) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(EngineBackpressureTest, BadTriggersAreRejected) {
+  test::ScratchDir dir("bp");
+  EngineOptions o;
+  o.level0_compaction_trigger = 8;
+  o.level0_slowdown_trigger = 8;
+  auto e = Engine::Open(dir.path(), o);
+  EXPECT_TRUE(e.status().IsInvalidArgument()) << e.status().ToString();
+  o.level0_slowdown_trigger = 10;
+  o.level0_stop_trigger = 9;
+  EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+  o.level0_stop_trigger = 10;
+  o.write_buffer_size = 10;
+  EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+}
+
+TEST(EngineBackpressureTest, TightTriggersKeepLevel0SmallAndLoseNothing) {
+  test::ScratchDir dir("bp");
+  EngineOptions o;
+  o.write_buffer_size = 16 << 10;
+  o.level0_compaction_trigger = 2;
+  o.level0_slowdown_trigger = 3;
+  o.level0_stop_trigger = 4;
+  o.target_file_size = 64 << 10;
+  o.level1_max_bytes = 256 << 10;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  WriteOptions wo;
+  wo.sync = false;
+  uint64_t most_l0 = 0;
+  for (int i = 0; i < 20000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(64, 'v') + std::to_string(i));
+    ASSERT_TRUE(t.Mutate(wo, "row" + std::to_string(i % 5000), m).ok());
+    if (i % 500 == 0) most_l0 = std::max(most_l0, (*e)->GetStats().max_level0_files);
+  }
+  EngineStats st = (*e)->GetStats();
+  EXPECT_GT(st.compactions + st.trivial_moves, 0u);
+  // Writes stop at 4 files; flushes already queued may add a few more.
+  EXPECT_LE(most_l0, 8u);
+  for (int i = 15000; i < 20000; i++) {
+    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i % 5000));
+    ASSERT_TRUE(cells.ok());
+    ASSERT_EQ(cells->size(), 1u);
+    EXPECT_EQ((*cells)[0].value, std::string(64, 'v') + std::to_string(i));
+  }
+}
+
+}  // namespace
+}  // namespace strata
