@@ -72,7 +72,8 @@ struct LogOptions {
   // thread: one more wakeup per group, which costs more than it saves when
   // the CPUs are busy (bench/wal_bench shows both). Falls back to pwritev +
   // fdatasync automatically when a ring can't be set up or the file has no
-  // descriptor (fault-injecting file systems).
+  // descriptor (fault-injecting file systems). Groups that need no fdatasync
+  // are written with pwritev either way.
   bool use_io_uring = true;
   // Bytes per segment file, preallocated with fallocate. Larger segments mean
   // fewer segment switches (each costs a file creation and two syncs) but

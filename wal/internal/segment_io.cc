@@ -94,7 +94,10 @@ class UringSegmentIo final : public SegmentIo {
   Status Write(WritableFile* file, const std::string& path, uint64_t offset, const char* data,
                size_t n, bool sync) override {
     const int fd = file->fd();
-    if (fd < 0) return WriteThroughFile(file, path, offset, data, n, sync);
+    // A write with no fdatasync behind it is a copy into the page cache: a
+    // plain pwritev does it in the caller's thread, where the ring would often
+    // hand it to a kernel worker and add a wakeup to every unsynced group.
+    if (fd < 0 || !sync) return WriteThroughFile(file, path, offset, data, n, sync);
     size_t done = 0;
     // Each round submits what is left of the write, linked to the fdatasync,
     // with one io_uring_enter. A short write breaks the link: the kernel
