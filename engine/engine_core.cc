@@ -1036,35 +1036,6 @@ Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filte
   return Status::OK();
 }
 
-Status EngineCore::NewRowIterator(const GroupView& view, const std::string& row_prefix,
-                                  const Slice& row,
-                                  std::unique_ptr<InternalIterator>* result) const {
-  std::vector<std::unique_ptr<InternalIterator>> children;
-  std::vector<std::shared_ptr<const void>> pins;
-  children.push_back(view.mem->NewIterator());
-  pins.push_back(view.mem);
-  for (const auto& imm : view.imms) {
-    children.push_back(imm.mem->NewIterator());
-    pins.push_back(imm.mem);
-  }
-  const Slice prefix(row_prefix);
-  for (const auto& level : view.levels) {
-    for (const auto& file : level) {
-      const FileMeta& f = file->meta;
-      // Skip files whose key range cannot hold the row.
-      if (Slice(f.largest).compare(prefix) < 0) continue;
-      if (Slice(f.smallest).compare(prefix) > 0 && !Slice(f.smallest).starts_with(prefix)) continue;
-      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(f.number);
-      if (!reader.ok()) return reader.status();
-      if (!(*reader)->RowMayMatch(row)) continue;
-      children.push_back((*reader)->NewIterator());
-      pins.push_back(std::move(reader.value()));
-    }
-  }
-  *result = NewMergingIterator(std::move(children), std::move(pins));
-  return Status::OK();
-}
-
 namespace {
 
 // Rows of one tablet's needed groups, merged row by row.
@@ -1173,7 +1144,7 @@ class ScanIterator final : public RowIterator {
 }  // namespace
 
 Status EngineCore::NewRangeIterator(const GroupView& view, const std::string& lo,
-                                    const std::string& hi,
+                                    const std::string& hi, const Slice* row,
                                     std::unique_ptr<InternalIterator>* result) const {
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
@@ -1189,9 +1160,10 @@ Status EngineCore::NewRangeIterator(const GroupView& view, const std::string& lo
       if (!hi.empty() && file->meta.smallest >= hi) continue;
       Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(file->meta.number);
       if (!reader.ok()) return reader.status();
+      if (row != nullptr && !(*reader)->RowMayMatch(*row)) continue;
       children.push_back((*reader)->NewIterator());
       pins.push_back(std::move(reader.value()));
-      pins.push_back(file);  // the file stays on disk while the scan may read it
+      pins.push_back(file);  // the file stays on disk while the iterator may read it
     }
   }
   *result = NewMergingIterator(std::move(children), std::move(pins));
@@ -1228,7 +1200,9 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
     }
   }
   const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
-  for (auto& in : inputs) STRATA_RETURN_IF_ERROR(NewRangeIterator(*in.view, lo, hi, &in.it));
+  for (auto& in : inputs) {
+    STRATA_RETURN_IF_ERROR(NewRangeIterator(*in.view, lo, hi, /*row=*/nullptr, &in.it));
+  }
   return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
                                                        std::move(inputs), lo, hi,
                                                        std::move(resolved), snapshot));
@@ -1263,13 +1237,17 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
     if (group_needed[g]) views[g] = tablet->groups[g]->current();
   }
   const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
+  // [prefix, end): every key of the row, nothing else (mc(row) ends 0x00 0x01).
   std::string prefix;
   AppendRowPrefix(&prefix, row);
+  std::string end = prefix;
+  end.back() = 0x02;
+  const Slice row_slice(row);
   std::vector<VisibleCell> cells;
   for (size_t g = 0; g < views.size(); g++) {
     if (!views[g]) continue;
     std::unique_ptr<InternalIterator> it;
-    STRATA_RETURN_IF_ERROR(NewRowIterator(*views[g], prefix, row, &it));
+    STRATA_RETURN_IF_ERROR(NewRangeIterator(*views[g], prefix, end, &row_slice, &it));
     STRATA_RETURN_IF_ERROR(CollectRow(it.get(), row, snapshot, resolved, &cells));
   }
   // Groups interleave families; order by family id, then as cell keys order.
