@@ -458,8 +458,8 @@ bool EngineCore::PickCompaction(CompactionJob* job, bool force) {
       }
     }
     // A file alone, with nothing to merge with below, needs no rewrite —
-    // unless a filter must see its data (delete markers it carries to the
-    // bottom are dropped by a later compaction that does rewrite it).
+    // unless a filter must see its data, or it carries delete markers to the
+    // bottom (checked in RunCompaction), where a rewrite drops them.
     job->trivial_move = job->inputs[0].size() == 1 && job->inputs[1].empty() &&
                         options_.compaction_filter == nullptr;
     return true;
@@ -471,6 +471,17 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   LocalityGroupState* group = job->group;
   const TabletState& tablet = *group->tablet;
   const int out_level = job->level + 1;
+  if (job->trivial_move && job->bottommost) {
+    // At the bottom a rewrite drops delete markers (and what they hide in
+    // the same file); move only files that hold none.
+    Result<std::shared_ptr<sstable::TableReader>> reader =
+        table_cache_->Get(job->inputs[0].front()->meta.number);
+    if (!reader.ok()) return reader.status();
+    const sstable::TableProperties& p = (*reader)->properties();
+    if (p.num_delete_cells + p.num_delete_columns + p.num_delete_rows > 0) {
+      job->trivial_move = false;
+    }
+  }
   if (job->trivial_move) {
     const std::shared_ptr<TableFile>& f = job->inputs[0].front();
     VersionEdit edit;
