@@ -21,6 +21,7 @@
 #include "common/file_system.h"
 #include "common/random.h"
 #include "util/status_matchers.h"
+#include "util/forwarding_fs.h"
 #include "util/test_util.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
@@ -157,132 +158,56 @@ inline std::vector<LogFragment> Fragments(const std::string& dir) {
 // A FileSystem whose writable files hand out a read-only descriptor of the
 // same file as fd(): writes through the descriptor fail with EBADF, while the
 // FileSystem calls work.
-class ReadOnlyFdFileSystem final : public FileSystem {
- public:
-  Status NewSequentialFile(const std::string& p, std::unique_ptr<SequentialFile>* r) override {
-    return base_->NewSequentialFile(p, r);
-  }
-  Status NewRandomAccessFile(const std::string& p, std::unique_ptr<RandomAccessFile>* r) override {
-    return base_->NewRandomAccessFile(p, r);
-  }
-  Status NewWritableFile(const std::string& p, const FileOpenOptions& o,
-                         std::unique_ptr<WritableFile>* r) override {
-    std::unique_ptr<WritableFile> f;
-    STRATA_RETURN_IF_ERROR(base_->NewWritableFile(p, o, &f));
-    *r = std::make_unique<File>(std::move(f), ::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-    return Status::OK();
-  }
-  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
-  Status GetChildren(const std::string& d, std::vector<std::string>* n) override {
-    return base_->GetChildren(d, n);
-  }
-  Status DeleteFile(const std::string& p) override { return base_->DeleteFile(p); }
-  Status RenameFile(const std::string& f, const std::string& t) override {
-    return base_->RenameFile(f, t);
-  }
-  Status CreateDirIfMissing(const std::string& d) override { return base_->CreateDirIfMissing(d); }
-  Status DeleteDir(const std::string& d) override { return base_->DeleteDir(d); }
-  Result<uint64_t> GetFileSize(const std::string& p) override { return base_->GetFileSize(p); }
-  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
-  Status LockFile(const std::string& p, std::unique_ptr<FileLock>* l) override {
-    return base_->LockFile(p, l);
-  }
-  Status UnlockFile(std::unique_ptr<FileLock> l) override {
-    return base_->UnlockFile(std::move(l));
+class ReadOnlyFdFileSystem final : public ::strata::test::ForwardingFileSystem {
+ protected:
+  std::unique_ptr<WritableFile> WrapWritable(const std::string& path,
+                                             std::unique_ptr<WritableFile> file) override {
+    return std::make_unique<File>(std::move(file), ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   }
 
  private:
-  class File final : public WritableFile {
+  class File final : public ::strata::test::ForwardingWritableFile {
    public:
-    File(std::unique_ptr<WritableFile> base, int ro_fd) : base_(std::move(base)), ro_fd_(ro_fd) {}
+    File(std::unique_ptr<WritableFile> base, int ro_fd)
+        : ForwardingWritableFile(std::move(base)), ro_fd_(ro_fd) {}
     ~File() override {
       if (ro_fd_ >= 0) ::close(ro_fd_);
     }
-    Status Append(const Slice& d) override { return base_->Append(d); }
-    Status WriteAt(uint64_t o, const struct iovec* v, int n) override {
-      return base_->WriteAt(o, v, n);
-    }
-    Status Flush() override { return base_->Flush(); }
-    Status Sync() override { return base_->Sync(); }
-    Status Allocate(uint64_t o, uint64_t l) override { return base_->Allocate(o, l); }
-    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
-    Status Close() override { return base_->Close(); }
-    uint64_t Size() const override { return base_->Size(); }
     int fd() const override { return ro_fd_; }
 
    private:
-    std::unique_ptr<WritableFile> base_;
     int ro_fd_;
   };
-
-  FileSystem* const base_ = FileSystem::Default();
 };
 
 // A FileSystem whose writable files take `sync_micros` longer to Sync and
 // have no descriptor, so the log writer goes through them (the fallback path)
 // and every group's fdatasync is slow.
-class SlowSyncFileSystem final : public FileSystem {
+class SlowSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
  public:
   explicit SlowSyncFileSystem(uint64_t sync_micros) : sync_micros_(sync_micros) {}
 
-  Status NewSequentialFile(const std::string& p, std::unique_ptr<SequentialFile>* r) override {
-    return base_->NewSequentialFile(p, r);
-  }
-  Status NewRandomAccessFile(const std::string& p, std::unique_ptr<RandomAccessFile>* r) override {
-    return base_->NewRandomAccessFile(p, r);
-  }
-  Status NewWritableFile(const std::string& p, const FileOpenOptions& o,
-                         std::unique_ptr<WritableFile>* r) override {
-    std::unique_ptr<WritableFile> f;
-    STRATA_RETURN_IF_ERROR(base_->NewWritableFile(p, o, &f));
-    *r = std::make_unique<File>(std::move(f), sync_micros_);
-    return Status::OK();
-  }
-  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
-  Status GetChildren(const std::string& d, std::vector<std::string>* n) override {
-    return base_->GetChildren(d, n);
-  }
-  Status DeleteFile(const std::string& p) override { return base_->DeleteFile(p); }
-  Status RenameFile(const std::string& f, const std::string& t) override {
-    return base_->RenameFile(f, t);
-  }
-  Status CreateDirIfMissing(const std::string& d) override { return base_->CreateDirIfMissing(d); }
-  Status DeleteDir(const std::string& d) override { return base_->DeleteDir(d); }
-  Result<uint64_t> GetFileSize(const std::string& p) override { return base_->GetFileSize(p); }
-  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
-  Status LockFile(const std::string& p, std::unique_ptr<FileLock>* l) override {
-    return base_->LockFile(p, l);
-  }
-  Status UnlockFile(std::unique_ptr<FileLock> l) override {
-    return base_->UnlockFile(std::move(l));
+ protected:
+  std::unique_ptr<WritableFile> WrapWritable(const std::string& path,
+                                             std::unique_ptr<WritableFile> file) override {
+    return std::make_unique<File>(std::move(file), sync_micros_);
   }
 
  private:
-  class File final : public WritableFile {
+  class File final : public ::strata::test::ForwardingWritableFile {
    public:
     File(std::unique_ptr<WritableFile> base, uint64_t sync_micros)
-        : base_(std::move(base)), sync_micros_(sync_micros) {}
-    Status Append(const Slice& d) override { return base_->Append(d); }
-    Status WriteAt(uint64_t o, const struct iovec* v, int n) override {
-      return base_->WriteAt(o, v, n);
-    }
-    Status Flush() override { return base_->Flush(); }
+        : ForwardingWritableFile(std::move(base)), sync_micros_(sync_micros) {}
     Status Sync() override {
       Clock::Default()->SleepMicros(sync_micros_);
       return base_->Sync();
     }
-    Status Allocate(uint64_t o, uint64_t l) override { return base_->Allocate(o, l); }
-    Status Truncate(uint64_t s) override { return base_->Truncate(s); }
-    Status Close() override { return base_->Close(); }
-    uint64_t Size() const override { return base_->Size(); }
     int fd() const override { return -1; }
 
    private:
-    std::unique_ptr<WritableFile> base_;
     const uint64_t sync_micros_;
   };
 
-  FileSystem* const base_ = FileSystem::Default();
   const uint64_t sync_micros_;
 };
 
