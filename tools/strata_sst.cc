@@ -20,6 +20,7 @@
 #include "sstable/block.h"
 #include "sstable/format.h"
 #include "sstable/table_reader.h"
+#include "hex_dump.h"
 
 namespace strata::sstable {
 namespace {
@@ -274,22 +275,7 @@ int CmdLayout(const TableReader& t) {
 }
 
 void HexDump(const std::string& data, uint64_t base) {
-  for (size_t i = 0; i < data.size(); i += 16) {
-    std::printf("%08" PRIx64 " ", base + i);
-    for (size_t j = 0; j < 16; j++) {
-      if (i + j < data.size()) {
-        std::printf(" %02x", static_cast<uint8_t>(data[i + j]));
-      } else {
-        std::printf("   ");
-      }
-    }
-    std::printf("  |");
-    for (size_t j = 0; j < 16 && i + j < data.size(); j++) {
-      const char c = data[i + j];
-      std::putchar(c >= 0x20 && c < 0x7f ? c : '.');
-    }
-    std::printf("|\n");
-  }
+  tools::HexDump(data, base, /*indent=*/"", /*offset_digits=*/8);
 }
 
 // Prints the stored bytes and what the trailer says; checks the checksum.

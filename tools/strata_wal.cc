@@ -31,6 +31,7 @@
 #include "engine/log_record.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
+#include "hex_dump.h"
 
 namespace strata::wal {
 namespace {
@@ -587,22 +588,7 @@ void PrintSegmentHeaders(FileSystem* fs, const Target& t) {
 }
 
 void PrintHex(const Slice& data) {
-  for (size_t i = 0; i < data.size(); i += 16) {
-    std::printf("    %06zx ", i);
-    for (size_t j = 0; j < 16; j++) {
-      if (i + j < data.size()) {
-        std::printf(" %02x", static_cast<uint8_t>(data[i + j]));
-      } else {
-        std::printf("   ");
-      }
-    }
-    std::printf("  |");
-    for (size_t j = 0; j < 16 && i + j < data.size(); j++) {
-      const char c = data[i + j];
-      std::putchar(c >= 0x20 && c < 0x7f ? c : '.');
-    }
-    std::printf("|\n");
-  }
+  tools::HexDump(data, /*base=*/0, /*indent=*/"    ", /*offset_digits=*/6);
 }
 
 std::string ShowValue(const Slice& v, uint64_t max) {
