@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/random.h"
-#include "fake_clock.h"
+#include "util/fake_clock.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 

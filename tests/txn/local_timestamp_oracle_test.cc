@@ -15,7 +15,7 @@
 
 #include "common/fault_injection_fs.h"
 #include "common/random.h"
-#include "fake_clock.h"
+#include "util/fake_clock.h"
 #include "txn/timestamp.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"

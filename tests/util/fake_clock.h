@@ -4,8 +4,8 @@
 //
 // Thread-safe: readings are atomics, so a test thread may move the clock
 // while others read it.
-#ifndef STRATA_TESTS_TXN_FAKE_CLOCK_H_
-#define STRATA_TESTS_TXN_FAKE_CLOCK_H_
+#ifndef STRATA_TESTS_UTIL_FAKE_CLOCK_H_
+#define STRATA_TESTS_UTIL_FAKE_CLOCK_H_
 
 #include <atomic>
 #include <cstdint>
@@ -49,4 +49,4 @@ class FakeClock final : public Clock {
 
 }  // namespace strata::test
 
-#endif  // STRATA_TESTS_TXN_FAKE_CLOCK_H_
+#endif  // STRATA_TESTS_UTIL_FAKE_CLOCK_H_
