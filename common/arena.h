@@ -40,6 +40,9 @@ class Arena {
     // Relaxed: a statistic; readers need no ordering with the memory it counts.
     return memory_usage_.load(std::memory_order_relaxed);
   }
+  // Bytes reserved less the unused tail of the current block: about what has
+  // been allocated. REQUIRES: external serialization with Allocate*.
+  size_t BytesInUse() const { return MemoryUsage() - remaining_; }
 
  private:
   char* AllocateFallback(size_t bytes);

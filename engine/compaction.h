@@ -65,6 +65,9 @@ struct TableFile {
   const FileMeta meta;
   const std::shared_ptr<ObsoleteFiles> obsolete_list;
   std::atomic<bool> obsolete{false};
+  // An input of a running compaction; no other compaction may take it.
+  // Guarded by the engine's background mutex (EngineCore::bg_mu_).
+  bool being_compacted = false;
 };
 
 class CompactionStream {

@@ -82,6 +82,14 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
         std::to_string(options.level0_slowdown_trigger) + ", " +
         std::to_string(options.level0_stop_trigger) + ")");
   }
+  if (options.max_background_compactions < 1 || options.max_background_compactions > 64) {
+    return Status::InvalidArgument("max_background_compactions must be in [1, 64] (got " +
+                                   std::to_string(options.max_background_compactions) + ")");
+  }
+  if (options.max_immutable_memtables < 1) {
+    return Status::InvalidArgument("max_immutable_memtables must be at least 1 (got " +
+                                   std::to_string(options.max_immutable_memtables) + ")");
+  }
   if (options.write_buffer_size < 4096 || options.target_file_size < 4096 ||
       options.level1_max_bytes < 4096) {
     return Status::InvalidArgument(
@@ -219,7 +227,11 @@ Status EngineCore::Recover() {
   STRATA_RETURN_IF_ERROR(wal::LogWriter::Open(
       lo, log_dir, next,
       [this](wal::WriteRequest* const* requests, size_t n) { ApplyGroup(requests, n); }, &log_));
+  compaction_limiter_ = std::make_unique<RateLimiter>(options_.compaction_rate_limit);
   flush_thread_ = std::thread([this] { FlushThread(); });
+  for (int i = 0; i < options_.max_background_compactions; i++) {
+    compaction_threads_.emplace_back([this] { CompactionThread(); });
+  }
   return Status::OK();
 }
 
@@ -324,7 +336,7 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
     cells += w->entries.size();
   }
   for (LocalityGroupState* g : touched) {
-    if (g->current()->mem->ApproximateMemoryUsage() >= options_.write_buffer_size) {
+    if (g->current()->mem->ApproximateDataSize() >= options_.write_buffer_size) {
       SwitchMemTable(g, last);
     }
   }
@@ -343,46 +355,61 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
   }
   MutexLock l(&bg_mu_);
   flush_queue_.push_back(group);
+  immutable_memtables_.fetch_add(1, std::memory_order_relaxed);
   bg_cv_.SignalAll();
 }
 
 void EngineCore::FlushThread() {
   MutexLock l(&bg_mu_);
-  while (true) {
-    if (bg_stop_) return;
-    if (!flush_queue_.empty()) {
-      LocalityGroupState* group = flush_queue_.front();
-      flush_queue_.pop_front();
-      flushes_running_++;
-      bg_mu_.Unlock();
-      Status s = FlushOldest(group);
-      PurgeObsoleteFiles();
-      UpdateLevel0Count();
-      bg_mu_.Lock();
-      flushes_running_--;
-      if (!s.ok() && bg_error_.ok()) {
-        bg_error_ = s.WithContext("background flush failed; reopen the engine");
-        bg_failed_.store(true, std::memory_order_relaxed);
-      }
-      bg_cv_.SignalAll();
+  while (!bg_stop_) {
+    if (flush_queue_.empty()) {
+      bg_cv_.Wait();
       continue;
     }
+    LocalityGroupState* group = flush_queue_.front();
+    flush_queue_.pop_front();
+    flushes_running_++;
+    bg_mu_.Unlock();
+    Status s = FlushOldest(group);
+    PurgeObsoleteFiles();
+    UpdateLevel0Count();
+    bg_mu_.Lock();
+    flushes_running_--;
+    immutable_memtables_.fetch_sub(1, std::memory_order_relaxed);
+    if (!s.ok() && bg_error_.ok()) {
+      bg_error_ = s.WithContext("background flush failed; reopen the engine");
+      bg_failed_.store(true, std::memory_order_relaxed);
+    }
+    bg_cv_.SignalAll();
+  }
+}
+
+void EngineCore::CompactionThread() {
+  MutexLock l(&bg_mu_);
+  while (!bg_stop_) {
     CompactionJob job;
     if (bg_error_.ok() && PickCompaction(&job, manual_compaction_)) {
+      compactions_running_++;
       bg_mu_.Unlock();
       Status s = RunCompaction(&job);
+      bg_mu_.Lock();
+      ReleaseInputs(job);
       job = CompactionJob();  // drop the input references before purging
+      compactions_running_--;
+      bg_mu_.Unlock();
       PurgeObsoleteFiles();
       UpdateLevel0Count();
       bg_mu_.Lock();
-      if (!s.ok() && bg_error_.ok()) {
+      if (!s.ok() && bg_error_.ok() && !bg_stop_) {
         bg_error_ = s.WithContext("background compaction failed; reopen the engine");
         bg_failed_.store(true, std::memory_order_relaxed);
       }
       bg_cv_.SignalAll();
       continue;
     }
-    if (manual_compaction_) {
+    // A manual compaction is done once nothing is left to pick and nothing
+    // picked is still running.
+    if (manual_compaction_ && compactions_running_ == 0) {
       manual_compaction_ = false;
       bg_cv_.SignalAll();
     }
@@ -398,10 +425,46 @@ uint64_t LevelBytes(const std::vector<std::shared_ptr<TableFile>>& files) {
   return n;
 }
 
-// Whether [smallest, largest] of `f` overlaps [lo, hi].
-bool Overlaps(const FileMeta& f, const std::string& lo, const std::string& hi) {
-  return !(f.largest < lo || f.smallest > hi);
+// The encoded row at the front of a cell key; encoded rows compare like
+// rows. A malformed key (never written by the engine) gives the whole key.
+Slice RowOf(const Slice& key) {
+  Slice rest = key;
+  if (!SkipMemcomparable(&rest)) return key;
+  return Slice(key.data(), key.size() - rest.size());
 }
+
+// Whether the rows of `f` overlap the rows of the keys lo..hi. Compactions
+// pick by rows, not keys: a delete marker hides cells of its row that sort
+// after it (a row marker every family's cells, a column marker the column's
+// older versions), so a file holding only those still belongs with it.
+bool Overlaps(const FileMeta& f, const std::string& lo, const std::string& hi) {
+  return !(RowOf(f.largest).compare(RowOf(lo)) < 0 || RowOf(f.smallest).compare(RowOf(hi)) > 0);
+}
+
+// A compaction output file whose appends wait on the compaction rate limit.
+class RateLimitedFile final : public WritableFile {
+ public:
+  RateLimitedFile(std::unique_ptr<WritableFile> base, RateLimiter* limiter)
+      : base_(std::move(base)), limiter_(limiter) {}
+  Status Append(const Slice& data) override {
+    limiter_->Request(data.size());
+    return base_->Append(data);
+  }
+  Status WriteAt(uint64_t offset, const struct iovec* iov, int iovcnt) override {
+    for (int i = 0; i < iovcnt; i++) limiter_->Request(iov[i].iov_len);
+    return base_->WriteAt(offset, iov, iovcnt);
+  }
+  Status Flush() override { return base_->Flush(); }
+  Status Sync() override { return base_->Sync(); }
+  Status Allocate(uint64_t offset, uint64_t len) override { return base_->Allocate(offset, len); }
+  Status Truncate(uint64_t size) override { return base_->Truncate(size); }
+  Status Close() override { return base_->Close(); }
+  uint64_t Size() const override { return base_->Size(); }
+
+ private:
+  const std::unique_ptr<WritableFile> base_;
+  RateLimiter* const limiter_;
+};
 
 }  // namespace
 
@@ -413,58 +476,120 @@ bool EngineCore::PickCompaction(CompactionJob* job, bool force) {
       for (const auto& g : tablet->groups) groups.push_back(g.get());
     }
   }
+  // Every (group, level) that needs work, most urgent first: level 0 by
+  // files over its trigger, deeper levels by bytes over their size.
+  struct Candidate {
+    double score;
+    LocalityGroupState* group;
+    std::shared_ptr<const GroupView> view;
+    int level;
+  };
+  std::vector<Candidate> candidates;
   for (LocalityGroupState* g : groups) {
     std::shared_ptr<const GroupView> view = g->current();
-    int level = -1;
     const int trigger = force ? 1 : options_.level0_compaction_trigger;
     if (static_cast<int>(view->levels[0].size()) >= trigger) {
-      level = 0;
-    } else {
-      uint64_t max_bytes = options_.level1_max_bytes;
-      for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
-        if (LevelBytes(view->levels[n]) > max_bytes) {
-          level = n;
-          break;
-        }
+      candidates.push_back(
+          {static_cast<double>(view->levels[0].size()) / options_.level0_compaction_trigger, g,
+           view, 0});
+    }
+    uint64_t max_bytes = options_.level1_max_bytes;
+    for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
+      const uint64_t bytes = LevelBytes(view->levels[n]);
+      if (bytes > max_bytes) {
+        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
       }
     }
-    if (level < 0) continue;
-    job->group = g;
-    job->level = level;
-    if (level == 0) {
-      job->inputs[0] = view->levels[0];
-    } else {
-      // The file with the smallest keys; the level's files take turns as
-      // later compactions push them down.
-      job->inputs[0] = {view->levels[level].front()};
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  for (const Candidate& c : candidates) {
+    *job = CompactionJob();
+    job->group = c.group;
+    job->level = c.level;
+    if (!PickInputs(*c.view, c.level, job)) continue;
+    for (const auto& inputs : job->inputs) {
+      for (const auto& f : inputs) f->being_compacted = true;
     }
-    std::string lo = job->inputs[0].front()->meta.smallest;
-    std::string hi = job->inputs[0].front()->meta.largest;
-    for (const auto& f : job->inputs[0]) {
-      lo = std::min(lo, f->meta.smallest);
-      hi = std::max(hi, f->meta.largest);
-    }
-    for (const auto& f : view->levels[level + 1]) {
-      if (Overlaps(f->meta, lo, hi)) job->inputs[1].push_back(f);
-    }
-    for (const auto& f : job->inputs[1]) {
-      lo = std::min(lo, f->meta.smallest);
-      hi = std::max(hi, f->meta.largest);
-    }
-    job->bottommost = true;
-    for (int n = level + 2; n < kNumLevels && job->bottommost; n++) {
-      for (const auto& f : view->levels[n]) {
-        if (Overlaps(f->meta, lo, hi)) job->bottommost = false;
-      }
-    }
-    // A file alone, with nothing to merge with below, needs no rewrite —
-    // unless a filter must see its data, or it carries delete markers to the
-    // bottom (checked in RunCompaction), where a rewrite drops them.
-    job->trivial_move = job->inputs[0].size() == 1 && job->inputs[1].empty() &&
-                        options_.compaction_filter == nullptr;
     return true;
   }
+  *job = CompactionJob();
   return false;
+}
+
+bool EngineCore::PickInputs(const GroupView& view, int level, CompactionJob* job) {
+  const auto& here = view.levels[level];
+  const auto& below = view.levels[level + 1];
+  auto busy = [](const std::shared_ptr<TableFile>& f) { return f->being_compacted; };
+  // The files of `below` that overlap [lo, hi]; false if one is busy.
+  auto overlapping = [&](const std::string& lo, const std::string& hi,
+                         std::vector<std::shared_ptr<TableFile>>* out) {
+    for (const auto& f : below) {
+      if (!Overlaps(f->meta, lo, hi)) continue;
+      if (busy(f)) return false;
+      if (out != nullptr) out->push_back(f);
+    }
+    return true;
+  };
+  if (level == 0) {
+    // Level-0 files overlap one another: all of them go at once, and only
+    // one level-0 compaction of a group runs at a time.
+    if (std::any_of(here.begin(), here.end(), busy)) return false;
+    job->inputs[0] = here;
+  } else {
+    // The file that rewrites the fewest bytes below per byte it moves down.
+    double best = 0;
+    for (const auto& f : here) {
+      if (busy(f)) continue;
+      uint64_t below_bytes = 0;
+      bool free = true;
+      for (const auto& b : below) {
+        if (!Overlaps(b->meta, f->meta.smallest, f->meta.largest)) continue;
+        if (busy(b)) free = false;
+        below_bytes += b->meta.size;
+      }
+      if (!free) continue;
+      const double ratio =
+          static_cast<double>(below_bytes) / static_cast<double>(std::max<uint64_t>(f->meta.size, 1));
+      if (job->inputs[0].empty() || ratio < best) {
+        best = ratio;
+        job->inputs[0] = {f};
+      }
+    }
+    if (job->inputs[0].empty()) return false;
+  }
+  std::string lo = job->inputs[0].front()->meta.smallest;
+  std::string hi = job->inputs[0].front()->meta.largest;
+  for (const auto& f : job->inputs[0]) {
+    lo = std::min(lo, f->meta.smallest);
+    hi = std::max(hi, f->meta.largest);
+  }
+  if (!overlapping(lo, hi, &job->inputs[1])) return false;
+  for (const auto& f : job->inputs[1]) {
+    lo = std::min(lo, f->meta.smallest);
+    hi = std::max(hi, f->meta.largest);
+  }
+  // Nothing deeper overlaps the output: delete markers can go. (A running
+  // compaction cannot move data into this range: it would hold one of these
+  // inputs.)
+  job->bottommost = true;
+  for (int n = level + 2; n < kNumLevels && job->bottommost; n++) {
+    for (const auto& f : view.levels[n]) {
+      if (Overlaps(f->meta, lo, hi)) job->bottommost = false;
+    }
+  }
+  // A file alone, with nothing to merge with below, needs no rewrite —
+  // unless a filter must see its data, or it carries delete markers to the
+  // bottom (checked in RunCompaction), where a rewrite drops them.
+  job->trivial_move = job->inputs[0].size() == 1 && job->inputs[1].empty() &&
+                      options_.compaction_filter == nullptr;
+  return true;
+}
+
+void EngineCore::ReleaseInputs(const CompactionJob& job) {
+  for (const auto& inputs : job.inputs) {
+    for (const auto& f : inputs) f->being_compacted = false;
+  }
 }
 
 Status EngineCore::RunCompaction(CompactionJob* job) {
@@ -545,7 +670,15 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       fs_->DeleteFile(sstable::TableFileName(TableDir(), m.number)).PermitUncheckedError();
     }
   };
+  // Outputs end only between rows, so the files of a level never share a
+  // row and a compaction that takes a file takes all of each of its rows.
+  bool cut_pending = false;
   auto emit = [&](const Slice& key, const Slice& value) -> Status {
+    if (cut_pending && RowOf(meta.largest) != RowOf(key)) {
+      cut_pending = false;
+      STRATA_RETURN_IF_ERROR(finish_output());
+      path.clear();
+    }
     if (builder == nullptr) {
       meta = FileMeta();
       {
@@ -554,6 +687,9 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       }
       path = sstable::TableFileName(TableDir(), meta.number);
       STRATA_RETURN_IF_ERROR(fs_->NewWritableFile(path, FileOpenOptions(), &file));
+      if (options_.compaction_rate_limit > 0) {
+        file = std::make_unique<RateLimitedFile>(std::move(file), compaction_limiter_.get());
+      }
       sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(
           tablet.table->schema.locality_groups()[group->index]);
       bo.table_id = tablet.table->id;
@@ -570,10 +706,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     meta.max_sequence = std::max(meta.max_sequence, seq);
     meta.entries++;
     STRATA_RETURN_IF_ERROR(builder->Add(key, value));
-    if (builder->FileSize() >= options_.target_file_size) {
-      STRATA_RETURN_IF_ERROR(finish_output());
-      path.clear();
-    }
+    if (builder->FileSize() >= options_.target_file_size) cut_pending = true;
     return Status::OK();
   };
   CompactionFilter::Context ctx;
@@ -585,6 +718,11 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
                           &tablet.table->schema, emit);
   Status s;
   for (input->SeekToFirst(); input->Valid() && s.ok(); input->Next()) {
+    // Relaxed: a hint to stop early; Close joins this thread afterwards.
+    if (closing_.load(std::memory_order_relaxed)) {
+      s = Status::Aborted("compaction stopped: the engine is closing");
+      break;
+    }
     s = stream.Add(input->key(), input->value());
   }
   if (s.ok()) s = input->status();
@@ -660,15 +798,26 @@ void EngineCore::UpdateLevel0Count() {
   bg_cv_.SignalAll();
 }
 
-Status EngineCore::WaitForLevel0Room() {
+Status EngineCore::WaitForWriteRoom() {
   const uint64_t files = max_level0_files_.load(std::memory_order_relaxed);
-  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger)) return Status::OK();
+  const bool memtables_full = immutable_memtables_.load(std::memory_order_relaxed) >=
+                              options_.max_immutable_memtables;
+  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !memtables_full) {
+    return Status::OK();
+  }
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
-  if (files < static_cast<uint64_t>(options_.level0_stop_trigger)) {
-    stat_slowdowns_.fetch_add(1, std::memory_order_relaxed);
-    clock->SleepMicros(1000);
-  } else {
+  if (memtables_full) {
+    stat_memtable_stops_.fetch_add(1, std::memory_order_relaxed);
+    MutexLock l(&bg_mu_);
+    while (bg_error_.ok() && !bg_stop_ &&
+           immutable_memtables_.load(std::memory_order_relaxed) >=
+               options_.max_immutable_memtables) {
+      bg_cv_.WaitFor(100 * 1000);
+    }
+    if (!bg_error_.ok()) return bg_error_;
+  }
+  if (files >= static_cast<uint64_t>(options_.level0_stop_trigger)) {
     stat_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
     while (bg_error_.ok() && !bg_stop_ &&
@@ -677,6 +826,9 @@ Status EngineCore::WaitForLevel0Room() {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;
+  } else if (files >= static_cast<uint64_t>(options_.level0_slowdown_trigger)) {
+    stat_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+    clock->SleepMicros(1000);
   }
   stat_stall_micros_.fetch_add((clock->NowNanos() - start) / 1000, std::memory_order_relaxed);
   return Status::OK();
@@ -988,7 +1140,7 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
     MutexLock l(&bg_mu_);
     return bg_error_;
   }
-  STRATA_RETURN_IF_ERROR(WaitForLevel0Room());
+  STRATA_RETURN_IF_ERROR(WaitForWriteRoom());
   PendingWrite w;
   w.tablet = table.FindTablet(row);
   if (w.tablet == nullptr) {
@@ -1298,6 +1450,11 @@ EngineStats EngineCore::GetStats() const {
   s.write_stops = stat_stops_.load(std::memory_order_relaxed);
   s.write_stall_micros = stat_stall_micros_.load(std::memory_order_relaxed);
   s.max_level0_files = max_level0_files_.load(std::memory_order_relaxed);
+  s.memtable_stops = stat_memtable_stops_.load(std::memory_order_relaxed);
+  s.immutable_memtables = immutable_memtables_.load(std::memory_order_relaxed);
+  if (compaction_limiter_ != nullptr) {
+    s.compaction_rate_limit_wait_micros = compaction_limiter_->total_wait_micros();
+  }
   if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {
@@ -1322,14 +1479,15 @@ Status EngineCore::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
   Status result;
-  if (flush_thread_.joinable()) {
-    {
-      MutexLock l(&bg_mu_);
-      bg_stop_ = true;
-      bg_cv_.SignalAll();
-    }
-    flush_thread_.join();
+  {
+    MutexLock l(&bg_mu_);
+    bg_stop_ = true;
+    closing_.store(true, std::memory_order_relaxed);
+    bg_cv_.SignalAll();
   }
+  if (flush_thread_.joinable()) flush_thread_.join();
+  for (std::thread& t : compaction_threads_) t.join();
+  compaction_threads_.clear();
   if (log_ != nullptr) {
     Status s = log_->Close();
     if (result.ok()) result = s;

@@ -29,6 +29,7 @@
 #include "common/cell_key.h"
 #include "common/file_system.h"
 #include "common/mutex.h"
+#include "common/rate_limiter.h"
 #include "engine/compaction.h"
 #include "engine/file_meta.h"
 #include "engine/manifest.h"
@@ -163,8 +164,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence)
       EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
-  // Background work: flushes first, then compactions.
+  // Background work: one thread flushes; max_background_compactions
+  // threads compact.
   void FlushThread();
+  void CompactionThread();
   // A compaction: input files of two adjacent levels of one group.
   struct CompactionJob {
     LocalityGroupState* group = nullptr;
@@ -175,14 +178,22 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     // level by a manifest edit alone.
     bool trivial_move = false;
   };
-  // With `force`, any level-0 file is reason enough (Engine::Compact).
-  bool PickCompaction(CompactionJob* job, bool force);
+  // Picks the most urgent compaction whose inputs no running compaction
+  // holds, and marks its inputs as being compacted. With `force`, any
+  // level-0 file is reason enough (Engine::Compact).
+  bool PickCompaction(CompactionJob* job, bool force) EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
+  // Fills job->inputs for a compaction of `level` of the group's view;
+  // false when a running compaction holds what it would need.
+  bool PickInputs(const GroupView& view, int level, CompactionJob* job)
+      EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
+  void ReleaseInputs(const CompactionJob& job) EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
   Status RunCompaction(CompactionJob* job);
   void PurgeObsoleteFiles();
   // Recomputes max_level0_files_ and wakes writers waiting on it.
   void UpdateLevel0Count();
-  // Applies level-0 backpressure to a write about to be logged.
-  Status WaitForLevel0Room();
+  // Applies backpressure to a write about to be logged: level-0 slowdowns
+  // and stops, and stops while too many memtables wait for a flush.
+  Status WaitForWriteRoom();
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -243,7 +254,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // One entry per immutable memtable waiting; each flush takes a group's oldest.
   std::deque<LocalityGroupState*> flush_queue_ GUARDED_BY(bg_mu_);
   int flushes_running_ GUARDED_BY(bg_mu_) = 0;
+  int compactions_running_ GUARDED_BY(bg_mu_) = 0;
+  // Immutable memtables queued or being flushed, engine-wide. Written under
+  // bg_mu_; read relaxed on the write path as a hint, re-checked under bg_mu_.
+  std::atomic<int> immutable_memtables_{0};
   bool bg_stop_ GUARDED_BY(bg_mu_) = false;
+  // bg_stop_ for code that does not hold bg_mu_: a running compaction
+  // checks it to stop early when the engine closes.
+  std::atomic<bool> closing_{false};
   // Set by Compact(); cleared by the background thread once it finds no work.
   bool manual_compaction_ GUARDED_BY(bg_mu_) = false;
   Status bg_error_ GUARDED_BY(bg_mu_);
@@ -251,6 +269,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // the write path; the error itself is read under bg_mu_.
   std::atomic<bool> bg_failed_{false};
   std::thread flush_thread_;
+  std::vector<std::thread> compaction_threads_;
+  // Paces compaction output; unlimited when compaction_rate_limit is 0.
+  std::unique_ptr<RateLimiter> compaction_limiter_;
+  std::atomic<uint64_t> stat_memtable_stops_{0};
   std::atomic<uint64_t> stat_flushes_{0};
   std::atomic<uint64_t> stat_compactions_{0};
   std::atomic<uint64_t> stat_flush_bytes_{0};

@@ -87,6 +87,8 @@ void MemTable::Add(SequenceNumber seq, CellType type, const Slice& row, uint16_t
 
 size_t MemTable::ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
 
+size_t MemTable::ApproximateDataSize() const { return arena_.BytesInUse(); }
+
 uint64_t MemTable::num_entries() const {
   // Acquire: see Add().
   return num_entries_.load(std::memory_order_acquire);

@@ -67,6 +67,10 @@ class MemTable {
   // skiplist index lives in the arena, so this is the arena's usage; it grows
   // in arena-block steps and never shrinks.
   size_t ApproximateMemoryUsage() const;
+  // Bytes of entries and index allocated so far: what decides when the
+  // memtable is full (unlike ApproximateMemoryUsage, it does not start at a
+  // whole arena block). REQUIRES: external serialization with Add.
+  size_t ApproximateDataSize() const;
   // Entries added so far; any thread. An iterator created after this returned
   // n sees at least those n entries.
   uint64_t num_entries() const;

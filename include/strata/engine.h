@@ -73,8 +73,11 @@ struct EngineStats {
   uint64_t trivial_moves = 0;        // files moved down a level without a rewrite
   uint64_t write_slowdowns = 0;      // writes delayed 1 ms by level-0 backpressure
   uint64_t write_stops = 0;          // writes that waited for level 0 to shrink
-  uint64_t write_stall_micros = 0;   // time writes spent in either
+  uint64_t write_stall_micros = 0;   // time writes spent in these and memtable stops
   uint64_t max_level0_files = 0;     // level-0 files of the fullest group now
+  uint64_t memtable_stops = 0;       // writes that waited for a flush (max_immutable_memtables)
+  uint64_t immutable_memtables = 0;  // full memtables waiting for or in a flush now
+  uint64_t compaction_rate_limit_wait_micros = 0;  // time compactions slept on the rate limit
 };
 
 class Engine {

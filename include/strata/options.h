@@ -75,6 +75,18 @@ struct EngineOptions {
   uint64_t level1_max_bytes = 64ull << 20;
   // Compaction output is cut into files of about this size.
   uint64_t target_file_size = 32ull << 20;
+  // Compactions that may run at once, each on its own thread; flushes have a
+  // thread of their own besides. More lets independent groups and levels
+  // compact in parallel at the cost of CPU and disk bandwidth.
+  int max_background_compactions = 1;
+  // Bytes per second that all compactions together may write; 0 = no limit.
+  // A limit keeps compaction from starving foreground reads and writes of
+  // disk bandwidth, at the risk of level 0 piling up under heavy writes.
+  uint64_t compaction_rate_limit = 0;
+  // Full memtables of the whole engine that may wait for their flush. At this
+  // many, writes wait until a flush finishes (counted in EngineStats as
+  // memtable_stops), which bounds memory when flushing falls behind.
+  int max_immutable_memtables = 4;
   // Sees every column's live versions during compaction (may be null).
   std::shared_ptr<CompactionFilter> compaction_filter;
 

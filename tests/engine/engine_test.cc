@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cctype>
 #include <map>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "common/random.h"
 #include "strata/compaction_filter.h"
 #include "strata/engine.h"
+#include "util/forwarding_fs.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -594,6 +597,35 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
   EXPECT_EQ(Read("row1").size(), 1u);
 }
 
+// A delete marker hides cells of its row that sort after it: a row marker
+// every family's cells, a column marker the column's older versions. A file
+// holding only those cells overlaps the marker's row though not its key, and
+// must be merged with it before the marker may be dropped at the bottom.
+TEST_F(EngineTest, MarkersReachingTheBottomTakeTheirWholeRowAlong) {
+  ASSERT_TRUE(Put("k", "b", "y", 5, "v5").ok());
+  ASSERT_TRUE(Put("k", "c", "z", 1, "z1").ok());
+  ASSERT_TRUE(engine_->Compact().ok());  // level 1: k/b/y@5, k/c/z@1
+  RowMutation m;
+  m.Put("c", "z", 3, "z3").DeleteColumn("c", "z", 2);
+  ASSERT_TRUE(table_.Mutate(WriteOptions(), "k", m).ok());
+  ASSERT_EQ(Read("k").size(), 2u);
+  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_EQ(Read("k").size(), 2u);
+  // The new file, k/c/z@3 and the marker k/c/z@2, ends before k/c/z@1.
+  ASSERT_TRUE(engine_->Compact().ok());
+  std::vector<Cell> cells = Read("k");
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].value, "z3");
+
+  ASSERT_TRUE(table_.Mutate(WriteOptions(), "k", RowMutation().DeleteRow()).ok());
+  // The row marker's file holds a key of the row before every family's.
+  ASSERT_TRUE(engine_->Compact().ok());
+  EXPECT_TRUE(Read("k").empty());
+  EXPECT_EQ(engine_->GetStats().table_files, 0u);
+  Reopen();
+  EXPECT_TRUE(Read("k").empty());
+}
+
 }  // namespace
 }  // namespace strata
 
@@ -743,6 +775,226 @@ TEST(EngineBackpressureTest, BadTriggersAreRejected) {
   o.level0_stop_trigger = 10;
   o.write_buffer_size = 10;
   EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+  o.write_buffer_size = 1 << 20;
+  o.max_background_compactions = 0;
+  EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+  o.max_background_compactions = 1;
+  o.max_immutable_memtables = 0;
+  EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+}
+
+// A file system whose new SSTables wait at creation until the test opens the
+// gate: flushes and compactions stall while the log keeps working.
+class GatedTableFileSystem : public test::ForwardingFileSystem {
+ public:
+  Status NewWritableFile(const std::string& p, const FileOpenOptions& o,
+                         std::unique_ptr<WritableFile>* r) override {
+    if (p.size() > 4 && p.compare(p.size() - 4, 4, ".sst") == 0) {
+      std::unique_lock<std::mutex> l(mu_);
+      waiting_++;
+      cv_.notify_all();
+      cv_.wait(l, [&] { return open_; });
+    }
+    return test::ForwardingFileSystem::NewWritableFile(p, o, r);
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void WaitForWaiter() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return waiting_ > 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int waiting_ = 0;
+};
+
+TEST(EngineBackpressureTest, WritesWaitWhileTooManyMemtablesAwaitFlush) {
+  test::ScratchDir dir("bp");
+  GatedTableFileSystem fs;
+  EngineOptions o;
+  o.file_system = &fs;
+  o.write_buffer_size = 4096;
+  o.max_immutable_memtables = 2;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  constexpr int kRows = 400;  // about 40 KB: many memtables' worth
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kRows; i++) {
+      RowMutation m;
+      m.Put("f", "q", 1, std::string(100, 'v'));
+      ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+      written.fetch_add(1);
+    }
+  });
+  // The first flush is stuck creating its file; the writer fills memtables
+  // until two wait and then waits itself.
+  fs.WaitForWaiter();
+  while ((*e)->GetStats().memtable_stops == 0) std::this_thread::yield();
+  EngineStats st = (*e)->GetStats();
+  EXPECT_EQ(st.immutable_memtables, 2u);
+  EXPECT_LT(written.load(), kRows);
+  fs.Open();
+  writer.join();
+  ASSERT_EQ(written.load(), kRows);
+  st = (*e)->GetStats();
+  EXPECT_GT(st.memtable_stops, 0u);
+  EXPECT_GT(st.write_stall_micros, 0u);
+  for (int i = 0; i < kRows; i++) {
+    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_TRUE(cells.ok());
+    ASSERT_EQ(cells->size(), 1u) << i;
+  }
+}
+
+TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
+  test::ScratchDir dir("parallel");
+  EngineOptions o;
+  o.max_background_compactions = 3;
+  o.write_buffer_size = 16 << 10;
+  o.level0_compaction_trigger = 2;
+  o.target_file_size = 16 << 10;
+  o.level1_max_bytes = 64 << 10;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  Tenant tenant = *(*e)->OpenTenant("t");
+  TableSchema s;
+  s.locality_groups = {{.name = "g0"}, {.name = "g1"}};
+  s.families = {{.name = "f0", .locality_group = "g0"}, {.name = "f1", .locality_group = "g1"}};
+  constexpr int kTables = 3;
+  constexpr int kRows = 1500;
+  constexpr int kRounds = 4;
+  std::vector<Table> tables;
+  for (int i = 0; i < kTables; i++) {
+    ASSERT_TRUE(tenant.CreateTable("tab" + std::to_string(i), s).ok());
+    tables.push_back(*tenant.OpenTable("tab" + std::to_string(i)));
+  }
+  // Each thread owns one table: rounds of overwrites, and deletes of every
+  // 5th row in the last round, so compactions in every group of every table
+  // merge versions and markers at once.
+  auto value = [](int round, int row) { return std::to_string(round) + "/" + std::to_string(row); };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTables; t++) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; round++) {
+        for (int r = 0; r < kRows; r++) {
+          RowMutation m;
+          const std::string row = "row" + std::to_string(r);
+          if (round == kRounds - 1 && r % 5 == 0) {
+            m.DeleteRow();
+          } else {
+            m.Put("f0", "q", round + 1, value(round, r) + std::string(40, 'x'));
+            m.Put("f1", "q", 1, value(round, r));
+          }
+          ASSERT_TRUE(tables[t].Mutate(WriteOptions{.sync = false}, row, m).ok());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto check = [&] {
+    for (int t = 0; t < kTables; t++) {
+      for (int r = 0; r < kRows; r++) {
+        auto cells = tables[t].ReadRow(ReadOptions(), "row" + std::to_string(r));
+        ASSERT_TRUE(cells.ok());
+        if (r % 5 == 0) {
+          ASSERT_TRUE(cells->empty()) << t << " " << r;
+          continue;
+        }
+        ASSERT_EQ(cells->size(), 1u + kRounds) << t << " " << r;  // f0: a version a round
+        EXPECT_EQ((*cells)[0].value, value(kRounds - 1, r) + std::string(40, 'x'));
+        EXPECT_EQ(cells->back().value, value(kRounds - 1, r));
+      }
+    }
+  };
+  check();
+  EXPECT_GT((*e)->GetStats().compactions, 0u);
+  ASSERT_TRUE((*e)->Compact().ok());
+  check();
+  EngineStats st = (*e)->GetStats();
+  EXPECT_EQ(st.level_files[0], 0u);
+  ASSERT_TRUE((*e)->Close().ok());
+  e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  tenant = *(*e)->OpenTenant("t");
+  for (int i = 0; i < kTables; i++) tables[i] = *tenant.OpenTable("tab" + std::to_string(i));
+  check();
+}
+
+TEST(EngineCompactionTest, RateLimitPacesCompactionOutput) {
+  test::ScratchDir dir("ratelimit");
+  EngineOptions o;
+  // 256 KB/s with 100 ms of burst: the ~600 KB a full compaction writes
+  // below must wait for most of two seconds.
+  o.compaction_rate_limit = 256 << 10;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  for (int i = 0; i < 5000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i == 2500) {
+      ASSERT_TRUE((*e)->Flush().ok());
+    }
+  }
+  ASSERT_TRUE((*e)->Compact().ok());  // two level-0 files merge into level 1
+  EngineStats st = (*e)->GetStats();
+  EXPECT_EQ(st.compactions, 1u);
+  EXPECT_GT(st.compaction_bytes_written, 500u << 10);
+  EXPECT_GT(st.compaction_rate_limit_wait_micros, 0u);
+  auto cells = t.ReadRow(ReadOptions(), "row4999");
+  ASSERT_TRUE(cells.ok());
+  EXPECT_EQ(cells->size(), 1u);
+}
+
+TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
+  test::ScratchDir dir("ratelimit");
+  EngineOptions o;
+  o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
+  o.level0_compaction_trigger = 2;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  for (int i = 0; i < 8000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i % 4000 == 3999) {
+      ASSERT_TRUE((*e)->Flush().ok());
+    }
+  }
+  // Two level-0 files: a compaction starts and soon waits on the limit.
+  while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
+  ASSERT_TRUE((*e)->Close().ok());
+  e = Engine::Open(dir.path(), EngineOptions());
+  ASSERT_TRUE(e.ok());
+  t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  for (int i = 0; i < 8000; i += 333) {
+    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_TRUE(cells.ok());
+    EXPECT_EQ(cells->size(), 1u) << i;
+  }
 }
 
 TEST(EngineBackpressureTest, TightTriggersLoseNothing) {

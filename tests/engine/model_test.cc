@@ -112,6 +112,8 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   options.level0_compaction_trigger = 2;
   options.level1_max_bytes = 256 << 10;
   options.target_file_size = 64 << 10;
+  // Two compaction threads besides the flush thread: picks must not collide.
+  options.max_background_compactions = 2;
   auto open = [&]() {
     auto e = Engine::Open(dir.path(), options);
     EXPECT_TRUE(e.ok()) << e.status().ToString();

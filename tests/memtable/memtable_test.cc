@@ -329,6 +329,11 @@ TEST(MemTableTest, RandomizedAgainstModel) {
       // Nodes, length prefixes and block tails cost something, but not this much.
       EXPECT_LE(usage, 2 * (payload_bytes + 128 * model.size()) + 2 * Arena::kBlockSize);
       last_usage = usage;
+      // The data size counts what was allocated, not the block it came from.
+      const size_t data = mem.ApproximateDataSize();
+      EXPECT_GE(data, payload_bytes);
+      EXPECT_LE(data, usage);
+      EXPECT_GT(data + Arena::kBlockSize, usage);
 
       auto it = mem.NewIterator();
       it->Seek(keys[rnd.Uniform(keys.size())]);
