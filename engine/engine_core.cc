@@ -862,17 +862,29 @@ Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, Int
   Status s;
   meta->min_sequence = kMaxSequenceNumber;
   meta->max_sequence = 0;
-  for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
-    const Slice key = it->key();
+  auto emit = [&](const Slice& key, const Slice& value) {
     if (meta->entries == 0) meta->smallest.assign(key.data(), key.size());
     meta->largest.assign(key.data(), key.size());
     const SequenceNumber seq = CellKeySequence(key);
     meta->min_sequence = std::min(meta->min_sequence, seq);
     meta->max_sequence = std::max(meta->max_sequence, seq);
     meta->entries++;
-    s = builder.Add(key, it->value());
+    return builder.Add(key, value);
+  };
+  // What the memtable itself hides (older entries at one timestamp, versions
+  // under its own delete markers) is not written; the markers are, since
+  // older files may hold what they hide. The compaction filter is not run.
+  CompactionFilter::Context ctx;
+  ctx.tablet_id = tablet.id;
+  ctx.table = tablet.table->name;
+  ctx.locality_group = tablet.table->schema.locality_groups()[group].name;
+  CompactionStream stream(/*bottommost=*/false, /*filter=*/nullptr, ctx, &tablet.table->schema,
+                          emit);
+  for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
+    s = stream.Add(it->key(), it->value());
   }
   if (s.ok()) s = it->status();
+  if (s.ok()) s = stream.Finish();
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
   if (s.ok()) s = file->Close();

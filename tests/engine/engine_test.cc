@@ -597,6 +597,30 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
   EXPECT_EQ(Read("row1").size(), 1u);
 }
 
+TEST_F(EngineTest, FlushWritesOnlyWhatTheMemtableDoesNotHide) {
+  for (int i = 0; i < 1000; i++) {
+    ASSERT_TRUE(Put("k", "b", "y", 7, std::string(100, 'a' + i % 26)).ok());  // overwrites
+    ASSERT_TRUE(Put("d" + std::to_string(i), "b", "y", 7, std::string(100, 'x')).ok());
+  }
+  for (int i = 0; i < 1000; i++) {
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), "d" + std::to_string(i),
+                              RowMutation().DeleteColumn("b", "y"))
+                    .ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  // One version of k and 1000 markers: far less than the 200 KB of values.
+  EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.table_files, 1u);
+  EXPECT_LT(st.flush_bytes_written, 40u << 10);
+  std::vector<Cell> cells = Read("k");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].value, std::string(100, 'a' + 999 % 26));
+  EXPECT_TRUE(Read("d5").empty());
+  Reopen();
+  EXPECT_EQ(Read("k").size(), 1u);
+  EXPECT_TRUE(Read("d5").empty());
+}
+
 // A delete marker hides cells of its row that sort after it: a row marker
 // every family's cells, a column marker the column's older versions. A file
 // holding only those cells overlaps the marker's row though not its key, and
