@@ -1,8 +1,9 @@
 // db_bench: named whole-database workloads (fillseq, fillrandom, overwrite,
-// readrandom, readmissing) run through Strata and, in the same run, through
-// RocksDB with the same sizes and settings, printed side by side with the
-// ratio Strata / RocksDB. After overwrite it reports write and space
-// amplification of both.
+// readrandom, readmissing, readseq, seekrandom, scansmall) run through Strata
+// and, in the same run, through RocksDB with the same sizes and settings,
+// printed side by side with the ratio Strata / RocksDB. After overwrite it
+// reports write and space amplification of both; after scansmall, the table
+// bytes and files each engine read.
 //
 //   build/bench/db_bench --num=200000              # a quick check
 //   build/bench/db_bench --help                    # every flag
@@ -16,7 +17,13 @@
 // with one cell: family "f", qualifier "q", timestamp 1. Engines run one
 // after the other (all workloads on Strata, then all on RocksDB), so one
 // engine's background work never overlaps the other's timed phase.
+//
+// Every read checks what it finds (keys in order, value sizes, and for
+// scansmall the exact values); wrong data ends the program with exit code 1.
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -27,23 +34,31 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unistd.h>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "common/file_system.h"
 #include "common/histogram.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "strata/engine.h"
+#include "util/forwarding_fs.h"
 
 #ifdef STRATA_HAVE_ROCKSDB
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/iostats_context.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
 #endif
 
 namespace {
@@ -51,6 +66,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // ---- Flags --------------------------------------------------------------------
+
+constexpr std::array<const char*, 8> kWorkloads = {"fillseq",    "fillrandom",  "overwrite",
+                                                   "readrandom", "readmissing", "readseq",
+                                                   "seekrandom", "scansmall"};
+
+// seekrandom: Next() calls after each seek, as db_bench's --seek_nexts.
+constexpr uint64_t kSeekNexts = 10;
+// scansmall: bytes of each value of the small family (decimal digits of the row number).
+constexpr size_t kSmallValueSize = 8;
 
 struct Flags {
   uint64_t num = 1000000;
@@ -63,8 +87,7 @@ struct Flags {
   size_t write_buffer_mb = 32;
   bool sync = false;
   std::string db;  // empty: a fresh directory under the system temp dir
-  std::vector<std::string> benchmarks = {"fillseq", "fillrandom", "overwrite", "readrandom",
-                                         "readmissing"};
+  std::vector<std::string> benchmarks{kWorkloads.begin(), kWorkloads.end()};
   uint64_t seed = 301;
 };
 
@@ -81,12 +104,32 @@ Workloads (--benchmarks, run in the order given, for each compression):
   readrandom   --reads point reads of random keys that exist
   readmissing  --reads point reads of random keys that do not exist (they sort
                between existing keys, so only the bloom filters can rule them out)
-Before the first read phase after writes both engines settle the same way:
-Strata with Engine::Compact(), RocksDB with CompactRange over every key.
+  readseq      a forward scan over every key, by each of --threads (Strata: one
+               Table::Scan of the whole table; RocksDB: one Iterator from
+               SeekToFirst); reports rows/s and MB/s of key + value
+  seekrandom   --reads seeks to random keys that exist, each followed by 10
+               Next() calls (11 rows, fewer near the last key); every seek is a
+               new scan: a Strata Table::Scan with start_row = the key, a new
+               RocksDB Iterator and Seek (a Strata scan cannot seek again, so
+               neither engine reuses an iterator); reports seeks/s
+  scansmall    a database of its own: one table with locality group "big"
+               (family big, --value_size byte values) and locality group
+               "small" (family small, 8-byte values), both on each of --num
+               rows; written in key order (untimed), settled, reopened (cold
+               block cache), then one scan in one thread of family small alone
+               (ScanSpec filter on that family). RocksDB: column families big
+               and small, one iterator over small. Reports rows/s and the
+               table bytes and files each engine read; then a scan of family
+               big, to show which files each group's scan reads.
+readrandom, readmissing, readseq and seekrandom use the database the workloads
+before them left (loaded untimed with fillrandom when there is none). Before the first read phase after
+writes both engines settle the same way: Strata with Engine::Compact(),
+RocksDB with CompactRange over every key.
 
 Flags:
   --num N              keys in the database (default 1000000)
-  --reads N            operations of each read workload (default: --num)
+  --reads N            operations of readrandom, readmissing and seekrandom
+                       (default: --num)
   --threads N          client threads per workload (default 1)
   --compression C      none | zstd (default: both, one after the other)
   --value_size N       bytes per value (default 100); values compress to about
@@ -99,7 +142,7 @@ Flags:
                        the system temp dir); what this program creates is
                        removed at the end
   --benchmarks LIST    comma list (default fillseq,fillrandom,overwrite,
-                       readrandom,readmissing)
+                       readrandom,readmissing,readseq,seekrandom,scansmall)
   --seed N             seed of the key orders and values (default 301)
   --help               this text
 
@@ -108,11 +151,13 @@ level 3), bloom filter 10 bits per key, 16 KiB blocks, log on, --sync. Level
 shape as Strata's defaults: compaction at 4 level-0 files, level 1 of 64 MiB,
 x10 per level, 32 MiB output files. RocksDB keeps its default background jobs.
 
-Reported per workload: ops/s; MB/s of key + value bytes (as db_bench: every
-write, and the reads that found their key); p50/p99 latency of one call in
-microseconds. Ratios are Strata / RocksDB. The figures depend on the machine, its disk and
-whatever else runs on it: compare the two engines only within one run on one
-machine, never figures from different runs.
+Reported per workload: ops/s (rows/s for readseq and scansmall, seeks/s for
+seekrandom); MB/s of key + value bytes (as db_bench: every write, and every
+key and value read); p50/p99 latency of one call in microseconds (of one seek
+and its 11 rows for seekrandom; none for the scans). Ratios are Strata /
+RocksDB. The figures depend on the machine, its disk and whatever else runs on
+it: compare the two engines only within one run on one machine, never figures
+from different runs.
 )";
 
 bool ParseUint(std::string_view s, uint64_t* out) {
@@ -205,8 +250,7 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (name == "benchmarks") {
       f.benchmarks = SplitComma(need());
       for (const auto& b : f.benchmarks) {
-        if (b != "fillseq" && b != "fillrandom" && b != "overwrite" && b != "readrandom" &&
-            b != "readmissing") {
+        if (std::find(kWorkloads.begin(), kWorkloads.end(), b) == kWorkloads.end()) {
           Usage("unknown benchmark '" + b + "'");
         }
       }
@@ -241,6 +285,32 @@ void MakeKey(const Flags& f, uint64_t i, bool missing, std::string* key) {
   key->resize(f.key_size);
 }
 
+// Adds one to the decimal number in the first `digits` bytes of *s; 99..9
+// wraps to 00..0.
+void IncrementDigits(std::string* s, size_t digits) {
+  for (size_t p = digits; p-- > 0;) {
+    char& c = (*s)[p];
+    if (c != '9') {
+      c++;
+      return;
+    }
+    c = '0';
+  }
+}
+
+// Turns key i (an existing one) into key i + 1.
+void NextKey(const Flags& f, std::string* key) { IncrementDigits(key, f.key_size - 1); }
+
+// The small family's value of row i: its number's last 8 decimal digits.
+void MakeSmallValue(uint64_t i, std::string* value) {
+  char buf[kSmallValueSize + 1];
+  std::snprintf(buf, sizeof(buf), "%0*" PRIu64, static_cast<int>(kSmallValueSize), i % 100000000);
+  value->assign(buf, kSmallValueSize);
+}
+
+// The big family's value of row i picks its start in the ValueSource by this.
+uint64_t BigValuePos(uint64_t i) { return i * 7919; }
+
 // Values compress to about half, as db_bench with --compression_ratio=0.5:
 // each 100-byte piece repeats 50 random bytes.
 class ValueSource {
@@ -272,20 +342,158 @@ struct StoreStats {
   uint64_t flush_bytes = 0;
   uint64_t compaction_bytes = 0;
   uint64_t table_bytes = 0;
+  uint64_t table_files = 0;
   std::string level_files;  // "L0:3 L1:5 ..."
+};
+
+// The shape of a store's database.
+enum class Layout {
+  kOneFamily,  // Strata: family "f" in group "default"; RocksDB: the default column family
+  kTwoGroups,  // scansmall: families "big" and "small", each in a locality group (RocksDB:
+               // a column family) of its own
+};
+
+// What a cursor walks: the one family of kOneFamily, or one of kTwoGroups.
+enum class Family { kMain, kBig, kSmall };
+
+// What was read from table files since Store::ResetReadIo.
+struct ReadIo {
+  bool known = false;           // whether the store counts reads at all
+  uint64_t bytes = 0;           // bytes read from table files
+  uint64_t opens = 0;           // table files opened
+  bool per_file = false;        // whether `files` is known
+  std::set<std::string> files;  // names of the table files read from
+};
+
+// Counts the reads of table files (*.sst) that pass through it: files opened,
+// and bytes read from each file. Thread-safe.
+class CountingFileSystem final : public strata::test::ForwardingFileSystem {
+ public:
+  CountingFileSystem() = default;
+  CountingFileSystem(const CountingFileSystem&) = delete;
+  CountingFileSystem& operator=(const CountingFileSystem&) = delete;
+
+  strata::Status NewRandomAccessFile(const std::string& path,
+                                     std::unique_ptr<strata::RandomAccessFile>* result) override {
+    std::unique_ptr<strata::RandomAccessFile> file;
+    STRATA_RETURN_IF_ERROR(base_->NewRandomAccessFile(path, &file));
+    if (!IsTableFile(path)) {
+      *result = std::move(file);
+      return strata::Status::OK();
+    }
+    // Relaxed: a plain event count, read once the counted scan has returned.
+    opens_.fetch_add(1, std::memory_order_relaxed);
+    *result = std::make_unique<CountingFile>(std::move(file), CounterFor(path));
+    return strata::Status::OK();
+  }
+
+  void Reset() {
+    opens_.store(0, std::memory_order_relaxed);
+    strata::MutexLock l(&mu_);
+    for (auto& [path, bytes] : bytes_) bytes->store(0, std::memory_order_relaxed);
+  }
+
+  ReadIo Get() {
+    ReadIo io;
+    io.known = true;
+    io.per_file = true;
+    io.opens = opens_.load(std::memory_order_relaxed);
+    strata::MutexLock l(&mu_);
+    for (const auto& [path, bytes] : bytes_) {
+      const uint64_t n = bytes->load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      io.bytes += n;
+      io.files.insert(path.substr(path.find_last_of('/') + 1));
+    }
+    return io;
+  }
+
+ private:
+  class CountingFile final : public strata::RandomAccessFile {
+   public:
+    CountingFile(std::unique_ptr<strata::RandomAccessFile> base, std::atomic<uint64_t>* bytes)
+        : base_(std::move(base)), bytes_(bytes) {}
+    strata::Status Read(uint64_t offset, size_t n, strata::Slice* result,
+                        char* scratch) const override {
+      strata::Status s = base_->Read(offset, n, result, scratch);
+      // Relaxed: a plain byte count, read once the counted scan has returned.
+      if (s.ok()) bytes_->fetch_add(result->size(), std::memory_order_relaxed);
+      return s;
+    }
+    strata::Result<uint64_t> Size() const override { return base_->Size(); }
+
+   private:
+    const std::unique_ptr<strata::RandomAccessFile> base_;
+    std::atomic<uint64_t>* const bytes_;
+  };
+
+  static bool IsTableFile(const std::string& path) {
+    return path.size() > 4 && path.compare(path.size() - 4, 4, ".sst") == 0;
+  }
+
+  // The counter of `path`; it lives as long as this object.
+  std::atomic<uint64_t>* CounterFor(const std::string& path) {
+    strata::MutexLock l(&mu_);
+    auto& slot = bytes_[path];
+    if (!slot) slot = std::make_unique<std::atomic<uint64_t>>(0);
+    return slot.get();
+  }
+
+  std::atomic<uint64_t> opens_{0};
+  strata::Mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<std::atomic<uint64_t>>> bytes_ GUARDED_BY(mu_);
+};
+
+struct StoreSpec {
+  std::string dir;
+  bool zstd = false;
+  Layout layout = Layout::kOneFamily;
+  // Strata only: the engine's file system, which counts table reads for
+  // Store::GetReadIo; nullptr = the local file system, uncounted.
+  CountingFileSystem* fs = nullptr;
+};
+
+// A forward walk over the rows (Strata) or keys (RocksDB) of one family,
+// each holding one value. Errors, including a Strata row that does not hold
+// exactly one cell of the family, make it !Valid() and show in error().
+class Cursor {
+ public:
+  virtual ~Cursor() = default;
+  virtual bool Valid() const = 0;
+  // REQUIRES: Valid().
+  virtual void Next() = 0;
+  // REQUIRES: Valid(). Both valid until the next Next().
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  // Empty when there was no error.
+  virtual std::string error() const = 0;
 };
 
 class Store {
  public:
   virtual ~Store() = default;
   // Each returns an empty string on success, else the error.
+  // REQUIRES (Put, Get): Layout::kOneFamily.
   virtual std::string Put(std::string_view key, std::string_view value) = 0;
   virtual std::string Get(std::string_view key, size_t value_size, bool* found) = 0;
+  // Writes both families of one row in one atomic write.
+  // REQUIRES: Layout::kTwoGroups.
+  virtual std::string PutRow(std::string_view key, std::string_view big,
+                             std::string_view small) = 0;
+  // A cursor over `family` from the first key >= `start` (empty: from the first).
+  virtual std::string NewCursor(Family family, std::string_view start,
+                                std::unique_ptr<Cursor>* cursor) = 0;
   // Flushes and compacts so reads start from the same shape on both engines.
   virtual std::string Settle() = 0;
   virtual StoreStats Stats() = 0;
+  // Table-file reads are counted from here on, by the calling thread for
+  // RocksDB (its IOStatsContext is per thread), by every thread for Strata.
+  virtual void ResetReadIo() = 0;
+  virtual ReadIo GetReadIo() = 0;
   virtual std::string Close() = 0;
 };
+
+using OpenFn = std::unique_ptr<Store> (*)(const Flags&, const StoreSpec&, std::string*);
 
 std::string LevelString(const std::vector<uint64_t>& files) {
   std::string s;
@@ -297,33 +505,83 @@ std::string LevelString(const std::vector<uint64_t>& files) {
   return s.empty() ? "none" : s;
 }
 
+class StrataCursor final : public Cursor {
+ public:
+  StrataCursor(std::unique_ptr<strata::RowIterator> it, std::string family)
+      : it_(std::move(it)), family_(std::move(family)) {
+    CheckRow();
+  }
+
+  bool Valid() const override { return error_.empty() && it_->Valid(); }
+  void Next() override {
+    it_->Next();
+    CheckRow();
+  }
+  std::string_view key() const override { return it_->row(); }
+  std::string_view value() const override { return it_->cells()[0].value; }
+  std::string error() const override {
+    if (!error_.empty()) return error_;
+    const strata::Status s = it_->status();
+    return s.ok() ? std::string() : "scan: " + s.ToString();
+  }
+
+ private:
+  void CheckRow() {
+    if (!it_->Valid()) return;
+    const std::vector<strata::Cell>& cells = it_->cells();
+    if (cells.size() != 1 || cells[0].family != family_) {
+      error_ = "scan: row '" + std::string(it_->row()) + "' has " + std::to_string(cells.size()) +
+               " cells" +
+               (cells.empty() ? std::string() : ", the first of family " + cells[0].family) +
+               "; expected one cell of family " + family_;
+    }
+  }
+
+  const std::unique_ptr<strata::RowIterator> it_;
+  const std::string family_;
+  std::string error_;
+};
+
 class StrataStore final : public Store {
  public:
-  static std::unique_ptr<Store> Open(const Flags& f, const std::string& dir, bool zstd,
-                                     std::string* error) {
+  // Creates the tenant and table when they are missing, so it also reopens.
+  static std::unique_ptr<Store> Open(const Flags& f, const StoreSpec& spec, std::string* error) {
     strata::EngineOptions o;
     o.write_buffer_size = f.write_buffer_mb << 20;
     o.block_cache_size = f.cache_mb << 20;
-    auto e = strata::Engine::Open(dir, o);
+    o.file_system = spec.fs;
+    auto e = strata::Engine::Open(spec.dir, o);
     if (!e.ok()) {
       *error = "Engine::Open: " + e.status().ToString();
       return nullptr;
     }
-    auto store = std::unique_ptr<StrataStore>(new StrataStore(f.sync));
+    auto store = std::unique_ptr<StrataStore>(new StrataStore(f.sync, spec.fs));
     store->engine_ = std::move(e.value());
+    auto group = [&](const char* name) {
+      strata::LocalityGroupOptions g;
+      g.name = name;
+      g.compression = spec.zstd ? strata::Compression::kZstd : strata::Compression::kNone;
+      g.compression_level = 3;
+      g.block_size = 16 << 10;
+      g.bloom_bits_per_key = 10;
+      return g;
+    };
     strata::TableSchema schema;
-    strata::LocalityGroupOptions g;
-    g.name = "default";
-    g.compression = zstd ? strata::Compression::kZstd : strata::Compression::kNone;
-    g.compression_level = 3;
-    g.block_size = 16 << 10;
-    g.bloom_bits_per_key = 10;
-    schema.locality_groups.push_back(g);
-    schema.families.push_back({.name = "f", .locality_group = "default"});
+    if (spec.layout == Layout::kOneFamily) {
+      schema.locality_groups.push_back(group("default"));
+      schema.families.push_back({.name = "f", .locality_group = "default"});
+    } else {
+      schema.locality_groups.push_back(group("big"));
+      schema.locality_groups.push_back(group("small"));
+      schema.families.push_back({.name = "big", .locality_group = "big"});
+      schema.families.push_back({.name = "small", .locality_group = "small"});
+    }
     strata::Status s = store->engine_->CreateTenant("bench");
+    if (s.IsAlreadyExists()) s = strata::Status::OK();
     if (s.ok()) {
       auto tenant = store->engine_->OpenTenant("bench");
       s = tenant.ok() ? tenant->CreateTable("t", schema) : tenant.status();
+      if (s.IsAlreadyExists()) s = strata::Status::OK();
       if (s.ok()) {
         auto table = tenant->OpenTable("t");
         if (table.ok()) {
@@ -358,6 +616,28 @@ class StrataStore final : public Store {
     return std::string();
   }
 
+  std::string PutRow(std::string_view key, std::string_view big, std::string_view small) override {
+    strata::RowMutation m;
+    m.Put("big", "q", 1, big).Put("small", "q", 1, small);
+    strata::Status s = table_.Mutate(write_options_, key, m);
+    return s.ok() ? std::string() : s.ToString();
+  }
+
+  std::string NewCursor(Family family, std::string_view start,
+                        std::unique_ptr<Cursor>* cursor) override {
+    strata::ScanSpec spec;
+    spec.start_row = start;
+    std::string name = "f";  // the only family: no filter, as a whole-row reader asks
+    if (family != Family::kMain) {
+      name = family == Family::kBig ? "big" : "small";
+      spec.filter.families = {name};
+    }
+    auto it = table_.Scan(read_options_, spec);
+    if (!it.ok()) return "Table::Scan: " + it.status().ToString();
+    *cursor = std::make_unique<StrataCursor>(std::move(it.value()), std::move(name));
+    return std::string();
+  }
+
   std::string Settle() override {
     strata::Status s = engine_->Compact();
     return s.ok() ? std::string() : "Engine::Compact: " + s.ToString();
@@ -370,9 +650,15 @@ class StrataStore final : public Store {
     out.flush_bytes = s.flush_bytes_written;
     out.compaction_bytes = s.compaction_bytes_written;
     out.table_bytes = s.table_bytes;
+    out.table_files = s.table_files;
     out.level_files = LevelString(s.level_files);
     return out;
   }
+
+  void ResetReadIo() override {
+    if (fs_ != nullptr) fs_->Reset();
+  }
+  ReadIo GetReadIo() override { return fs_ != nullptr ? fs_->Get() : ReadIo(); }
 
   std::string Close() override {
     table_ = strata::Table();
@@ -382,8 +668,9 @@ class StrataStore final : public Store {
   }
 
  private:
-  explicit StrataStore(bool sync) { write_options_.sync = sync; }
+  StrataStore(bool sync, CountingFileSystem* fs) : fs_(fs) { write_options_.sync = sync; }
 
+  CountingFileSystem* const fs_;  // null when the engine's reads are not counted
   std::unique_ptr<strata::Engine> engine_;
   strata::Table table_;
   strata::WriteOptions write_options_;
@@ -391,15 +678,46 @@ class StrataStore final : public Store {
 };
 
 #ifdef STRATA_HAVE_ROCKSDB
+class RocksCursor final : public Cursor {
+ public:
+  RocksCursor(std::unique_ptr<rocksdb::Iterator> it, std::string_view start) : it_(std::move(it)) {
+    if (start.empty()) {
+      it_->SeekToFirst();
+    } else {
+      it_->Seek(rocksdb::Slice(start.data(), start.size()));
+    }
+  }
+
+  bool Valid() const override { return it_->Valid(); }
+  void Next() override { it_->Next(); }
+  std::string_view key() const override {
+    const rocksdb::Slice k = it_->key();
+    return std::string_view(k.data(), k.size());
+  }
+  std::string_view value() const override {
+    const rocksdb::Slice v = it_->value();
+    return std::string_view(v.data(), v.size());
+  }
+  std::string error() const override {
+    const rocksdb::Status s = it_->status();
+    return s.ok() ? std::string() : "rocksdb::Iterator: " + s.ToString();
+  }
+
+ private:
+  const std::unique_ptr<rocksdb::Iterator> it_;
+};
+
 class RocksStore final : public Store {
  public:
-  static std::unique_ptr<Store> Open(const Flags& f, const std::string& dir, bool zstd,
-                                     std::string* error) {
+  // With Layout::kTwoGroups the database has column families "big" and
+  // "small" (created when missing) beside the unused default one.
+  static std::unique_ptr<Store> Open(const Flags& f, const StoreSpec& spec, std::string* error) {
     auto store = std::unique_ptr<RocksStore>(new RocksStore);
     rocksdb::Options o;
     o.create_if_missing = true;
+    o.create_missing_column_families = true;
     o.write_buffer_size = f.write_buffer_mb << 20;
-    o.compression = zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
+    o.compression = spec.zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
     o.compression_opts.level = 3;
     // Strata's level shape (EngineOptions defaults).
     o.level0_file_num_compaction_trigger = 4;
@@ -413,28 +731,39 @@ class RocksStore final : public Store {
     o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
     store->stats_ = rocksdb::CreateDBStatistics();
     o.statistics = store->stats_;
+    // Every column family shares the table factory, so the block cache too.
+    std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o)}};
+    if (spec.layout == Layout::kTwoGroups) {
+      families.push_back({"big", rocksdb::ColumnFamilyOptions(o)});
+      families.push_back({"small", rocksdb::ColumnFamilyOptions(o)});
+    }
     rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(o, dir, &db);
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(o), spec.dir, families, &handles, &db);
     if (!s.ok()) {
       *error = "rocksdb::DB::Open: " + s.ToString();
       return nullptr;
     }
     store->db_.reset(db);
+    store->handles_ = std::move(handles);
     store->write_options_.sync = f.sync;
     store->write_options_.disableWAL = false;
     return store;
   }
 
+  ~RocksStore() override {
+    if (db_) (void)Close();
+  }
+
   std::string Put(std::string_view key, std::string_view value) override {
-    rocksdb::Status s = db_->Put(write_options_, rocksdb::Slice(key.data(), key.size()),
-                                 rocksdb::Slice(value.data(), value.size()));
+    rocksdb::Status s = db_->Put(write_options_, handles_[0], ToSlice(key), ToSlice(value));
     return s.ok() ? std::string() : s.ToString();
   }
 
   std::string Get(std::string_view key, size_t value_size, bool* found) override {
     rocksdb::PinnableSlice value;
-    rocksdb::Status s = db_->Get(read_options_, db_->DefaultColumnFamily(),
-                                 rocksdb::Slice(key.data(), key.size()), &value);
+    rocksdb::Status s = db_->Get(read_options_, handles_[0], ToSlice(key), &value);
     if (s.IsNotFound()) {
       *found = false;
       return std::string();
@@ -448,10 +777,28 @@ class RocksStore final : public Store {
     return std::string();
   }
 
+  std::string PutRow(std::string_view key, std::string_view big, std::string_view small) override {
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s = batch.Put(Handle(Family::kBig), ToSlice(key), ToSlice(big));
+    if (s.ok()) s = batch.Put(Handle(Family::kSmall), ToSlice(key), ToSlice(small));
+    if (s.ok()) s = db_->Write(write_options_, &batch);
+    return s.ok() ? std::string() : s.ToString();
+  }
+
+  std::string NewCursor(Family family, std::string_view start,
+                        std::unique_ptr<Cursor>* cursor) override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options_, Handle(family)));
+    *cursor = std::make_unique<RocksCursor>(std::move(it), start);
+    return std::string();
+  }
+
   std::string Settle() override {
     rocksdb::CompactRangeOptions cro;
-    rocksdb::Status s = db_->CompactRange(cro, nullptr, nullptr);
-    return s.ok() ? std::string() : "CompactRange: " + s.ToString();
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      rocksdb::Status s = db_->CompactRange(cro, h, nullptr, nullptr);
+      if (!s.ok()) return "CompactRange of " + h->GetName() + ": " + s.ToString();
+    }
+    return std::string();
   }
 
   StoreStats Stats() override {
@@ -459,33 +806,75 @@ class RocksStore final : public Store {
     out.log_bytes = stats_->getTickerCount(rocksdb::WAL_FILE_BYTES);
     out.flush_bytes = stats_->getTickerCount(rocksdb::FLUSH_WRITE_BYTES);
     out.compaction_bytes = stats_->getTickerCount(rocksdb::COMPACT_WRITE_BYTES);
-    uint64_t live = 0;
-    if (db_->GetIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize, &live)) {
-      out.table_bytes = live;
-    }
     std::vector<uint64_t> files;
-    for (int l = 0; l < db_->NumberLevels(); l++) {
-      std::string v;
-      db_->GetProperty(rocksdb::DB::Properties::kNumFilesAtLevelPrefix + std::to_string(l), &v);
-      files.push_back(std::strtoull(v.c_str(), nullptr, 10));
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      uint64_t live = 0;
+      if (db_->GetIntProperty(h, rocksdb::DB::Properties::kLiveSstFilesSize, &live)) {
+        out.table_bytes += live;
+      }
+      files.resize(std::max<size_t>(files.size(), db_->NumberLevels(h)));
+      for (int l = 0; l < db_->NumberLevels(h); l++) {
+        std::string v;
+        db_->GetProperty(h, rocksdb::DB::Properties::kNumFilesAtLevelPrefix + std::to_string(l),
+                         &v);
+        files[l] += std::strtoull(v.c_str(), nullptr, 10);
+      }
     }
+    for (uint64_t n : files) out.table_files += n;
     out.level_files = LevelString(files);
     return out;
   }
 
+  void ResetReadIo() override {
+    read_bytes_base_ = rocksdb::get_iostats_context()->bytes_read;
+    opens_base_ = stats_->getTickerCount(rocksdb::NO_FILE_OPENS);
+  }
+  ReadIo GetReadIo() override {
+    ReadIo io;
+    io.known = true;
+    io.bytes = rocksdb::get_iostats_context()->bytes_read - read_bytes_base_;
+    io.opens = stats_->getTickerCount(rocksdb::NO_FILE_OPENS) - opens_base_;
+    return io;
+  }
+
   std::string Close() override {
+    std::string error;
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      rocksdb::Status s = db_->DestroyColumnFamilyHandle(h);
+      if (!s.ok() && error.empty()) error = "DestroyColumnFamilyHandle: " + s.ToString();
+    }
+    handles_.clear();
     rocksdb::Status s = db_->Close();
     db_.reset();
-    return s.ok() ? std::string() : "rocksdb::DB::Close: " + s.ToString();
+    if (!s.ok() && error.empty()) error = "rocksdb::DB::Close: " + s.ToString();
+    return error;
   }
 
  private:
   RocksStore() = default;
 
+  static rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+  // handles_ is {default} or {default, big, small}, as Open asked for them.
+  rocksdb::ColumnFamilyHandle* Handle(Family family) const {
+    switch (family) {
+      case Family::kBig:
+        return handles_.at(1);
+      case Family::kSmall:
+        return handles_.at(2);
+      case Family::kMain:
+        break;
+    }
+    return handles_[0];
+  }
+
   std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::shared_ptr<rocksdb::Statistics> stats_;
   rocksdb::WriteOptions write_options_;
   rocksdb::ReadOptions read_options_;
+  uint64_t read_bytes_base_ = 0;
+  uint64_t opens_base_ = 0;
 };
 #endif  // STRATA_HAVE_ROCKSDB
 
@@ -495,31 +884,32 @@ struct PhaseResult {
   bool ran = false;
   double seconds = 0;
   uint64_t ops = 0;
-  uint64_t found = 0;
-  strata::Histogram latency_us;
+  uint64_t found = 0;            // reads that found their key, seeks that landed on theirs
+  uint64_t rows = 0;             // rows (keys) the phase read
+  uint64_t bytes = 0;            // key + value bytes written, or read
+  strata::Histogram latency_us;  // of one call; empty for the scans
 
   double OpsPerSec() const { return seconds > 0 ? ops / seconds : 0; }
-  // As db_bench: writes count every key + value, reads only those found.
-  double MBPerSec(const Flags& f, bool read) const {
-    const double n = read ? static_cast<double>(found) : static_cast<double>(ops);
-    return seconds > 0 ? n * static_cast<double>(f.key_size + f.value_size) / 1048576.0 / seconds
-                       : 0;
-  }
+  double MBPerSec() const { return seconds > 0 ? bytes / 1048576.0 / seconds : 0; }
 };
 
-enum class Op { kWrite, kRead };
+// What one thread's operations counted.
+struct OpCounts {
+  uint64_t found = 0;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+};
 
-// Runs `ops` operations split over the threads; `key_of(thread, j)` names the
-// key index and whether it is a missing key for the j-th operation of
-// `thread`, which does operations [begin, end) of the phase. Prints progress
-// to stderr every 10%.
-template <typename KeyOf>
-PhaseResult RunPhase(const Flags& f, const std::string& label, Store* store, Op op, uint64_t ops,
-                     const ValueSource& values, KeyOf key_of) {
+// Runs `ops` operations split over the threads; thread t does operations
+// [begin, end) of the phase, calling `op(t, j, &scratch, &counts)` for the
+// j-th, which returns an error or an empty string. The first error ends the
+// program. Times each call and prints progress to stderr every 10%.
+template <typename Op>
+PhaseResult RunOps(const Flags& f, const std::string& label, uint64_t ops, Op op) {
   std::atomic<uint64_t> done{0};
   std::atomic<bool> failed{false};
   std::vector<strata::Histogram> hists(f.threads);
-  std::vector<uint64_t> found(f.threads, 0);
+  std::vector<OpCounts> counts(f.threads);
   std::vector<std::string> errors(f.threads);
   const auto start = Clock::now();
   std::vector<std::thread> workers;
@@ -527,24 +917,15 @@ PhaseResult RunPhase(const Flags& f, const std::string& label, Store* store, Op 
     workers.emplace_back([&, t] {
       const uint64_t begin = ops * t / f.threads;
       const uint64_t end = ops * (t + 1) / f.threads;
-      std::string key;
+      std::string scratch;
       uint64_t pending = 0;
       for (uint64_t j = begin; j < end; j++) {
-        const auto [index, missing] = key_of(t, j);
-        MakeKey(f, index, missing, &key);
         const auto t0 = Clock::now();
-        std::string err;
-        if (op == Op::kWrite) {
-          err = store->Put(key, values.Get(j * 7919 + index));
-        } else {
-          bool hit = false;
-          err = store->Get(key, f.value_size, &hit);
-          found[t] += hit ? 1 : 0;
-        }
+        std::string err = op(t, j, &scratch, &counts[t]);
         const auto t1 = Clock::now();
         hists[t].Add(std::chrono::duration<double, std::micro>(t1 - t0).count());
         if (!err.empty()) {
-          errors[t] = err;
+          errors[t] = std::move(err);
           failed.store(true);
           break;
         }
@@ -583,10 +964,137 @@ PhaseResult RunPhase(const Flags& f, const std::string& label, Store* store, Op 
       std::exit(1);
     }
     r.latency_us.Merge(hists[t]);
-    r.found += found[t];
+    r.found += counts[t].found;
+    r.rows += counts[t].rows;
+    r.bytes += counts[t].bytes;
   }
   r.ran = true;
   r.ops = ops;
+  return r;
+}
+
+enum class Op { kWrite, kRead };
+
+// Point writes or reads through RunOps; `key_of(thread, j)` names the key
+// index and whether it is a missing key for the j-th operation of `thread`.
+template <typename KeyOf>
+PhaseResult RunPhase(const Flags& f, const std::string& label, Store* store, Op op, uint64_t ops,
+                     const ValueSource& values, KeyOf key_of) {
+  return RunOps(f, label, ops, [&](int t, uint64_t j, std::string* key, OpCounts* c) {
+    const auto [index, missing] = key_of(t, j);
+    MakeKey(f, index, missing, key);
+    if (op == Op::kWrite) {
+      c->bytes += f.key_size + f.value_size;
+      return store->Put(*key, values.Get(j * 7919 + index));
+    }
+    bool hit = false;
+    std::string err = store->Get(*key, f.value_size, &hit);
+    if (hit) {
+      c->found++;
+      c->rows++;
+      c->bytes += f.key_size + f.value_size;
+    }
+    return err;
+  });
+}
+
+// One seekrandom operation: a new cursor at random existing key `index`, then
+// kSeekNexts Next() calls, checking that the rows are the keys from `index`
+// on, in order, with values of the right size.
+std::string SeekAndNext(const Flags& f, Store* store, uint64_t index, std::string* key,
+                        OpCounts* c) {
+  MakeKey(f, index, false, key);
+  std::unique_ptr<Cursor> cursor;
+  std::string err = store->NewCursor(Family::kMain, *key, &cursor);
+  if (!err.empty()) return err;
+  const uint64_t want = std::min<uint64_t>(kSeekNexts + 1, f.num - index);
+  uint64_t n = 0;
+  while (cursor->Valid()) {
+    if (cursor->key() != *key || cursor->value().size() != f.value_size) {
+      return "seek to key " + std::to_string(index) + ": row " + std::to_string(n) +
+             " after it is key '" + std::string(cursor->key()) + "' with a value of " +
+             std::to_string(cursor->value().size()) + " bytes; expected key '" + *key + "' with " +
+             std::to_string(f.value_size);
+    }
+    c->bytes += cursor->key().size() + cursor->value().size();
+    if (++n == want) break;
+    NextKey(f, key);
+    cursor->Next();
+  }
+  err = cursor->error();
+  if (!err.empty()) return err;
+  if (n != want) {
+    return "seek to key " + std::to_string(index) + " read " + std::to_string(n) +
+           " rows; expected " + std::to_string(want);
+  }
+  c->found++;
+  c->rows += n;
+  return std::string();
+}
+
+// Scans all of `family` from its first row and checks it holds exactly keys
+// 0 .. num-1, in order, where `value_ok(i, value)` accepts key i's value
+// (called for i = 0, 1, ... in order).
+template <typename ValueOk>
+std::string ScanAll(const Flags& f, Store* store, Family family, ValueOk value_ok, OpCounts* c) {
+  std::unique_ptr<Cursor> cursor;
+  std::string err = store->NewCursor(family, std::string_view(), &cursor);
+  if (!err.empty()) return err;
+  std::string expected;
+  MakeKey(f, 0, false, &expected);
+  uint64_t i = 0;
+  for (; cursor->Valid(); cursor->Next(), i++) {
+    const std::string_view key = cursor->key();
+    const std::string_view value = cursor->value();
+    if (i >= f.num || key != expected || !value_ok(i, value)) {
+      return "scan: row " + std::to_string(i) + " is key '" + std::string(key) +
+             "' with a value of " + std::to_string(value.size()) + " bytes ('" +
+             std::string(value.substr(0, 16)) + "'...); expected key '" +
+             (i < f.num ? expected : "(none: past the last key)") + "' and its value";
+    }
+    c->bytes += key.size() + value.size();
+    NextKey(f, &expected);
+  }
+  err = cursor->error();
+  if (!err.empty()) return err;
+  if (i != f.num) {
+    return "scan ended after " + std::to_string(i) + " rows; expected " + std::to_string(f.num);
+  }
+  c->rows += i;
+  c->found += i;
+  return std::string();
+}
+
+// `threads` full scans at once (ScanAll), timed together; ops = rows read.
+// The first error ends the program.
+template <typename ValueOk>
+PhaseResult RunScans(const Flags& f, const std::string& label, Store* store, Family family,
+                     int threads, ValueOk value_ok) {
+  std::vector<OpCounts> counts(threads);
+  std::vector<std::string> errors(threads);
+  const auto start = Clock::now();
+  if (threads == 1) {
+    errors[0] = ScanAll(f, store, family, value_ok, &counts[0]);
+  } else {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; t++) {
+      workers.emplace_back([&, t] { errors[t] = ScanAll(f, store, family, value_ok, &counts[t]); });
+    }
+    for (auto& w : workers) w.join();
+  }
+  PhaseResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (int t = 0; t < threads; t++) {
+    if (!errors[t].empty()) {
+      std::fprintf(stderr, "db_bench: %s failed: %s\n", label.c_str(), errors[t].c_str());
+      std::exit(1);
+    }
+    r.found += counts[t].found;
+    r.rows += counts[t].rows;
+    r.bytes += counts[t].bytes;
+  }
+  r.ran = true;
+  r.ops = r.rows;
   return r;
 }
 
@@ -601,20 +1109,79 @@ struct AmpResult {
   uint64_t logical_bytes = 0;  // key + value bytes of the live keys
 };
 
+// scansmall, beyond its timed scan of the small family.
+struct GroupScanResult {
+  bool ran = false;
+  StoreStats settled;  // after writing and settling both families
+  ReadIo small_io;     // what the scan of the small family read
+  PhaseResult big;     // the scan of the big family after it
+  ReadIo big_io;
+};
+
 struct EngineRun {
   std::vector<PhaseResult> phases;  // one per --benchmarks entry
   AmpResult amp;
+  GroupScanResult group;
   double settle_seconds = -1;
   std::string settle_shape;  // files per level after settling
 };
-
-using OpenFn = std::unique_ptr<Store> (*)(const Flags&, const std::string&, bool, std::string*);
 
 void Check(const std::string& err) {
   if (!err.empty()) {
     std::fprintf(stderr, "db_bench: %s\n", err.c_str());
     std::exit(1);
   }
+}
+
+// scansmall in a database of its own at `dir`: writes both families of every
+// row, settles, reopens, then times one scan of the small family and one of
+// the big family, each checked value by value. Returns the small scan.
+PhaseResult RunGroupScan(const Flags& f, const std::string& label, OpenFn open,
+                         const std::string& dir, bool zstd, const ValueSource& values,
+                         GroupScanResult* out) {
+  std::filesystem::remove_all(dir);
+  CountingFileSystem counting_fs;  // outlives the store: it is closed below
+  StoreSpec spec;
+  spec.dir = dir;
+  spec.zstd = zstd;
+  spec.layout = Layout::kTwoGroups;
+  spec.fs = &counting_fs;
+  std::string err;
+  std::unique_ptr<Store> store = open(f, spec, &err);
+  Check(err);
+  (void)RunOps(f, label + " (load)", f.num, [&](int, uint64_t i, std::string* key, OpCounts*) {
+    std::string small;
+    MakeKey(f, i, false, key);
+    MakeSmallValue(i, &small);
+    return store->PutRow(*key, values.Get(BigValuePos(i)), small);
+  });
+  std::fprintf(stderr, "  %s: settling and reopening\n", label.c_str());
+  Check(store->Settle());
+  out->settled = store->Stats();
+  Check(store->Close());
+  store = open(f, spec, &err);
+  Check(err);
+
+  std::string expected_small;
+  MakeSmallValue(0, &expected_small);
+  store->ResetReadIo();
+  PhaseResult small = RunScans(f, label, store.get(), Family::kSmall, /*threads=*/1,
+                               [&](uint64_t, std::string_view value) {
+                                 const bool ok = value == expected_small;
+                                 IncrementDigits(&expected_small, kSmallValueSize);
+                                 return ok;
+                               });
+  out->small_io = store->GetReadIo();
+  store->ResetReadIo();
+  out->big = RunScans(
+      f, label + " (big family)", store.get(), Family::kBig, /*threads=*/1,
+      [&](uint64_t i, std::string_view value) { return value == values.Get(BigValuePos(i)); });
+  out->big_io = store->GetReadIo();
+  out->ran = true;
+  Check(store->Close());
+  store.reset();
+  std::filesystem::remove_all(dir);
+  return small;
 }
 
 EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const std::string& dir,
@@ -633,7 +1200,10 @@ EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const 
     store.reset();
     std::filesystem::remove_all(dir);
     std::string err;
-    store = open(f, dir, zstd, &err);
+    StoreSpec spec;
+    spec.dir = dir;
+    spec.zstd = zstd;
+    store = open(f, spec, &err);
     Check(err);
     user_bytes = 0;
   };
@@ -653,6 +1223,26 @@ EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const 
     user_bytes += f.num * entry_bytes;
     dirty = true;
     return r;
+  };
+  // Makes sure there is a database with every key, settled since its last write.
+  auto ready_for_reads = [&](const std::string& label) {
+    if (!store) {
+      std::fprintf(stderr, "  %s: no database yet; loading one with fillrandom (untimed)\n",
+                   label.c_str());
+      (void)fill_random(label + " (load)");
+    }
+    if (!dirty) return;
+    std::fprintf(stderr, "  %s: settling before reads\n", label.c_str());
+    const auto t0 = Clock::now();
+    Check(store->Settle());
+    run.settle_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const StoreStats s = store->Stats();
+    run.settle_shape = s.level_files;
+    if (run.amp.ran && !run.amp.settled) {
+      run.amp.after_settle = s;
+      run.amp.settled = true;
+    }
+    dirty = false;
   };
 
   for (const std::string& bench : f.benchmarks) {
@@ -684,25 +1274,21 @@ EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const 
       run.amp.user_bytes = user_bytes;
       run.amp.logical_bytes = f.num * entry_bytes;
       run.amp.settled = false;
+    } else if (bench == "readseq") {
+      ready_for_reads(label);
+      r = RunScans(f, label, store.get(), Family::kMain, f.threads,
+                   [&](uint64_t, std::string_view value) { return value.size() == f.value_size; });
+    } else if (bench == "seekrandom") {
+      ready_for_reads(label);
+      std::vector<strata::Random> rnds;
+      for (int t = 0; t < f.threads; t++) rnds.emplace_back(f.seed * 3000 + t);
+      r = RunOps(f, label, reads, [&](int t, uint64_t, std::string* key, OpCounts* c) {
+        return SeekAndNext(f, store.get(), rnds[t].Uniform(f.num), key, c);
+      });
+    } else if (bench == "scansmall") {
+      r = RunGroupScan(f, label, open, dir + "-groups", zstd, values, &run.group);
     } else {  // readrandom, readmissing
-      if (!store) {
-        std::fprintf(stderr, "  %s: no database yet; loading one with fillrandom (untimed)\n",
-                     label.c_str());
-        (void)fill_random(label + " (load)");
-      }
-      if (dirty) {
-        std::fprintf(stderr, "  %s: settling before reads\n", label.c_str());
-        const auto t0 = Clock::now();
-        Check(store->Settle());
-        run.settle_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        const StoreStats s = store->Stats();
-        run.settle_shape = s.level_files;
-        if (run.amp.ran && !run.amp.settled) {
-          run.amp.after_settle = s;
-          run.amp.settled = true;
-        }
-        dirty = false;
-      }
+      ready_for_reads(label);
       const bool missing = bench == "readmissing";
       std::vector<strata::Random> rnds;
       for (int t = 0; t < f.threads; t++) {
@@ -732,6 +1318,82 @@ std::string Fmt(const char* fmt, double v) {
 
 std::string Ratio(double a, double b) { return b > 0 ? Fmt("%.2fx", a / b) : "n/a"; }
 
+std::string MB(uint64_t bytes) { return Fmt("%.2f", bytes / 1048576.0); }
+
+// Joins file names: "000012.sst 000013.sst" (or "none").
+std::string FileList(const std::set<std::string>& files) {
+  std::string s;
+  for (const std::string& name : files) s += (s.empty() ? "" : " ") + name;
+  return s.empty() ? "none" : s;
+}
+
+// The scansmall details: both scans, and what each read from table files.
+void PrintGroupScan(const Flags& f, const EngineRun& s, const EngineRun* r) {
+  const GroupScanResult& A = s.group;
+  const GroupScanResult* B = r && r->group.ran ? &r->group : nullptr;
+  size_t small_index = 0;  // the last scansmall run, the one `group` describes
+  for (size_t i = 0; i < f.benchmarks.size(); i++) {
+    if (f.benchmarks[i] == "scansmall") small_index = i;
+  }
+  const PhaseResult& as = s.phases[small_index];
+  const PhaseResult* bs = B ? &r->phases[small_index] : nullptr;
+  std::printf(
+      "\nscansmall: one table, locality group \"big\" (family big, %zu-byte values) and "
+      "locality group \"small\" (family small, %zu-byte values), both on each of %" PRIu64
+      " rows, written in key order, settled, reopened (cold block cache; the OS page "
+      "cache stays warm); then one scan (one thread) of family small alone, then one of "
+      "family big. RocksDB: column families big and small, one iterator over each.\n",
+      f.value_size, kSmallValueSize, f.num);
+  std::printf("%-46s | %16s %16s %7s\n", "", "Strata", "RocksDB", "ratio");
+  auto row = [&](const char* name, const std::string& a, const std::string& b,
+                 const std::string& ratio) {
+    std::printf("%-46s | %16s %16s %7s\n", name, a.c_str(), b.c_str(), ratio.c_str());
+  };
+  auto count = [](const ReadIo& io, uint64_t v) { return io.known ? std::to_string(v) : "n/a"; };
+  auto bytes = [](const ReadIo& io) { return io.known ? MB(io.bytes) : "n/a"; };
+  auto ratio_if = [&](bool known, double a, double b) { return known ? Ratio(a, b) : ""; };
+  row("table MB on disk (both families)", MB(A.settled.table_bytes),
+      B ? MB(B->settled.table_bytes) : "n/a",
+      B ? Ratio(A.settled.table_bytes, B->settled.table_bytes) : "n/a");
+  row("table files (both families)", std::to_string(A.settled.table_files),
+      B ? std::to_string(B->settled.table_files) : "n/a", "");
+  row("small-family scan rows/s", Fmt("%.0f", as.OpsPerSec()),
+      bs ? Fmt("%.0f", bs->OpsPerSec()) : "n/a",
+      bs ? Ratio(as.OpsPerSec(), bs->OpsPerSec()) : "n/a");
+  row("  table MB read", bytes(A.small_io), B ? bytes(B->small_io) : "n/a",
+      ratio_if(B && A.small_io.known && B->small_io.known, A.small_io.bytes,
+               B ? B->small_io.bytes : 0));
+  row("  table files opened", count(A.small_io, A.small_io.opens),
+      B ? count(B->small_io, B->small_io.opens) : "n/a", "");
+  row("big-family scan rows/s", Fmt("%.0f", A.big.OpsPerSec()),
+      B ? Fmt("%.0f", B->big.OpsPerSec()) : "n/a",
+      B ? Ratio(A.big.OpsPerSec(), B->big.OpsPerSec()) : "n/a");
+  row("  table MB read", bytes(A.big_io), B ? bytes(B->big_io) : "n/a",
+      ratio_if(B && A.big_io.known && B->big_io.known, A.big_io.bytes, B ? B->big_io.bytes : 0));
+  row("  table files opened", count(A.big_io, A.big_io.opens),
+      B ? count(B->big_io, B->big_io.opens) : "n/a", "");
+  row("small scan time / big scan time",
+      Fmt("%.2f", A.big.seconds > 0 ? as.seconds / A.big.seconds : 0),
+      bs ? Fmt("%.2f", B->big.seconds > 0 ? bs->seconds / B->big.seconds : 0) : "n/a", "");
+  if (A.small_io.per_file) {
+    std::set<std::string> shared;
+    std::set_intersection(A.small_io.files.begin(), A.small_io.files.end(), A.big_io.files.begin(),
+                          A.big_io.files.end(), std::inserter(shared, shared.begin()));
+    std::printf(
+        "Strata table files read: by the small scan %zu (%s), by the big scan %zu (%s); "
+        "by both: %zu%s; live: %" PRIu64 "\n",
+        A.small_io.files.size(), FileList(A.small_io.files).c_str(), A.big_io.files.size(),
+        FileList(A.big_io.files).c_str(), shared.size(),
+        shared.empty() ? "" : (" (" + FileList(shared) + ")").c_str(), A.settled.table_files);
+  }
+  std::printf(
+      "(Table MB read: Strata counts RandomAccessFile reads of *.sst through a counting "
+      "FileSystem (EngineOptions::file_system); it opens table files on first use, so "
+      "their index and filter blocks count too. RocksDB: the scanning thread's "
+      "IOStatsContext bytes_read and the NO_FILE_OPENS ticker; it opens every table file "
+      "at DB::Open (max_open_files=-1), so index and filter reads come before the scan.)\n");
+}
+
 void PrintTable(const Flags& f, const std::string& compression, const EngineRun& s,
                 const EngineRun* r) {
   std::printf("\ncompression=%s  (ratio = Strata / RocksDB; for ops/s and MB/s above 1 means "
@@ -742,29 +1404,44 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
               "p50 ratio, p99 ratio; found");
   std::printf("%s\n", std::string(136, '-').c_str());
   for (size_t i = 0; i < f.benchmarks.size(); i++) {
+    const std::string& name = f.benchmarks[i];
     const PhaseResult& a = s.phases[i];
     const PhaseResult* b = r ? &r->phases[i] : nullptr;
-    const std::string lat_a =
-        Fmt("%.1f", a.latency_us.Percentile(50)) + " / " + Fmt("%.1f", a.latency_us.Percentile(99));
-    const std::string lat_b = b ? Fmt("%.1f", b->latency_us.Percentile(50)) + " / " +
-                                      Fmt("%.1f", b->latency_us.Percentile(99))
-                                : "n/a";
+    auto lat = [](const PhaseResult& p) {
+      if (p.latency_us.Count() == 0) return std::string("n/a");
+      return Fmt("%.1f", p.latency_us.Percentile(50)) + " / " +
+             Fmt("%.1f", p.latency_us.Percentile(99));
+    };
     std::string extra;
-    if (b) {
+    if (b && a.latency_us.Count() > 0 && b->latency_us.Count() > 0) {
       extra = Ratio(a.latency_us.Percentile(50), b->latency_us.Percentile(50)) + ", " +
-              Ratio(a.latency_us.Percentile(99), b->latency_us.Percentile(99));
+              Ratio(a.latency_us.Percentile(99), b->latency_us.Percentile(99)) + "; ";
     }
-    const bool read = f.benchmarks[i].rfind("read", 0) == 0;
-    if (read) {
-      extra += "; found " + std::to_string(a.found) + (b ? " / " + std::to_string(b->found) : "") +
-               " of " + std::to_string(a.ops);
+    auto both = [&](uint64_t x, const std::optional<uint64_t>& y) {
+      return std::to_string(x) + (y ? " / " + std::to_string(*y) : "");
+    };
+    auto of_b = [&](uint64_t PhaseResult::*field) {
+      return b ? std::optional<uint64_t>((*b).*field) : std::nullopt;
+    };
+    if (name == "readrandom" || name == "readmissing") {
+      extra += "found " + both(a.found, of_b(&PhaseResult::found)) + " of " + std::to_string(a.ops);
+    } else if (name == "readseq" || name == "scansmall") {
+      extra += "rows " + both(a.rows, of_b(&PhaseResult::rows)) + " of " +
+               std::to_string(f.num * (name == "readseq" ? f.threads : 1));
+    } else if (name == "seekrandom") {
+      extra += "found " + both(a.found, of_b(&PhaseResult::found)) + " of " +
+               std::to_string(a.ops) + ", rows " + both(a.rows, of_b(&PhaseResult::rows)) +
+               " (Seek + " + std::to_string(kSeekNexts) + " Next)";
+    } else if (!extra.empty()) {
+      extra.resize(extra.size() - 2);
     }
-    std::printf("%-12s | %12.0f %12s %7s | %8.1f %8s | %17s %17s | %s\n", f.benchmarks[i].c_str(),
+    std::printf("%-12s | %12.0f %12s %7s | %8.1f %8s | %17s %17s | %s\n", name.c_str(),
                 a.OpsPerSec(), b ? Fmt("%.0f", b->OpsPerSec()).c_str() : "n/a",
-                b ? Ratio(a.OpsPerSec(), b->OpsPerSec()).c_str() : "n/a",
-                a.MBPerSec(f, read), b ? Fmt("%.1f", b->MBPerSec(f, read)).c_str() : "n/a",
-                lat_a.c_str(), lat_b.c_str(), extra.c_str());
+                b ? Ratio(a.OpsPerSec(), b->OpsPerSec()).c_str() : "n/a", a.MBPerSec(),
+                b ? Fmt("%.1f", b->MBPerSec()).c_str() : "n/a", lat(a).c_str(),
+                b ? lat(*b).c_str() : "n/a", extra.c_str());
   }
+  std::printf("(op/s: rows/s for readseq and scansmall, seeks/s for seekrandom)\n");
   if (s.settle_seconds >= 0) {
     std::printf("settle before reads (Strata Engine::Compact, RocksDB CompactRange over all "
                 "keys): Strata %.1f s -> %s; RocksDB %s -> %s\n",
@@ -772,6 +1449,7 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
                 r ? Fmt("%.1f s", r->settle_seconds).c_str() : "n/a",
                 r ? r->settle_shape.c_str() : "n/a");
   }
+  if (s.group.ran) PrintGroupScan(f, s, r);
   if (!s.amp.ran) return;
   auto wa_log = [](const AmpResult& a) {
     const StoreStats& x = a.after_overwrite;
@@ -883,8 +1561,10 @@ int main(int argc, char** argv) {
     fs::remove_all(root, ec);
   } else {
     for (const std::string& c : f.compressions) {
-      fs::remove_all(root / ("strata-" + c), ec);
-      fs::remove_all(root / ("rocksdb-" + c), ec);
+      for (const char* engine : {"strata-", "rocksdb-"}) {
+        fs::remove_all(root / (engine + c), ec);
+        fs::remove_all(root / (engine + c + "-groups"), ec);
+      }
     }
   }
   return 0;
