@@ -35,6 +35,8 @@ Result<Tenant> Engine::OpenTenant(std::string_view name) const {
 
 Result<std::vector<std::string>> Engine::ListTenants() const { return core_->ListTenants(); }
 
+Status Engine::DropTenant(std::string_view name) { return core_->DropTenant(name); }
+
 EngineStats Engine::GetStats() const { return core_->GetStats(); }
 
 Status Engine::Flush() { return core_->Flush(); }
@@ -63,6 +65,11 @@ Result<Table> Tenant::OpenTable(std::string_view name) const {
 Result<std::vector<std::string>> Tenant::ListTables() const {
   if (!state_) return EmptyHandle("tenant");
   return core_->ListTables(*state_);
+}
+
+Status Tenant::DropTable(std::string_view name) {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->DropTable(*state_, name);
 }
 
 // ----------------------------------------------------------------------------

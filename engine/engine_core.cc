@@ -273,6 +273,10 @@ Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, S
   SequenceNumber seq = first_sequence;
   for (const auto& r : rows) {
     auto it = tablets_by_id_.find(r.tablet_id);
+    if (it == tablets_by_id_.end() && catalog_.retired_tablets.count(r.tablet_id) != 0) {
+      seq += r.entries.size();  // its table was dropped after this was logged
+      continue;
+    }
     if (it == tablets_by_id_.end()) {
       // Tablets are never removed yet, so a record naming an unknown one means
       // the log and the manifest disagree.
@@ -615,6 +619,8 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     edit.new_files.push_back({tablet.id, group->index, static_cast<uint32_t>(out_level), f->meta});
     {
       MutexLock l(&mu_);
+      // Relaxed: set under mu_ (see UnlinkTables).
+      if (tablet.table->dropped.load(std::memory_order_relaxed)) return Status::OK();
       STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
       STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     }
@@ -744,15 +750,20 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   for (const auto& m : outputs) {
     edit.new_files.push_back({tablet.id, group->index, static_cast<uint32_t>(out_level), m});
   }
+  bool dropped = false;
   {
     MutexLock l(&mu_);
-    edit.next_id = catalog_.next_id;
-    s = manifest_->Append(edit);
-    if (s.ok()) s = catalog_.Apply(edit);
+    // Relaxed: set under mu_ (see UnlinkTables).
+    dropped = tablet.table->dropped.load(std::memory_order_relaxed);
+    if (!dropped) {
+      edit.next_id = catalog_.next_id;
+      s = manifest_->Append(edit);
+      if (s.ok()) s = catalog_.Apply(edit);
+    }
   }
-  if (!s.ok()) {
+  if (!s.ok() || dropped) {
     path.clear();
-    cleanup();
+    cleanup();  // the outputs of a dropped table's compaction go at once
     return s;
   }
   {
@@ -936,6 +947,14 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   edit.last_sequence = visible;
   {
     MutexLock l(&mu_);
+    // Relaxed: set under mu_ (see UnlinkTables).
+    if (tablet.table->dropped.load(std::memory_order_relaxed)) {
+      if (meta.entries > 0) {
+        // Best effort: a file left behind is deleted on the next open.
+        fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
+      }
+      return Status::OK();
+    }
     edit.next_id = catalog_.next_id;
     STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
@@ -1051,6 +1070,7 @@ Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
                                const TableSchema& schema) {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   STRATA_RETURN_IF_ERROR(ValidateName("table", name));
   Result<Schema> resolved = Schema::FromUser(schema);
   if (!resolved.ok()) {
@@ -1085,6 +1105,7 @@ Result<std::shared_ptr<TableState>> EngineCore::FindTable(const TenantState& ten
                                                           std::string_view name) const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   MutexLock l(&mu_);
   auto it = tables_.find(std::make_pair(tenant.id, std::string(name)));
   if (it == tables_.end()) {
@@ -1097,12 +1118,115 @@ Result<std::shared_ptr<TableState>> EngineCore::FindTable(const TenantState& ten
 Result<std::vector<std::string>> EngineCore::ListTables(const TenantState& tenant) const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   MutexLock l(&mu_);
   std::vector<std::string> names;
   for (const auto& [key, t] : tables_) {
     if (key.first == tenant.id) names.push_back(key.second);
   }
   return names;
+}
+
+Status EngineCore::CheckLive(const TenantState& tenant) {
+  // Relaxed: see TenantState::dropped.
+  if (tenant.dropped.load(std::memory_order_relaxed)) {
+    return Status::NotFound("tenant '" + tenant.name + "' was dropped");
+  }
+  return Status::OK();
+}
+
+Status EngineCore::CheckLive(const TableState& table) {
+  // Relaxed: see TenantState::dropped.
+  if (table.dropped.load(std::memory_order_relaxed)) {
+    return Status::NotFound("table '" + table.name + "' was dropped");
+  }
+  return Status::OK();
+}
+
+Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
+  // Exclusive: every call in flight finishes first, so no write to the table
+  // sits between its liveness check and its apply, and later calls see the
+  // drop.
+  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(tenant));
+  std::vector<std::shared_ptr<TableState>> dropped;
+  {
+    MutexLock l(&mu_);
+    auto it = tables_.find(std::make_pair(tenant.id, std::string(name)));
+    if (it == tables_.end()) {
+      return Status::NotFound("no table '" + EscapeBytes(name) + "' in tenant '" + tenant.name +
+                              "'");
+    }
+    VersionEdit edit;
+    edit.dropped_tables.push_back(it->second->id);
+    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+    dropped.push_back(it->second);
+    tables_.erase(it);
+    UnlinkTables(dropped);
+  }
+  RetireTables(dropped);
+  return Status::OK();
+}
+
+Status EngineCore::DropTenant(std::string_view name) {
+  std::unique_lock<std::shared_mutex> gate(close_mu_);  // as in DropTable
+  if (closed_) return ClosedError();
+  std::shared_ptr<TenantState> tenant;
+  std::vector<std::shared_ptr<TableState>> dropped;
+  {
+    MutexLock l(&mu_);
+    auto it = tenants_.find(name);
+    if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
+    tenant = it->second;
+    VersionEdit edit;
+    for (const auto& [key, t] : tables_) {
+      if (key.first == tenant->id) {
+        edit.dropped_tables.push_back(t->id);
+        dropped.push_back(t);
+      }
+    }
+    edit.dropped_tenants.push_back(tenant->id);
+    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
+    for (const auto& t : dropped) tables_.erase({tenant->id, t->name});
+    UnlinkTables(dropped);
+    tenants_.erase(it);
+    // Relaxed: see TenantState::dropped.
+    tenant->dropped.store(true, std::memory_order_relaxed);
+  }
+  RetireTables(dropped);
+  return Status::OK();
+}
+
+void EngineCore::UnlinkTables(const std::vector<std::shared_ptr<TableState>>& tables) {
+  for (const auto& t : tables) {
+    // Relaxed: see TenantState::dropped. Background work checks it under
+    // mu_ before recording anything for the table.
+    t->dropped.store(true, std::memory_order_relaxed);
+    for (const auto& tablet : t->tablets) tablets_by_id_.erase(tablet->id);
+    dropped_tables_.push_back(t);
+  }
+}
+
+void EngineCore::RetireTables(const std::vector<std::shared_ptr<TableState>>& tables) {
+  for (const auto& t : tables) {
+    for (const auto& tablet : t->tablets) {
+      for (const auto& g : tablet->groups) {
+        MutexLock l(&g->mu);
+        for (const auto& level : g->view->levels) {
+          for (const auto& f : level) f->obsolete.store(true, std::memory_order_relaxed);
+        }
+        // Memtables and files go as soon as no reader holds the old view.
+        auto view = std::make_shared<GroupView>();
+        view->mem = std::make_shared<memtable::MemTable>();
+        view->levels.resize(kNumLevels);
+        g->view = std::move(view);
+      }
+    }
+  }
+  PurgeObsoleteFiles();
 }
 
 Status EngineCore::ValidateMutation(const TableState& table, std::string_view row,
@@ -1145,6 +1269,7 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
                           std::string_view row, const RowMutation& mutation) {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
   STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed: refuse writes rather than grow
@@ -1350,6 +1475,7 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
                                                       const ScanSpec& spec) const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(*table));
   if (!spec.end_row.empty() && spec.start_row > spec.end_row) {
     return Status::InvalidArgument("scan's start_row is after its end_row");
   }
@@ -1388,6 +1514,7 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
                                               const RowFilter& filter) const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
   if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > options_.max_row_key_size) {
     return Status::InvalidArgument("row key is " + std::to_string(row.size()) +

@@ -102,11 +102,17 @@ struct TableState {
   std::vector<std::unique_ptr<TabletState>> tablets;
 
   TabletState* FindTablet(const Slice& row) const;
+
+  // Set once, like TenantState::dropped; handles then get NotFound.
+  std::atomic<bool> dropped{false};
 };
 
 struct TenantState {
   uint64_t id = 0;
   std::string name;
+  // Set once, under the engine's close gate held exclusively: calls that
+  // hold the gate shared read it without a race. Relaxed for that reason.
+  std::atomic<bool> dropped{false};
 };
 
 class EngineCore : public std::enable_shared_from_this<EngineCore> {
@@ -121,11 +127,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status CreateTenant(std::string_view name);
   Result<std::shared_ptr<TenantState>> FindTenant(std::string_view name) const;
   Result<std::vector<std::string>> ListTenants() const;
+  // Drops the tenant with all its tables.
+  Status DropTenant(std::string_view name);
 
   Status CreateTable(const TenantState& tenant, std::string_view name, const TableSchema& schema);
   Result<std::shared_ptr<TableState>> FindTable(const TenantState& tenant,
                                                 std::string_view name) const;
   Result<std::vector<std::string>> ListTables(const TenantState& tenant) const;
+  Status DropTable(const TenantState& tenant, std::string_view name);
 
   Status Mutate(const TableState& table, const WriteOptions& options, std::string_view row,
                 const RowMutation& mutation);
@@ -218,6 +227,19 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
   Status ClosedError() const;
+  // NotFound when the table or its tenant was dropped. REQUIRES: close_mu_
+  // held (shared is enough).
+  static Status CheckLive(const TableState& table);
+  static Status CheckLive(const TenantState& tenant);
+  // Marks dropped tables and removes their tablets from background work, in
+  // the critical section that records the drop, so no flush or compaction
+  // records a file for them afterwards.
+  void UnlinkTables(const std::vector<std::shared_ptr<TableState>>& tables)
+      EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Then empties their views and marks their files obsolete. REQUIRES:
+  // close_mu_ held exclusively.
+  void RetireTables(const std::vector<std::shared_ptr<TableState>>& tables)
+      LOCKS_EXCLUDED(mu_);
 
   const std::string dir_;
   const EngineOptions options_;
@@ -236,8 +258,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Tables by (tenant id, name).
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<TableState>, std::less<>> tables_
       GUARDED_BY(mu_);
-  // Every tablet by id, for log replay. Written only during Open and table
-  // creation (under mu_); replay runs before any other thread can see the core.
+  // Dropped tables, kept for the engine's lifetime because queued flushes
+  // and running compactions may still point into them.
+  std::vector<std::shared_ptr<TableState>> dropped_tables_ GUARDED_BY(mu_);
+  // Every live tablet by id, for log replay and background work. Written
+  // during Open and when tables are created or dropped (under mu_); replay
+  // runs before any other thread can see the core.
   std::unordered_map<uint64_t, TabletState*> tablets_by_id_;
 
   std::unique_ptr<wal::LogWriter> log_;

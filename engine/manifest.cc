@@ -28,6 +28,9 @@ enum Tag : uint32_t {
   kTagFlushed = 7,
   kTagLogFloor = 8,
   kTagLastSequence = 9,
+  kTagDroppedTable = 10,
+  kTagDroppedTenant = 11,
+  kTagRetiredTablet = 12,
 };
 
 std::string EncodeHeader() {
@@ -57,6 +60,18 @@ void VersionEdit::EncodeTo(std::string* dst) const {
   if (next_id) {
     PutVarint32(dst, kTagNextId);
     PutVarint64(dst, *next_id);
+  }
+  for (uint64_t id : dropped_tables) {
+    PutVarint32(dst, kTagDroppedTable);
+    PutVarint64(dst, id);
+  }
+  for (uint64_t id : dropped_tenants) {
+    PutVarint32(dst, kTagDroppedTenant);
+    PutVarint64(dst, id);
+  }
+  for (uint64_t id : retired_tablets) {
+    PutVarint32(dst, kTagRetiredTablet);
+    PutVarint64(dst, id);
   }
   for (const auto& t : tenants) {
     PutVarint32(dst, kTagNewTenant);
@@ -205,6 +220,17 @@ Status VersionEdit::DecodeFrom(Slice input) {
         last_sequence = v;
         break;
       }
+      case kTagDroppedTable:
+      case kTagDroppedTenant:
+      case kTagRetiredTablet: {
+        uint64_t v;
+        if (!GetVarint64(&input, &v)) return bad("truncated drop");
+        (tag == kTagDroppedTable    ? dropped_tables
+         : tag == kTagDroppedTenant ? dropped_tenants
+                                    : retired_tablets)
+            .push_back(v);
+        break;
+      }
       default:
         return Status::Corruption("manifest edit: unknown tag " + std::to_string(tag));
     }
@@ -214,6 +240,29 @@ Status VersionEdit::DecodeFrom(Slice input) {
 
 Status Catalog::Apply(const VersionEdit& edit) {
   auto bad = [](const std::string& what) { return Status::Corruption("manifest: " + what); };
+  for (uint64_t id : edit.dropped_tables) {
+    if (!tables.count(id)) return bad("dropped table " + std::to_string(id) + " is unknown");
+  }
+  for (uint64_t id : edit.dropped_tables) {
+    tables.erase(id);
+    for (auto it = tablets.begin(); it != tablets.end();) {
+      if (it->second.table_id != id) {
+        ++it;
+        continue;
+      }
+      retired_tablets.insert(it->first);
+      files.erase(files.lower_bound({it->first, 0}), files.lower_bound({it->first + 1, 0}));
+      it = tablets.erase(it);
+    }
+  }
+  for (uint64_t id : edit.dropped_tenants) {
+    if (!tenants.count(id)) return bad("dropped tenant " + std::to_string(id) + " is unknown");
+    for (const auto& [tid, t] : tables) {
+      if (t.tenant_id == id) return bad("dropped tenant " + std::to_string(id) + " has tables");
+    }
+    tenants.erase(id);
+  }
+  retired_tablets.insert(edit.retired_tablets.begin(), edit.retired_tablets.end());
   for (const auto& t : edit.tenants) {
     if (tenants.count(t.id)) return bad("tenant id " + std::to_string(t.id) + " reused");
   }
@@ -221,7 +270,9 @@ Status Catalog::Apply(const VersionEdit& edit) {
     if (tables.count(t.id)) return bad("table id " + std::to_string(t.id) + " reused");
   }
   for (const auto& t : edit.tablets) {
-    if (tablets.count(t.id)) return bad("tablet id " + std::to_string(t.id) + " reused");
+    if (tablets.count(t.id) || retired_tablets.count(t.id)) {
+      return bad("tablet id " + std::to_string(t.id) + " reused");
+    }
   }
   for (const auto& t : edit.tenants) tenants[t.id] = t;
   for (const auto& t : edit.tables) {
@@ -284,6 +335,7 @@ VersionEdit Catalog::Snapshot() const {
   for (const auto& [id, t] : tenants) e.tenants.push_back(t);
   for (const auto& [id, t] : tables) e.tables.push_back(t);
   for (const auto& [id, t] : tablets) e.tablets.push_back(t);
+  e.retired_tablets.assign(retired_tablets.begin(), retired_tablets.end());
   for (const auto& [key, g] : files) {
     for (uint32_t level = 0; level < g.levels.size(); level++) {
       // Level 0 is listed oldest first so that replaying the edit, which puts

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ struct VersionEdit {
   };
 
   std::optional<uint64_t> next_id;
+  // Drops apply first: tables (with their tablets and files), then tenants,
+  // which must have no tables left.
+  std::vector<uint64_t> dropped_tables;
+  std::vector<uint64_t> dropped_tenants;
+  // Tablets that are gone (their table was dropped): log records naming
+  // them are skipped on replay. Snapshots repeat them, since the log may
+  // still hold such records.
+  std::vector<uint64_t> retired_tablets;
   std::vector<NewTenant> tenants;
   std::vector<NewTable> tables;
   std::vector<NewTablet> tablets;
@@ -94,6 +103,7 @@ struct Catalog {
   std::map<uint64_t, VersionEdit::NewTable> tables;
   std::map<uint64_t, VersionEdit::NewTablet> tablets;
   std::map<std::pair<uint64_t, uint32_t>, GroupFiles> files;  // by (tablet, group)
+  std::set<uint64_t> retired_tablets;
   SequenceNumber log_floor = 0;
   SequenceNumber last_sequence = 0;
 

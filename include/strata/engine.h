@@ -29,7 +29,8 @@ struct TenantState;
 
 class Tenant {
  public:
-  // An empty handle; every call on it returns InvalidArgument.
+  // An empty handle; every call on it returns InvalidArgument. Once the
+  // tenant is dropped, every call returns NotFound.
   Tenant() = default;
 
   std::string name() const;
@@ -42,6 +43,10 @@ class Tenant {
   Result<Table> OpenTable(std::string_view name) const;
   // Names of the tenant's tables, sorted.
   Result<std::vector<std::string>> ListTables() const;
+  // Drops a table and all its data; its files are deleted once no read in
+  // progress holds them. Waits for calls in flight on the engine. Handles
+  // of the table then get NotFound; the name may be used again.
+  Status DropTable(std::string_view name);
 
  private:
   friend class Engine;
@@ -96,6 +101,9 @@ class Engine {
   Status CreateTenant(std::string_view name);
   Result<Tenant> OpenTenant(std::string_view name) const;
   Result<std::vector<std::string>> ListTenants() const;
+  // Drops a tenant with every table it holds (see Tenant::DropTable).
+  // NotFound when there is no such tenant.
+  Status DropTenant(std::string_view name);
 
   EngineStats GetStats() const;
 

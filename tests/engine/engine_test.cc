@@ -1056,3 +1056,149 @@ TEST(EngineBackpressureTest, TightTriggersLoseNothing) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+size_t TableFilesOnDisk(const test::ScratchDir& dir) {
+  std::vector<std::string> names;
+  EXPECT_TRUE(FileSystem::Default()->GetChildren(dir.Join("sst"), &names).ok());
+  return names.size();
+}
+
+TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
+  for (int i = 0; i < 200; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
+  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_TRUE(Put("unflushed", "a", "x", 1, "v").ok());
+  EXPECT_GT(TableFilesOnDisk(dir_), 0u);
+  Table copy = table_;
+
+  EXPECT_TRUE(tenant_.DropTable("nope").IsNotFound());
+  ASSERT_TRUE(tenant_.DropTable("tab").ok());
+  for (Table* t : {&table_, &copy}) {
+    Status s = t->Mutate(WriteOptions(), "r1", RowMutation().Put("b", "y", 2, "w"));
+    EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+    EXPECT_NE(s.ToString().find("dropped"), std::string::npos) << s.ToString();
+    EXPECT_TRUE(t->ReadRow(ReadOptions(), "r1").status().IsNotFound());
+    EXPECT_TRUE(t->Scan(ReadOptions(), ScanSpec()).status().IsNotFound());
+  }
+  EXPECT_TRUE(tenant_.OpenTable("tab").status().IsNotFound());
+  EXPECT_TRUE(tenant_.ListTables()->empty());
+  EXPECT_TRUE(tenant_.DropTable("tab").IsNotFound());
+  EXPECT_EQ(TableFilesOnDisk(dir_), 0u);
+  EXPECT_EQ(engine_->GetStats().table_files, 0u);
+
+  // The name is free again, for a new and empty table.
+  ASSERT_TRUE(tenant_.CreateTable("tab", TwoGroupSchema()).ok());
+  table_ = *tenant_.OpenTable("tab");
+  EXPECT_TRUE(Read("r1").empty());
+  EXPECT_TRUE(Read("unflushed").empty());
+  ASSERT_TRUE(Put("new", "a", "x", 1, "n").ok());
+  EXPECT_TRUE(copy.ReadRow(ReadOptions(), "new").status().IsNotFound());
+
+  // The log still holds records of the dropped table: replay skips them.
+  Reopen();
+  EXPECT_TRUE(Read("r1").empty());
+  EXPECT_TRUE(Read("unflushed").empty());
+  EXPECT_EQ(Read("new").size(), 1u);
+  ASSERT_TRUE(engine_->Compact().ok());
+  Reopen();
+  EXPECT_EQ(Read("new").size(), 1u);
+}
+
+TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
+  ASSERT_TRUE(engine_->CreateTenant("t2").ok());
+  Tenant t2 = *engine_->OpenTenant("t2");
+  ASSERT_TRUE(t2.CreateTable("tab", TwoGroupSchema()).ok());
+  ASSERT_TRUE(t2.CreateTable("other", TwoGroupSchema()).ok());
+  Table t2tab = *t2.OpenTable("tab");
+  for (int i = 0; i < 100; i++) {
+    ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "mine").ok());
+    ASSERT_TRUE(t2tab.Mutate(WriteOptions(), "r" + std::to_string(i),
+                             RowMutation().Put("b", "y", 1, "theirs"))
+                    .ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+
+  EXPECT_TRUE(engine_->DropTenant("nobody").IsNotFound());
+  ASSERT_TRUE(engine_->DropTenant("t2").ok());
+  EXPECT_EQ(*engine_->ListTenants(), std::vector<std::string>{"t1"});
+  EXPECT_TRUE(engine_->OpenTenant("t2").status().IsNotFound());
+  EXPECT_TRUE(t2.OpenTable("tab").status().IsNotFound());
+  EXPECT_TRUE(t2.ListTables().status().IsNotFound());
+  EXPECT_TRUE(t2.CreateTable("x", TwoGroupSchema()).IsNotFound());
+  EXPECT_TRUE(t2.DropTable("other").IsNotFound());
+  EXPECT_TRUE(t2tab.ReadRow(ReadOptions(), "r1").status().IsNotFound());
+  ASSERT_EQ(Read("r1").size(), 1u);
+  EXPECT_EQ(Read("r1")[0].value, "mine");
+
+  Reopen();
+  EXPECT_EQ(*engine_->ListTenants(), std::vector<std::string>{"t1"});
+  EXPECT_EQ(Read("r99")[0].value, "mine");
+  // A new tenant of the same name starts empty.
+  ASSERT_TRUE(engine_->CreateTenant("t2").ok());
+  EXPECT_TRUE(engine_->OpenTenant("t2")->ListTables()->empty());
+}
+
+TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
+  test::ScratchDir dir("drop");
+  EngineOptions o;
+  o.write_buffer_size = 8 << 10;
+  o.level0_compaction_trigger = 2;
+  o.max_background_compactions = 2;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  Tenant tenant = *(*e)->OpenTenant("t");
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE(tenant.CreateTable("doomed", s).ok());
+  ASSERT_TRUE(tenant.CreateTable("kept", s).ok());
+  Table doomed = *tenant.OpenTable("doomed");
+  Table kept = *tenant.OpenTable("kept");
+  std::atomic<bool> stop{false};
+  std::atomic<int> kept_rows{0};
+  std::atomic<int> refused{0};
+  std::thread doomed_writer([&] {
+    for (int i = 0; !stop.load(); i++) {
+      Status st = doomed.Mutate(WriteOptions{.sync = false}, "r" + std::to_string(i % 3000),
+                                RowMutation().Put("f", "q", 1, std::string(50, 'd')));
+      if (st.IsNotFound()) {
+        refused++;
+        continue;
+      }
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      auto r = doomed.ReadRow(ReadOptions(), "r" + std::to_string(i % 3000));
+      ASSERT_TRUE(r.ok() || r.status().IsNotFound()) << r.status().ToString();
+    }
+  });
+  std::thread kept_writer([&] {
+    for (int i = 0; i < 6000; i++) {
+      ASSERT_TRUE(kept.Mutate(WriteOptions{.sync = false}, "r" + std::to_string(i),
+                              RowMutation().Put("f", "q", 1, std::string(50, 'k')))
+                      .ok());
+      kept_rows = i + 1;
+    }
+  });
+  while (kept_rows.load() < 2000) std::this_thread::yield();
+  ASSERT_TRUE(tenant.DropTable("doomed").ok());
+  kept_writer.join();
+  while (refused.load() == 0) std::this_thread::yield();
+  stop = true;
+  doomed_writer.join();
+  ASSERT_TRUE((*e)->Compact().ok());
+  ASSERT_TRUE((*e)->Close().ok());
+  e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  tenant = *(*e)->OpenTenant("t");
+  EXPECT_EQ(*tenant.ListTables(), std::vector<std::string>{"kept"});
+  kept = *tenant.OpenTable("kept");
+  for (int i = 0; i < 6000; i += 7) {
+    auto r = kept.ReadRow(ReadOptions(), "r" + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size(), 1u) << i;
+  }
+}
+
+}  // namespace
+}  // namespace strata

@@ -50,6 +50,57 @@ TEST(ManifestTest, EditsSurviveReopenAndAreCompacted) {
   EXPECT_LT(*fs->GetFileSize(dir.Join("MANIFEST")), *size_before);
 }
 
+TEST(ManifestTest, DropsRetireTabletsAcrossSnapshots) {
+  test::ScratchDir dir("manifest");
+  FileSystem* fs = FileSystem::Default();
+  TableSchema ts;
+  ts.families = {{.name = "f"}};
+  {
+    Catalog c;
+    std::unique_ptr<Manifest> m;
+    ASSERT_TRUE(Manifest::Open(fs, dir.path(), true, &c, &m).ok());
+    VersionEdit e = TenantEdit(1, "a");
+    e.tenants.push_back({2, "b"});
+    e.tables.push_back({1, 10, "t1", *Schema::FromUser(ts)});
+    e.tables.push_back({2, 20, "t2", *Schema::FromUser(ts)});
+    e.tablets.push_back({10, 11, "", ""});
+    e.tablets.push_back({20, 21, "", ""});
+    e.next_id = 30;
+    ASSERT_TRUE(m->Append(e).ok());
+    ASSERT_TRUE(c.Apply(e).ok());
+    VersionEdit f;
+    f.new_files.push_back({21, 0, 0, FileMeta{.number = 22, .size = 1}});
+    ASSERT_TRUE(m->Append(f).ok());
+    ASSERT_TRUE(c.Apply(f).ok());
+
+    VersionEdit bad;
+    bad.dropped_tenants.push_back(2);  // still has table 20
+    EXPECT_TRUE(c.Apply(bad).IsCorruption());
+    VersionEdit drop;
+    drop.dropped_tables.push_back(20);
+    drop.dropped_tenants.push_back(2);
+    ASSERT_TRUE(m->Append(drop).ok());
+    ASSERT_TRUE(c.Apply(drop).ok());
+    EXPECT_EQ(c.retired_tablets, std::set<uint64_t>{21});
+    EXPECT_TRUE(c.files.empty());
+    ASSERT_TRUE(m->Close().ok());
+  }
+  for (int round = 0; round < 2; round++) {  // replayed, then from the snapshot
+    Catalog c;
+    std::unique_ptr<Manifest> m;
+    ASSERT_TRUE(Manifest::Open(fs, dir.path(), false, &c, &m).ok());
+    EXPECT_EQ(c.tenants.size(), 1u);
+    EXPECT_EQ(c.tables.size(), 1u);
+    EXPECT_EQ(c.tablets.size(), 1u);
+    EXPECT_EQ(c.retired_tablets, std::set<uint64_t>{21});
+    EXPECT_TRUE(c.files.empty());
+    VersionEdit reuse;
+    reuse.tablets.push_back({10, 21, "", ""});
+    EXPECT_TRUE(c.Apply(reuse).IsCorruption());
+    ASSERT_TRUE(m->Close().ok());
+  }
+}
+
 TEST(ManifestTest, MissingManifestWithoutCreateIsNotFound) {
   test::ScratchDir dir("manifest");
   Catalog c;
