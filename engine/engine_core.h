@@ -23,6 +23,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,7 +32,9 @@
 #include "common/mutex.h"
 #include "engine/compaction.h"
 #include "engine/file_meta.h"
+#include "engine/log_record.h"
 #include "engine/manifest.h"
+#include "engine/row_locks.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "memtable/memtable.h"
@@ -144,7 +147,18 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status Close();
 
  private:
-  struct PendingWrite;  // a row mutation on its way through the log
+  // A row mutation on its way through the log. Slices point into the caller's
+  // row key and RowMutation.
+  struct PendingRow {
+    const TabletState* tablet = nullptr;
+    Slice row;
+    std::vector<CellEntry> entries;
+  };
+  // What one log record carries, as WriteRequest::arg: rows in record order.
+  struct PendingWrite {
+    const PendingRow* rows = nullptr;
+    size_t count = 0;
+  };
 
   EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs);
 
@@ -202,8 +216,20 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // row bloom filter does not rule it out.
   Status NewRangeIterator(const GroupView& view, const std::string& lo, const std::string& hi,
                           const Slice* row, std::unique_ptr<InternalIterator>* result) const;
+  Status ValidateRowKey(std::string_view row) const;
   Status ValidateMutation(const TableState& table, std::string_view row,
                           const RowMutation& mutation) const;
+  // The row's tablet and the mutation's entries, names resolved to ids.
+  // REQUIRES: ValidateMutation passed.
+  Status MakePendingRow(const TableState& table, std::string_view row,
+                        const RowMutation& mutation, PendingRow* out) const;
+  // Logs `rows` as one record (one group-commit submission) and returns once
+  // they are applied to the memtables and visible.
+  // REQUIRES: close_mu_ held shared and !closed_; every row validated.
+  Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
+  // Fails with the background error once flushes have failed; otherwise
+  // applies level-0 backpressure. REQUIRES: close_mu_ held shared.
+  Status WaitToWrite();
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
   Status ClosedError() const;
@@ -232,6 +258,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<wal::LogWriter> log_;
   std::unique_ptr<sstable::BlockCache> block_cache_;
   std::unique_ptr<sstable::TableCache> table_cache_;
+
+  // Orders the writers of each row: Mutate holds its row's stripe shared.
+  RowLocks row_locks_;
 
   // Held by the apply function while it inserts, and by whoever switches a
   // memtable from outside it, so no insert lands in a memtable being flushed.
