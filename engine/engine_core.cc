@@ -1033,7 +1033,8 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
   STRATA_RETURN_IF_ERROR(WaitToWrite());
   PendingRow w;
   STRATA_RETURN_IF_ERROR(MakePendingRow(table, row, mutation, &w));
-  // Shared: plain writes of one row may share a group commit.
+  // Shared: plain writes of one row may share a group commit; a
+  // CheckAndMutate of the row waits for them and they for it.
   SharedRowLock row_lock(&row_locks_, table.id, w.row);
   return WriteRows(options, &w, 1);
 }
@@ -1248,6 +1249,11 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
                                               const RowFilter& filter) const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
+  return ReadRowOpen(table, row, filter);
+}
+
+Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::string_view row,
+                                                  const RowFilter& filter) const {
   if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > options_.max_row_key_size) {
     return Status::InvalidArgument("row key is " + std::to_string(row.size()) +

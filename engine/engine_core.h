@@ -13,6 +13,10 @@
 //     memtables, so a reader sees a row mutation whole or not at all.
 //   - Memtable inserts happen only in the log's apply function (which never
 //     runs concurrently with itself) or during recovery, before the log opens.
+//   - A writer holds its row's stripe in row_locks_ (Mutate shared,
+//     CheckAndMutate exclusive) from before its record is logged until the
+//     record is visible, so an exclusive holder's read sees every write of
+//     the row that returned or was in flight when it took the stripe.
 #ifndef STRATA_ENGINE_ENGINE_CORE_H_
 #define STRATA_ENGINE_ENGINE_CORE_H_
 
@@ -131,6 +135,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   Status Mutate(const TableState& table, const WriteOptions& options, std::string_view row,
                 const RowMutation& mutation);
+  // Table::CheckAndMutate and Table::CheckAndMutateBatch (engine/check_and_mutate.cc).
+  Result<CheckAndMutateResult> CheckAndMutate(const TableState& table, const WriteOptions& options,
+                                              std::string_view row,
+                                              const std::vector<Condition>& conditions,
+                                              const RowMutation& mutation);
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
+      const TableState& table, const WriteOptions& options,
+      const std::vector<ConditionalMutation>& batch);
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
                                     std::string_view row, const RowFilter& filter) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
@@ -158,6 +170,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   struct PendingWrite {
     const PendingRow* rows = nullptr;
     size_t count = 0;
+  };
+  // One row of a check-and-mutate, pointing into the caller's arguments.
+  struct ConditionalRow {
+    std::string_view row;
+    const std::vector<Condition>* conditions = nullptr;
+    const RowMutation* mutation = nullptr;
   };
 
   EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs);
@@ -230,6 +248,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Fails with the background error once flushes have failed; otherwise
   // applies level-0 backpressure. REQUIRES: close_mu_ held shared.
   Status WaitToWrite();
+  // ReadRow without the close gate. REQUIRES: close_mu_ held shared and !closed_.
+  Result<std::vector<Cell>> ReadRowOpen(const TableState& table, std::string_view row,
+                                        const RowFilter& filter) const;
+  // Checks and applies `rows` (one per distinct row); `batch` only changes
+  // error messages (they name the entry). REQUIRES: close_mu_ held shared and !closed_.
+  Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
+                            const std::vector<ConditionalRow>& rows, bool batch,
+                            std::vector<CheckAndMutateResult>* results);
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
   Status ClosedError() const;
@@ -259,7 +285,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<sstable::BlockCache> block_cache_;
   std::unique_ptr<sstable::TableCache> table_cache_;
 
-  // Orders the writers of each row: Mutate holds its row's stripe shared.
+  // Orders the writers of each row: Mutate shared, CheckAndMutate exclusive.
   RowLocks row_locks_;
 
   // Held by the apply function while it inserts, and by whoever switches a
