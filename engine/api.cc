@@ -83,6 +83,20 @@ Status Table::Mutate(const WriteOptions& options, std::string_view row,
   return core_->Mutate(*state_, options, row, mutation);
 }
 
+Result<CheckAndMutateResult> Table::CheckAndMutate(const WriteOptions& options,
+                                                   std::string_view row,
+                                                   const std::vector<Condition>& conditions,
+                                                   const RowMutation& mutation) {
+  if (!state_) return EmptyHandle("table");
+  return core_->CheckAndMutate(*state_, options, row, conditions, mutation);
+}
+
+Result<std::vector<CheckAndMutateResult>> Table::CheckAndMutateBatch(
+    const WriteOptions& options, const std::vector<ConditionalMutation>& batch) {
+  if (!state_) return EmptyHandle("table");
+  return core_->CheckAndMutateBatch(*state_, options, batch);
+}
+
 Result<std::vector<Cell>> Table::ReadRow(const ReadOptions& options, std::string_view row,
                                          const RowFilter& filter) const {
   if (!state_) return EmptyHandle("table");

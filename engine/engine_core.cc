@@ -46,13 +46,6 @@ bool RowInRange(const Slice& row, const std::string& start, const std::string& e
 
 }  // namespace
 
-// A row mutation between Mutate and the log's apply function.
-struct EngineCore::PendingWrite {
-  const TabletState* tablet;
-  Slice row;
-  std::vector<CellEntry> entries;
-};
-
 TabletState* TableState::FindTablet(const Slice& row) const {
   // Tablets are sorted by start_row and cover the whole key space.
   auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
@@ -332,12 +325,18 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
   SequenceNumber last = 0;
   uint64_t cells = 0;
   std::vector<LocalityGroupState*> touched;
+  uint64_t rows = 0;
   for (size_t i = 0; i < n; i++) {
     const auto* w = static_cast<const PendingWrite*>(requests[i]->arg);
-    InsertEntries(*w->tablet, w->row, w->entries, requests[i]->first_sequence,
-                  /*replay=*/false, &touched);
+    SequenceNumber seq = requests[i]->first_sequence;
+    for (size_t r = 0; r < w->count; r++) {
+      const PendingRow& row = w->rows[r];
+      InsertEntries(*row.tablet, row.row, row.entries, seq, /*replay=*/false, &touched);
+      seq += row.entries.size();
+      cells += row.entries.size();
+    }
+    rows += w->count;
     last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
-    cells += w->entries.size();
   }
   for (LocalityGroupState* g : touched) {
     if (g->current()->mem->ApproximateDataSize() >= options_.write_buffer_size) {
@@ -345,7 +344,7 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
     }
   }
   visible_sequence_.store(last, std::memory_order_release);
-  stat_writes_.fetch_add(n, std::memory_order_relaxed);
+  stat_writes_.fetch_add(rows, std::memory_order_relaxed);
   stat_cells_.fetch_add(cells, std::memory_order_relaxed);
 }
 
@@ -1229,14 +1228,19 @@ void EngineCore::RetireTables(const std::vector<std::shared_ptr<TableState>>& ta
   PurgeObsoleteFiles();
 }
 
-Status EngineCore::ValidateMutation(const TableState& table, std::string_view row,
-                                    const RowMutation& mutation) const {
+Status EngineCore::ValidateRowKey(std::string_view row) const {
   if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > options_.max_row_key_size) {
     return Status::InvalidArgument("row key is " + std::to_string(row.size()) +
                                    " bytes; the limit is " +
                                    std::to_string(options_.max_row_key_size));
   }
+  return Status::OK();
+}
+
+Status EngineCore::ValidateMutation(const TableState& table, std::string_view row,
+                                    const RowMutation& mutation) const {
+  STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
   if (mutation.empty()) return Status::InvalidArgument("mutation has no entries");
   for (const auto& e : mutation.entries()) {
     if (e.timestamp < kMinTimestamp || e.timestamp > kMaxTimestamp) {
@@ -1265,42 +1269,63 @@ Status EngineCore::ValidateMutation(const TableState& table, std::string_view ro
   return Status::OK();
 }
 
-Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
-                          std::string_view row, const RowMutation& mutation) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
-  if (closed_) return ClosedError();
-  STRATA_RETURN_IF_ERROR(CheckLive(table));
-  STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
+Status EngineCore::WaitToWrite() {
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed: refuse writes rather than grow
     // memory without bound. Everything acknowledged is in the log.
     MutexLock l(&bg_mu_);
     return bg_error_;
   }
-  STRATA_RETURN_IF_ERROR(WaitForWriteRoom());
-  PendingWrite w;
-  w.tablet = table.FindTablet(row);
-  if (w.tablet == nullptr) {
+  return WaitForWriteRoom();
+}
+
+Status EngineCore::MakePendingRow(const TableState& table, std::string_view row,
+                                  const RowMutation& mutation, PendingRow* out) const {
+  out->tablet = table.FindTablet(row);
+  if (out->tablet == nullptr) {
     return Status::Corruption("table '" + table.name + "' has no tablet for row '" +
                               EscapeBytes(row) + "'");
   }
-  w.row = row;
-  w.entries.reserve(mutation.size());
+  out->row = row;
+  out->entries.clear();
+  out->entries.reserve(mutation.size());
   for (const auto& e : mutation.entries()) {
     const FamilyInfo* f = e.kind == RowMutation::Kind::kDeleteRow
                               ? nullptr
                               : table.schema.FindFamily(e.family);
-    w.entries.push_back(CellEntry{ToCellType(e.kind), f ? f->id : kRowMarkerFamily, e.qualifier,
-                                  e.timestamp, e.value});
+    out->entries.push_back(CellEntry{ToCellType(e.kind), f ? f->id : kRowMarkerFamily,
+                                     e.qualifier, e.timestamp, e.value});
   }
+  return Status::OK();
+}
+
+Status EngineCore::WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count) {
   LogRecordBuilder builder;
-  builder.AddRow(w.tablet->id, w.row, w.entries);
+  for (size_t i = 0; i < count; i++) builder.AddRow(rows[i].tablet->id, rows[i].row, rows[i].entries);
+  PendingWrite w{rows, count};
   wal::WriteRequest req;
   req.payload = builder.Finish();
-  req.sequence_count = w.entries.size();
+  req.sequence_count = builder.entry_count();
   req.sync = options.sync;
   req.arg = &w;
+  // The log applies and publishes the record before Write returns, so a
+  // writer that takes the row's lock after this one releases it reads it.
   return log_->Write(&req);
+}
+
+Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
+                          std::string_view row, const RowMutation& mutation) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
+  STRATA_RETURN_IF_ERROR(WaitToWrite());
+  PendingRow w;
+  STRATA_RETURN_IF_ERROR(MakePendingRow(table, row, mutation, &w));
+  // Shared: plain writes of one row may share a group commit; a
+  // CheckAndMutate of the row waits for them and they for it.
+  SharedRowLock row_lock(&row_locks_, table.id, w.row);
+  return WriteRows(options, &w, 1);
 }
 
 Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filter,
@@ -1515,6 +1540,11 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
+  return ReadRowOpen(table, row, filter);
+}
+
+Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::string_view row,
+                                                  const RowFilter& filter) const {
   if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > options_.max_row_key_size) {
     return Status::InvalidArgument("row key is " + std::to_string(row.size()) +

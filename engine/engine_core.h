@@ -13,6 +13,10 @@
 //     memtables, so a reader sees a row mutation whole or not at all.
 //   - Memtable inserts happen only in the log's apply function (which never
 //     runs concurrently with itself) or during recovery, before the log opens.
+//   - A writer holds its row's stripe in row_locks_ (Mutate shared,
+//     CheckAndMutate exclusive) from before its record is logged until the
+//     record is visible, so an exclusive holder's read sees every write of
+//     the row that returned or was in flight when it took the stripe.
 #ifndef STRATA_ENGINE_ENGINE_CORE_H_
 #define STRATA_ENGINE_ENGINE_CORE_H_
 
@@ -23,6 +27,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,7 +37,9 @@
 #include "common/rate_limiter.h"
 #include "engine/compaction.h"
 #include "engine/file_meta.h"
+#include "engine/log_record.h"
 #include "engine/manifest.h"
+#include "engine/row_locks.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "memtable/memtable.h"
@@ -138,6 +145,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   Status Mutate(const TableState& table, const WriteOptions& options, std::string_view row,
                 const RowMutation& mutation);
+  // Table::CheckAndMutate and Table::CheckAndMutateBatch (engine/check_and_mutate.cc).
+  Result<CheckAndMutateResult> CheckAndMutate(const TableState& table, const WriteOptions& options,
+                                              std::string_view row,
+                                              const std::vector<Condition>& conditions,
+                                              const RowMutation& mutation);
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
+      const TableState& table, const WriteOptions& options,
+      const std::vector<ConditionalMutation>& batch);
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
                                     std::string_view row, const RowFilter& filter) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
@@ -154,7 +169,24 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status Close();
 
  private:
-  struct PendingWrite;  // a row mutation on its way through the log
+  // A row mutation on its way through the log. Slices point into the caller's
+  // row key and RowMutation.
+  struct PendingRow {
+    const TabletState* tablet = nullptr;
+    Slice row;
+    std::vector<CellEntry> entries;
+  };
+  // What one log record carries, as WriteRequest::arg: rows in record order.
+  struct PendingWrite {
+    const PendingRow* rows = nullptr;
+    size_t count = 0;
+  };
+  // One row of a check-and-mutate, pointing into the caller's arguments.
+  struct ConditionalRow {
+    std::string_view row;
+    const std::vector<Condition>* conditions = nullptr;
+    const RowMutation* mutation = nullptr;
+  };
 
   EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs);
 
@@ -222,8 +254,28 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // row bloom filter does not rule it out.
   Status NewRangeIterator(const GroupView& view, const std::string& lo, const std::string& hi,
                           const Slice* row, std::unique_ptr<InternalIterator>* result) const;
+  Status ValidateRowKey(std::string_view row) const;
   Status ValidateMutation(const TableState& table, std::string_view row,
                           const RowMutation& mutation) const;
+  // The row's tablet and the mutation's entries, names resolved to ids.
+  // REQUIRES: ValidateMutation passed.
+  Status MakePendingRow(const TableState& table, std::string_view row,
+                        const RowMutation& mutation, PendingRow* out) const;
+  // Logs `rows` as one record (one group-commit submission) and returns once
+  // they are applied to the memtables and visible.
+  // REQUIRES: close_mu_ held shared and !closed_; every row validated.
+  Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
+  // Fails with the background error once flushes have failed; otherwise
+  // applies level-0 backpressure. REQUIRES: close_mu_ held shared.
+  Status WaitToWrite();
+  // ReadRow without the close gate. REQUIRES: close_mu_ held shared and !closed_.
+  Result<std::vector<Cell>> ReadRowOpen(const TableState& table, std::string_view row,
+                                        const RowFilter& filter) const;
+  // Checks and applies `rows` (one per distinct row); `batch` only changes
+  // error messages (they name the entry). REQUIRES: close_mu_ held shared and !closed_.
+  Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
+                            const std::vector<ConditionalRow>& rows, bool batch,
+                            std::vector<CheckAndMutateResult>* results);
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
   Status ClosedError() const;
@@ -269,6 +321,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<wal::LogWriter> log_;
   std::unique_ptr<sstable::BlockCache> block_cache_;
   std::unique_ptr<sstable::TableCache> table_cache_;
+
+  // Orders the writers of each row: Mutate shared, CheckAndMutate exclusive.
+  RowLocks row_locks_;
 
   // Held by the apply function while it inserts, and by whoever switches a
   // memtable from outside it, so no insert lands in a memtable being flushed.

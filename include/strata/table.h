@@ -42,6 +42,33 @@ class Table {
   // engine refuses writes until it is reopened.
   Status Mutate(const WriteOptions& options, std::string_view row, const RowMutation& mutation);
 
+  // Checks every condition against the row as ReadRow would see it now and,
+  // if all hold, applies `mutation` as Mutate does; atomic for the row: no
+  // Mutate or CheckAndMutate of the row comes between the check and the
+  // write, and a reader sees the mutation whole or not at all. When a
+  // condition fails nothing is written and the result lists every failed
+  // condition with the cells that made it fail. With no conditions the
+  // mutation is applied unconditionally; an empty mutation with conditions is
+  // a pure check (nothing is logged). With options.sync, an applied mutation
+  // is durable on return, and so is every write it saw.
+  // Errors: InvalidArgument for bad input (as Mutate, plus an unknown family,
+  // oversized qualifier or value, or timestamps outside [kMinTimestamp,
+  // kMaxTimestamp] or with min > max in a condition; no conditions and an
+  // empty mutation) with nothing written; errors of the log as Mutate.
+  Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& options, std::string_view row,
+                                              const std::vector<Condition>& conditions,
+                                              const RowMutation& mutation);
+
+  // CheckAndMutate for many rows in one call: each row is checked and applied
+  // atomically on its own, with results in the order of `batch`. Every row
+  // whose conditions hold is written with one log record and one group
+  // commit, so a crash keeps all of them or none. Errors: InvalidArgument
+  // naming the entry when any entry is bad input (as CheckAndMutate) or names
+  // the same row as an earlier one, with nothing written. An empty batch
+  // gives an empty vector.
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
+      const WriteOptions& options, const std::vector<ConditionalMutation>& batch);
+
   // The row's cells that pass `filter`, newest version first within a column.
   // A row with no such cells gives an empty vector (not NotFound).
   Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,

@@ -1081,6 +1081,11 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
     EXPECT_NE(s.ToString().find("dropped"), std::string::npos) << s.ToString();
     EXPECT_TRUE(t->ReadRow(ReadOptions(), "r1").status().IsNotFound());
     EXPECT_TRUE(t->Scan(ReadOptions(), ScanSpec()).status().IsNotFound());
+    EXPECT_TRUE(t->CheckAndMutate(WriteOptions(), "r1", {Condition::CellExists("b", "y", 1)},
+                                  RowMutation().Put("b", "y", 2, "w"))
+                    .status()
+                    .IsNotFound());
+    EXPECT_TRUE(t->CheckAndMutateBatch(WriteOptions(), {}).status().IsNotFound());
   }
   EXPECT_TRUE(tenant_.OpenTable("tab").status().IsNotFound());
   EXPECT_TRUE(tenant_.ListTables()->empty());

@@ -1,0 +1,126 @@
+// EngineCore::CheckAndMutate and CheckAndMutateBatch: validate every row,
+// take the rows' stripes exclusively, read what the conditions look at,
+// evaluate, and log the rows whose conditions hold as one record. See "Check
+// and mutate" in engine/README.md.
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "common/coding.h"
+#include "engine/conditions.h"
+#include "engine/engine_core.h"
+
+namespace strata::engine {
+
+Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
+                                                        const WriteOptions& options,
+                                                        std::string_view row,
+                                                        const std::vector<Condition>& conditions,
+                                                        const RowMutation& mutation) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  std::vector<ConditionalRow> rows{ConditionalRow{row, &conditions, &mutation}};
+  std::vector<CheckAndMutateResult> results;
+  STRATA_RETURN_IF_ERROR(CheckAndMutateRows(table, options, rows, /*batch=*/false, &results));
+  return std::move(results.front());
+}
+
+Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
+    const TableState& table, const WriteOptions& options,
+    const std::vector<ConditionalMutation>& batch) {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  std::vector<ConditionalRow> rows;
+  rows.reserve(batch.size());
+  for (const ConditionalMutation& m : batch) {
+    rows.push_back(ConditionalRow{m.row, &m.conditions, &m.mutation});
+  }
+  std::vector<CheckAndMutateResult> results;
+  STRATA_RETURN_IF_ERROR(CheckAndMutateRows(table, options, rows, /*batch=*/true, &results));
+  return results;
+}
+
+Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOptions& options,
+                                      const std::vector<ConditionalRow>& rows, bool batch,
+                                      std::vector<CheckAndMutateResult>* results) {
+  results->assign(rows.size(), CheckAndMutateResult());
+  if (rows.empty()) return Status::OK();
+
+  // Everything is checked before any lock is taken or anything is written.
+  bool writes = false;
+  for (size_t i = 0; i < rows.size(); i++) {
+    const ConditionalRow& r = rows[i];
+    Status s;
+    if (r.conditions->empty() && r.mutation->empty()) {
+      s = Status::InvalidArgument("no conditions and an empty mutation");
+    } else if (r.mutation->empty()) {
+      s = ValidateRowKey(r.row);
+    } else {
+      s = ValidateMutation(table, r.row, *r.mutation);
+      writes = true;
+    }
+    if (s.ok()) s = ValidateConditions(table.schema, table.name, options_, *r.conditions);
+    if (!s.ok()) {
+      return batch ? s.WithContext("batch entry " + std::to_string(i)) : s;
+    }
+  }
+  if (batch) {
+    std::vector<size_t> order(rows.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return rows[a].row < rows[b].row; });
+    for (size_t i = 1; i < order.size(); i++) {
+      if (rows[order[i - 1]].row == rows[order[i]].row) {
+        const size_t first = std::min(order[i - 1], order[i]);
+        const size_t second = std::max(order[i - 1], order[i]);
+        return Status::InvalidArgument("batch entry " + std::to_string(second) + ": row '" +
+                                       EscapeBytes(rows[second].row) +
+                                       "' is already in batch entry " + std::to_string(first));
+      }
+    }
+  }
+  // Resolved before the wait, so a write to an unknown tablet fails without one.
+  std::vector<PendingRow> pending(rows.size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    if (rows[i].mutation->empty()) continue;
+    STRATA_RETURN_IF_ERROR(MakePendingRow(table, rows[i].row, *rows[i].mutation, &pending[i]));
+  }
+  if (writes) STRATA_RETURN_IF_ERROR(WaitToWrite());
+
+  std::vector<size_t> stripes(rows.size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    stripes[i] = RowLocks::StripeOf(table.id, rows[i].row);
+  }
+  ExclusiveRowLocks locks(&row_locks_, std::move(stripes));
+  // Every write of these rows that returned is applied and visible (writers
+  // hold their stripe until then), and none can start until the locks go.
+  for (size_t i = 0; i < rows.size(); i++) {
+    const std::vector<Condition>& conditions = *rows[i].conditions;
+    if (conditions.empty()) {
+      (*results)[i].applied = true;
+      continue;
+    }
+    Result<std::vector<Cell>> cells =
+        ReadRowOpen(table, rows[i].row, ConditionReadFilter(conditions));
+    if (!cells.ok()) {
+      return batch ? cells.status().WithContext("batch entry " + std::to_string(i))
+                   : cells.status();
+    }
+    EvaluateConditions(conditions, *cells, &(*results)[i]);
+  }
+
+  // One record for every row that applies, grouped by tablet.
+  std::vector<PendingRow> apply;
+  for (size_t i = 0; i < rows.size(); i++) {
+    if ((*results)[i].applied && !rows[i].mutation->empty()) apply.push_back(std::move(pending[i]));
+  }
+  if (apply.empty()) return Status::OK();
+  std::stable_sort(apply.begin(), apply.end(), [](const PendingRow& a, const PendingRow& b) {
+    return a.tablet->id < b.tablet->id;
+  });
+  return WriteRows(options, apply.data(), apply.size());
+}
+
+}  // namespace strata::engine
