@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/coding.h"
+#include "engine/clamped_iterator.h"
 #include "engine/log_record.h"
 #include "engine/merging_iterator.h"
 #include "sstable/table_builder.h"
@@ -42,6 +43,13 @@ CellType ToCellType(RowMutation::Kind kind) {
 
 bool RowInRange(const Slice& row, const std::string& start, const std::string& end) {
   return (start.empty() || row.compare(start) >= 0) && (end.empty() || row.compare(end) < 0);
+}
+
+// The smallest cell key of `row` (empty for an empty row: unbounded).
+std::string RowBound(const std::string& row) {
+  std::string key;
+  if (!row.empty()) AppendRowPrefix(&key, row);
+  return key;
 }
 
 }  // namespace
@@ -155,6 +163,9 @@ Status EngineCore::Recover() {
     t->name = tenant.name;
     tenants_[tenant.name] = std::move(t);
   }
+  // A file shared by the tablets of a split has one TableFile, so it is
+  // deleted only once no tablet holds it.
+  std::unordered_map<uint64_t, std::shared_ptr<TableFile>> files_by_number;
   for (const auto& [id, table] : catalog_.tables) {
     std::vector<VersionEdit::NewTablet> tablets;
     for (const auto& [tid, tablet] : catalog_.tablets) {
@@ -173,7 +184,9 @@ Status EngineCore::Recover() {
         auto view = std::make_shared<GroupView>(*g->view);
         for (size_t level = 0; level < it->second.levels.size() && level < kNumLevels; level++) {
           for (const auto& meta : it->second.levels[level]) {
-            view->levels[level].push_back(std::make_shared<TableFile>(meta, obsolete_files_));
+            std::shared_ptr<TableFile>& f = files_by_number[meta.number];
+            if (f == nullptr) f = std::make_shared<TableFile>(meta, obsolete_files_);
+            view->levels[level].push_back(f);
           }
         }
         g->view = std::move(view);
@@ -225,6 +238,7 @@ Status EngineCore::Recover() {
   for (int i = 0; i < options_.max_background_compactions; i++) {
     compaction_threads_.emplace_back([this] { CompactionThread(); });
   }
+  if (options_.tablet_split_size > 0) split_thread_ = std::thread([this] { SplitThread(); });
   return Status::OK();
 }
 
@@ -618,8 +632,11 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     edit.new_files.push_back({tablet.id, group->index, static_cast<uint32_t>(out_level), f->meta});
     {
       MutexLock l(&mu_);
-      // Relaxed: set under mu_ (see UnlinkTables).
-      if (tablet.table->dropped.load(std::memory_order_relaxed)) return Status::OK();
+      // Relaxed: set under mu_ (see UnlinkTables and SplitTablet).
+      if (tablet.table->dropped.load(std::memory_order_relaxed) ||
+          tablet.retired.load(std::memory_order_relaxed)) {
+        return Status::OK();
+      }
       STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
       STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     }
@@ -648,6 +665,11 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     }
   }
   std::unique_ptr<InternalIterator> input = NewMergingIterator(std::move(children), std::move(pins));
+  if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
+    // Files shared with split siblings hold their rows too.
+    input = std::make_unique<ClampedIterator>(std::move(input), RowBound(tablet.start_row),
+                                              RowBound(tablet.end_row));
+  }
 
   // Output files, cut at about target_file_size.
   std::vector<FileMeta> outputs;
@@ -752,8 +774,9 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   bool dropped = false;
   {
     MutexLock l(&mu_);
-    // Relaxed: set under mu_ (see UnlinkTables).
-    dropped = tablet.table->dropped.load(std::memory_order_relaxed);
+    // Relaxed: set under mu_ (see UnlinkTables and SplitTablet).
+    dropped = tablet.table->dropped.load(std::memory_order_relaxed) ||
+              tablet.retired.load(std::memory_order_relaxed);
     if (!dropped) {
       edit.next_id = catalog_.next_id;
       s = manifest_->Append(edit);
@@ -946,8 +969,9 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   edit.last_sequence = visible;
   {
     MutexLock l(&mu_);
-    // Relaxed: set under mu_ (see UnlinkTables).
-    if (tablet.table->dropped.load(std::memory_order_relaxed)) {
+    // Relaxed: set under mu_ (see UnlinkTables and SplitTablet).
+    if (tablet.table->dropped.load(std::memory_order_relaxed) ||
+        tablet.retired.load(std::memory_order_relaxed)) {
       if (meta.entries > 0) {
         // Best effort: a file left behind is deleted on the next open.
         fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
@@ -1516,18 +1540,33 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   if (!spec.end_row.empty()) AppendRowPrefix(&hi, spec.end_row);
   // Views first, then the snapshot (as in ReadRow).
   std::vector<ScanIterator::GroupInput> inputs;
+  std::vector<const TabletState*> input_tablets;
   for (const auto& tablet : table->tablets) {
     if (!spec.end_row.empty() && !tablet->start_row.empty() && tablet->start_row >= spec.end_row) {
       continue;
     }
     if (!tablet->end_row.empty() && tablet->end_row <= spec.start_row) continue;
     for (size_t g = 0; g < group_needed.size(); g++) {
-      if (group_needed[g]) inputs.push_back({tablet->groups[g]->current(), nullptr});
+      if (group_needed[g]) {
+        inputs.push_back({tablet->groups[g]->current(), nullptr});
+        input_tablets.push_back(tablet.get());
+      }
     }
   }
   const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
-  for (auto& in : inputs) {
-    STRATA_RETURN_IF_ERROR(NewRangeIterator(*in.view, lo, hi, /*row=*/nullptr, &in.it));
+  for (size_t i = 0; i < inputs.size(); i++) {
+    // Each tablet's part of [lo, hi): files shared with split siblings also
+    // hold their rows, which the siblings' own inputs give.
+    const TabletState& tablet = *input_tablets[i];
+    std::string tlo = RowBound(tablet.start_row);
+    std::string thi = RowBound(tablet.end_row);
+    if (tlo < lo) tlo = lo;
+    if (thi.empty() || (!hi.empty() && hi < thi)) thi = hi;
+    STRATA_RETURN_IF_ERROR(NewRangeIterator(*inputs[i].view, tlo, thi, /*row=*/nullptr,
+                                            &inputs[i].it));
+    if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
+      inputs[i].it = std::make_unique<ClampedIterator>(std::move(inputs[i].it), tlo, thi);
+    }
   }
   return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
                                                        std::move(inputs), lo, hi,
@@ -1598,6 +1637,7 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
 EngineStats EngineCore::GetStats() const {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   EngineStats s;
+  std::set<uint64_t> counted;  // file numbers
   s.writes = stat_writes_.load(std::memory_order_relaxed);
   s.cells_written = stat_cells_.load(std::memory_order_relaxed);
   s.last_sequence = visible_sequence_.load(std::memory_order_acquire);
@@ -1620,6 +1660,7 @@ EngineStats EngineCore::GetStats() const {
   s.write_stall_micros = stat_stall_micros_.load(std::memory_order_relaxed);
   s.max_level0_files = max_level0_files_.load(std::memory_order_relaxed);
   s.memtable_stops = stat_memtable_stops_.load(std::memory_order_relaxed);
+  s.tablet_splits = stat_splits_.load(std::memory_order_relaxed);
   s.immutable_memtables = immutable_memtables_.load(std::memory_order_relaxed);
   if (compaction_limiter_ != nullptr) {
     s.compaction_rate_limit_wait_micros = compaction_limiter_->total_wait_micros();
@@ -1627,15 +1668,20 @@ EngineStats EngineCore::GetStats() const {
   if (closed_) return s;
   MutexLock l(&mu_);
   for (const auto& [key, t] : tables_) {
+    s.tablets += t->tablets.size();
     for (const auto& tab : t->tablets) {
       for (const auto& g : tab->groups) {
         std::shared_ptr<const GroupView> v = g->current();
         s.memtable_bytes += v->mem->ApproximateMemoryUsage();
         for (const auto& imm : v->imms) s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
         for (size_t n = 0; n < v->levels.size(); n++) {
-          s.table_files += v->levels[n].size();
-          s.level_files[n] += v->levels[n].size();
-          for (const auto& f : v->levels[n]) s.table_bytes += f->meta.size;
+          for (const auto& f : v->levels[n]) {
+            // A file shared by split tablets counts once.
+            if (!counted.insert(f->meta.number).second) continue;
+            s.table_files++;
+            s.level_files[n]++;
+            s.table_bytes += f->meta.size;
+          }
         }
       }
     }
@@ -1644,6 +1690,14 @@ EngineStats EngineCore::GetStats() const {
 }
 
 Status EngineCore::Close() {
+  {
+    MutexLock l(&bg_mu_);
+    split_stop_ = true;
+    bg_cv_.SignalAll();
+  }
+  std::call_once(split_join_once_, [this] {
+    if (split_thread_.joinable()) split_thread_.join();
+  });
   std::unique_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return Status::OK();
   closed_ = true;

@@ -24,6 +24,7 @@
 #include <deque>
 #include <thread>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -97,6 +98,9 @@ struct TabletState {
   std::string start_row;        // inclusive; empty = unbounded
   std::string end_row;          // exclusive; empty = unbounded
   std::vector<std::unique_ptr<LocalityGroupState>> groups;  // like Schema::locality_groups()
+  // Set under the engine's mu_ once the tablet is split away; background
+  // work checks it there before recording anything for it. Relaxed.
+  std::atomic<bool> retired{false};
 };
 
 struct TableState {
@@ -104,8 +108,9 @@ struct TableState {
   uint64_t tenant_id = 0;
   std::string name;
   Schema schema;
-  // Sorted by start_row; never empty. Fixed after creation for now (tablets
-  // do not split yet).
+  // Sorted by start_row, covering every row; never empty. Replaced by a
+  // split only with the close gate held exclusively (and mu_), so calls that
+  // hold the gate shared read it freely.
   std::vector<std::unique_ptr<TabletState>> tablets;
 
   TabletState* FindTablet(const Slice& row) const;
@@ -209,6 +214,18 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // threads compact.
   void FlushThread();
   void CompactionThread();
+  // Splits tablets that have grown past tablet_split_size (engine/split.cc).
+  void SplitThread();
+  // Splits `tablet` in two at a row near the middle of its data. OK without
+  // a split when no row boundary fits or the engine is closing.
+  Status SplitTablet(TabletState* tablet);
+  // A row near the middle of the tablet's largest group; false if none
+  // lies strictly inside the tablet's range.
+  bool PickSplitRow(const TabletState& tablet, std::string* row);
+  // Flushes what the tablet's memtables hold and waits for it.
+  Status FlushTabletMemtables(TabletState* tablet);
+  // SSTable bytes of the tablet, all groups.
+  static uint64_t TabletBytes(const TabletState& tablet);
   // A compaction: input files of two adjacent levels of one group.
   struct CompactionJob {
     LocalityGroupState* group = nullptr;
@@ -313,6 +330,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Dropped tables, kept for the engine's lifetime because queued flushes
   // and running compactions may still point into them.
   std::vector<std::shared_ptr<TableState>> dropped_tables_ GUARDED_BY(mu_);
+  // Tablets split away, kept for the same reason.
+  std::vector<std::unique_ptr<TabletState>> retired_tablets_ GUARDED_BY(mu_);
   // Every live tablet by id, for log replay and background work. Written
   // during Open and when tables are created or dropped (under mu_); replay
   // runs before any other thread can see the core.
@@ -351,6 +370,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::atomic<bool> bg_failed_{false};
   std::thread flush_thread_;
   std::vector<std::thread> compaction_threads_;
+  std::thread split_thread_;
+  // Set by Close before it takes the close gate (a split takes the gate
+  // itself, so the split thread is joined first).
+  bool split_stop_ GUARDED_BY(bg_mu_) = false;
+  std::once_flag split_join_once_;
+  std::atomic<uint64_t> stat_splits_{0};
   // Paces compaction output; unlimited when compaction_rate_limit is 0.
   std::unique_ptr<RateLimiter> compaction_limiter_;
   std::atomic<uint64_t> stat_memtable_stops_{0};

@@ -262,7 +262,14 @@ Status Catalog::Apply(const VersionEdit& edit) {
     }
     tenants.erase(id);
   }
-  retired_tablets.insert(edit.retired_tablets.begin(), edit.retired_tablets.end());
+  // A tablet retired on its own (split into new tablets) goes with its files;
+  // the new tablets list the files they keep.
+  for (uint64_t id : edit.retired_tablets) {
+    if (tablets.erase(id) != 0) {
+      files.erase(files.lower_bound({id, 0}), files.lower_bound({id + 1, 0}));
+    }
+    retired_tablets.insert(id);
+  }
   for (const auto& t : edit.tenants) {
     if (tenants.count(t.id)) return bad("tenant id " + std::to_string(t.id) + " reused");
   }

@@ -68,9 +68,10 @@ struct VersionEdit {
   // which must have no tables left.
   std::vector<uint64_t> dropped_tables;
   std::vector<uint64_t> dropped_tenants;
-  // Tablets that are gone (their table was dropped): log records naming
-  // them are skipped on replay. Snapshots repeat them, since the log may
-  // still hold such records.
+  // Tablets that are gone (their table was dropped, or they were split and
+  // everything they held was flushed first): log records naming them are
+  // skipped on replay, and a live tablet named here is removed with its
+  // files. Snapshots repeat them, since the log may still hold such records.
   std::vector<uint64_t> retired_tablets;
   std::vector<NewTenant> tenants;
   std::vector<NewTable> tables;

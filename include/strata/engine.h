@@ -83,6 +83,8 @@ struct EngineStats {
   uint64_t memtable_stops = 0;       // writes that waited for a flush (max_immutable_memtables)
   uint64_t immutable_memtables = 0;  // full memtables waiting for or in a flush now
   uint64_t compaction_rate_limit_wait_micros = 0;  // time compactions slept on the rate limit
+  uint64_t tablets = 0;              // tablets of every table now
+  uint64_t tablet_splits = 0;        // splits done
 };
 
 class Engine {

@@ -87,6 +87,10 @@ struct EngineOptions {
   // many, writes wait until a flush finishes (counted in EngineStats as
   // memtable_stops), which bounds memory when flushing falls behind.
   int max_immutable_memtables = 4;
+  // A tablet splits in two at a row boundary once its SSTables hold more than
+  // this many bytes (all locality groups together); 0 never splits. Smaller
+  // tablets spread compaction work and keep each compaction's range narrow.
+  uint64_t tablet_split_size = 512ull << 20;
   // Sees every column's live versions during compaction (may be null).
   std::shared_ptr<CompactionFilter> compaction_filter;
 

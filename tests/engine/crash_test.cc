@@ -49,6 +49,7 @@ std::string RowKey(int round, int thread, int i) {
   o.level0_compaction_trigger = 2;  // and compactions
   o.level1_max_bytes = 256 << 10;
   o.target_file_size = 64 << 10;
+  o.tablet_split_size = 96 << 10;  // and tablet splits
   auto engine = Engine::Open(dir, o);
   if (!engine.ok()) {
     std::fprintf(stderr, "child open: %s\n", engine.status().ToString().c_str());
@@ -97,6 +98,7 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
   }
   const int rounds = test::LongTests() ? 200 : 24;
   std::vector<RoundResult> results;
+  uint64_t tablets = 0;
   for (int round = 0; round < rounds; round++) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
@@ -175,13 +177,15 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
         }
       }
     }
+    tablets = (*engine)->GetStats().tablets;
     ASSERT_TRUE((*engine)->Close().ok());
   }
   int total = 0;
   for (const auto& rr : results) {
     for (const auto& [t, i] : rr.max_acked) total += i + 1;
   }
-  std::printf("crash test: %d rounds, %d acknowledged rows checked\n", rounds, total);
+  std::printf("crash test: %d rounds, %d acknowledged rows checked, %llu tablets at the end\n",
+              rounds, total, static_cast<unsigned long long>(tablets));
   EXPECT_GT(total, 0);
 }
 

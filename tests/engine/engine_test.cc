@@ -1207,3 +1207,150 @@ TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+class EngineSplitTest : public ::testing::Test {
+ protected:
+  void Open() {
+    auto e = Engine::Open(dir_.path(), options_);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e.value());
+    if (engine_->ListTenants()->empty()) {
+      ASSERT_TRUE(engine_->CreateTenant("t").ok());
+      ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()).ok());
+    }
+    table_ = *engine_->OpenTenant("t")->OpenTable("tab");
+  }
+  void Reopen() {
+    table_ = Table();
+    ASSERT_TRUE(engine_->Close().ok());
+    engine_.reset();
+    Open();
+  }
+  static std::string Row(int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "row%06d", i);
+    return buf;
+  }
+  static std::string Value(int i, int round) {
+    return std::to_string(round) + ":" + std::string(60, static_cast<char>('a' + i % 26));
+  }
+  // Every row once, in order, with the round's value in both groups.
+  void CheckAll(int rows, int round) {
+    for (int i = 0; i < rows; i += 37) {
+      auto cells = table_.ReadRow(ReadOptions(), Row(i));
+      ASSERT_TRUE(cells.ok());
+      ASSERT_EQ(cells->size(), 2u) << Row(i);
+      EXPECT_EQ((*cells)[0].value, Value(i, round)) << Row(i);
+    }
+    auto it = table_.Scan(ReadOptions(), ScanSpec());
+    ASSERT_TRUE(it.ok());
+    int n = 0;
+    for (; (*it)->Valid(); (*it)->Next(), n++) {
+      ASSERT_EQ((*it)->row(), Row(n));
+      ASSERT_EQ((*it)->cells().size(), 2u) << Row(n);
+    }
+    ASSERT_TRUE((*it)->status().ok());
+    EXPECT_EQ(n, rows);
+    // A range across tablet boundaries.
+    auto part = table_.Scan(ReadOptions(), ScanSpec{.start_row = Row(rows / 3),
+                                                    .end_row = Row(2 * rows / 3)});
+    ASSERT_TRUE(part.ok());
+    n = rows / 3;
+    for (; (*part)->Valid(); (*part)->Next(), n++) ASSERT_EQ((*part)->row(), Row(n));
+    EXPECT_EQ(n, 2 * rows / 3);
+  }
+
+  test::ScratchDir dir_{"split"};
+  EngineOptions options_ = [] {
+    EngineOptions o;
+    o.write_buffer_size = 64 << 10;
+    o.tablet_split_size = 256 << 10;
+    o.level0_compaction_trigger = 2;
+    o.target_file_size = 64 << 10;
+    return o;
+  }();
+  std::unique_ptr<Engine> engine_;
+  Table table_;
+};
+
+TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
+  Open();
+  constexpr int kRows = 12000;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < kRows; i++) {
+      RowMutation m;
+      m.Put("a", "x", 1, Value(i, round)).Put("b", "y", 1, "b" + std::to_string(i));
+      ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+    }
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  // Splits follow flushes and compactions on their own thread.
+  while (engine_->GetStats().tablet_splits < 2) {
+    ASSERT_TRUE(engine_->Flush().ok());
+    std::this_thread::yield();
+  }
+  EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.tablets, 1 + st.tablet_splits);
+  ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 1));
+  // Deletes and overwrites land in the new tablets; compactions of each
+  // tablet keep to its rows.
+  for (int i = 0; i < kRows; i++) {
+    RowMutation m;
+    m.Put("a", "x", 1, Value(i, 2));
+    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));
+  Reopen();
+  EXPECT_GE(engine_->GetStats().tablets, 3u);
+  ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));
+}
+
+TEST_F(EngineSplitTest, SplitsUnderConcurrentWritesAndReadsLoseNothing) {
+  options_.max_background_compactions = 2;
+  Open();
+  constexpr int kRows = 8000;
+  constexpr int kWriters = 3;
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad_reads{0};
+  std::thread reader([&] {
+    Random rnd(7);
+    while (!stop.load()) {
+      const int i = static_cast<int>(rnd.Uniform(kRows));
+      auto cells = table_.ReadRow(ReadOptions(), Row(i));
+      if (!cells.ok()) bad_reads++;
+      // A row is written whole: both groups or neither.
+      if (cells.ok() && cells->size() != 0 && cells->size() != 2) bad_reads++;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; w++) {
+    writers.emplace_back([&, w] {
+      for (int round = 0; round < 3; round++) {
+        for (int i = w; i < kRows; i += kWriters) {
+          RowMutation m;
+          m.Put("a", "x", 1, Value(i, round)).Put("b", "y", 1, "b" + std::to_string(i));
+          ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(bad_reads.load(), 0);
+  ASSERT_TRUE(engine_->Compact().ok());
+  while (engine_->GetStats().tablet_splits == 0) {
+    ASSERT_TRUE(engine_->Flush().ok());
+    std::this_thread::yield();
+  }
+  ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));
+  Reopen();
+  ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,299 @@
+// Tablet splits: a tablet whose SSTables have grown past tablet_split_size
+// becomes two tablets that divide its row range at a row boundary and share
+// its files until compactions rewrite them.
+//
+// The steps (SplitTablet):
+//   1. Pick a row near the middle of the tablet's largest locality group.
+//   2. Flush its memtables while writes go on.
+//   3. With the close gate held exclusively (no call in flight, so no write
+//      between its tablet lookup and its apply), flush what arrived during
+//      step 2, then, under mu_, record one manifest edit — the parent
+//      retired, two new tablets, the parent's files (as the catalog lists
+//      them) under each new tablet whose rows they overlap, the flushed
+//      sequences — and swap the new tablets in.
+// Compactions of the parent may run on: one that records its result before
+// the edit changed the catalog the edit copies (its inputs then go once no
+// view holds them); one that would record after it finds the parent retired
+// and throws its output away. Since the parent was wholly flushed, log
+// replay skips its records; a crash before the edit leaves the parent as it
+// was, after it the children.
+#include <algorithm>
+
+#include "common/cell_key.h"
+#include "common/coding.h"
+#include "engine/engine_core.h"
+
+namespace strata::engine {
+
+namespace {
+
+// The encoded row at the front of a cell key (see RowOf in engine_core.cc).
+Slice EncodedRow(const Slice& key) {
+  Slice rest = key;
+  if (!SkipMemcomparable(&rest)) return key;
+  return Slice(key.data(), key.size() - rest.size());
+}
+
+// Whether the file holds keys of rows in [start, end) (empty: unbounded).
+bool FileMeetsRows(const FileMeta& f, const std::string& start, const std::string& end) {
+  std::string lo, hi;
+  if (!start.empty()) AppendRowPrefix(&lo, start);
+  if (!end.empty()) AppendRowPrefix(&hi, end);
+  return (lo.empty() || EncodedRow(f.largest).compare(Slice(lo)) >= 0) &&
+         (hi.empty() || EncodedRow(f.smallest).compare(Slice(hi)) < 0);
+}
+
+bool InsideTablet(const std::string& row, const TabletState& t) {
+  return row > t.start_row && (t.end_row.empty() || row < t.end_row);
+}
+
+}  // namespace
+
+uint64_t EngineCore::TabletBytes(const TabletState& tablet) {
+  uint64_t bytes = 0;
+  for (const auto& g : tablet.groups) {
+    std::shared_ptr<const GroupView> v = g->current();
+    for (const auto& level : v->levels) {
+      for (const auto& f : level) bytes += f->meta.size;
+    }
+  }
+  return bytes;
+}
+
+void EngineCore::SplitThread() {
+  // Tablets that could not be split, with their size then: tried again only
+  // once they have grown by half.
+  std::unordered_map<const TabletState*, uint64_t> stuck;
+  MutexLock l(&bg_mu_);
+  while (!bg_stop_ && !split_stop_) {
+    TabletState* candidate = nullptr;
+    uint64_t candidate_bytes = 0;
+    if (bg_error_.ok()) {
+      bg_mu_.Unlock();
+      {
+        MutexLock cl(&mu_);
+        for (const auto& [id, tablet] : tablets_by_id_) {
+          const uint64_t bytes = TabletBytes(*tablet);
+          if (bytes <= options_.tablet_split_size || bytes <= candidate_bytes) continue;
+          auto it = stuck.find(tablet);
+          if (it != stuck.end() && bytes < it->second + it->second / 2) continue;
+          candidate = tablet;
+          candidate_bytes = bytes;
+        }
+      }
+      bg_mu_.Lock();
+    }
+    if (candidate == nullptr || bg_stop_ || split_stop_) {
+      if (!bg_stop_ && !split_stop_) bg_cv_.Wait();
+      continue;
+    }
+    bg_mu_.Unlock();
+    const uint64_t splits_before = stat_splits_.load(std::memory_order_relaxed);
+    Status s = SplitTablet(candidate);
+    if (stat_splits_.load(std::memory_order_relaxed) == splits_before) {
+      stuck[candidate] = candidate_bytes;
+    }
+    bg_mu_.Lock();
+    if (!s.ok() && bg_error_.ok() && !bg_stop_ && !split_stop_) {
+      bg_error_ = s.WithContext("tablet split failed; reopen the engine");
+      bg_failed_.store(true, std::memory_order_relaxed);
+    }
+    bg_cv_.SignalAll();
+  }
+}
+
+bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
+  // The largest group's fullest level: its files, by smallest key, cut
+  // where half its bytes lie before.
+  const LocalityGroupState* largest = nullptr;
+  uint64_t largest_bytes = 0;
+  for (const auto& g : tablet.groups) {
+    std::shared_ptr<const GroupView> v = g->current();
+    uint64_t bytes = 0;
+    for (const auto& level : v->levels) {
+      for (const auto& f : level) bytes += f->meta.size;
+    }
+    if (bytes > largest_bytes) {
+      largest = g.get();
+      largest_bytes = bytes;
+    }
+  }
+  if (largest == nullptr) return false;
+  std::shared_ptr<const GroupView> view = largest->current();
+  size_t level = 0;
+  uint64_t level_bytes = 0;
+  for (size_t n = 0; n < view->levels.size(); n++) {
+    uint64_t bytes = 0;
+    for (const auto& f : view->levels[n]) bytes += f->meta.size;
+    if (bytes > level_bytes) {
+      level = n;
+      level_bytes = bytes;
+    }
+  }
+  std::vector<std::shared_ptr<TableFile>> files = view->levels[level];
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a->meta.smallest < b->meta.smallest; });
+  uint64_t before = 0;
+  for (const auto& f : files) {
+    ParsedCellKey first;
+    if (before >= level_bytes / 2 && ParseCellKey(f->meta.smallest, &first) &&
+        InsideTablet(first.row, tablet)) {
+      *row = first.row;
+      return true;
+    }
+    before += f->meta.size;
+  }
+  // Half the bytes lie inside one file: the first row after its middle entry.
+  uint64_t target = 0;
+  std::shared_ptr<TableFile> middle;
+  before = 0;
+  for (const auto& f : files) {
+    if (before + f->meta.size > level_bytes / 2) {
+      middle = f;
+      target = f->meta.entries * (level_bytes / 2 - before) / std::max<uint64_t>(f->meta.size, 1);
+      break;
+    }
+    before += f->meta.size;
+  }
+  if (middle == nullptr) return false;
+  Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(middle->meta.number);
+  if (!reader.ok()) return false;
+  std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
+  uint64_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), n++) {
+    if (n < target) continue;
+    ParsedCellKey key;
+    if (!ParseCellKey(it->key(), &key)) return false;
+    if (InsideTablet(key.row, tablet)) {
+      *row = key.row;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status EngineCore::FlushTabletMemtables(TabletState* tablet) {
+  {
+    MutexLock apply(&apply_mu_);
+    const SequenceNumber last = visible_sequence_.load(std::memory_order_acquire);
+    for (const auto& g : tablet->groups) {
+      if (g->current()->mem->num_entries() > 0) SwitchMemTable(g.get(), last);
+    }
+  }
+  MutexLock l(&bg_mu_);
+  while (bg_error_.ok() && !bg_stop_ && !split_stop_) {
+    bool pending = false;
+    for (const auto& g : tablet->groups) pending |= !g->current()->imms.empty();
+    if (!pending) return Status::OK();
+    bg_cv_.Wait();
+  }
+  if (!bg_error_.ok()) return bg_error_;
+  return Status::Aborted("split stopped: the engine is closing");
+}
+
+Status EngineCore::SplitTablet(TabletState* tablet) {
+  std::string split_row;
+  if (!PickSplitRow(*tablet, &split_row)) return Status::OK();
+  auto done = [](Status s) { return s.IsAborted() ? Status::OK() : s; };
+  Status s = FlushTabletMemtables(tablet);
+  if (!s.ok()) return done(s);
+
+  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  TableState* table = tablet->table;
+  // Relaxed: see TableState::dropped.
+  if (closed_ || table->dropped.load(std::memory_order_relaxed)) return done(Status::OK());
+  s = FlushTabletMemtables(tablet);
+  if (!s.ok()) return done(s);
+
+  const std::string parent_start = tablet->start_row;
+  const std::string parent_end = tablet->end_row;
+  std::vector<std::unique_ptr<TabletState>> children;
+  {
+    MutexLock l(&mu_);
+    VersionEdit edit;
+    edit.retired_tablets.push_back(tablet->id);
+    const uint64_t first_id = catalog_.next_id;
+    edit.next_id = first_id + 2;
+    for (int c = 0; c < 2; c++) {
+      auto child = std::make_unique<TabletState>();
+      child->id = first_id + c;
+      child->table = table;
+      child->start_row = c == 0 ? parent_start : split_row;
+      child->end_row = c == 0 ? split_row : parent_end;
+      edit.tablets.push_back({table->id, child->id, child->start_row, child->end_row});
+      for (const auto& parent_group : tablet->groups) {
+        auto group = std::make_unique<LocalityGroupState>();
+        group->index = parent_group->index;
+        group->tablet = child.get();
+        auto view = std::make_shared<GroupView>();
+        view->mem = std::make_shared<memtable::MemTable>();
+        view->levels.resize(kNumLevels);
+        std::shared_ptr<const GroupView> parent_view;
+        SequenceNumber flushed;
+        {
+          MutexLock gl(&parent_group->mu);
+          parent_view = parent_group->view;
+          flushed = parent_group->flushed;
+        }
+        // The catalog, not the view, says which files the parent holds: a
+        // compaction may have recorded its result and not yet shown it.
+        std::unordered_map<uint64_t, std::shared_ptr<TableFile>> live;
+        for (const auto& level : parent_view->levels) {
+          for (const auto& f : level) live[f->meta.number] = f;
+        }
+        auto listed = catalog_.files.find({tablet->id, parent_group->index});
+        for (uint32_t n = 0; n < kNumLevels; n++) {
+          if (listed == catalog_.files.end() || n >= listed->second.levels.size()) break;
+          for (const FileMeta& meta : listed->second.levels[n]) {
+            if (!FileMeetsRows(meta, child->start_row, child->end_row)) continue;
+            std::shared_ptr<TableFile>& f = live[meta.number];
+            if (f == nullptr) f = std::make_shared<TableFile>(meta, obsolete_files_);
+            view->levels[n].push_back(f);
+          }
+          // Level 0 is listed oldest first, as replay puts each file in front.
+          const auto& kept = view->levels[n];
+          for (size_t i = 0; i < kept.size(); i++) {
+            const auto& f = n == 0 ? kept[kept.size() - 1 - i] : kept[i];
+            edit.new_files.push_back({child->id, group->index, n, f->meta});
+          }
+        }
+        edit.flushed.push_back({child->id, group->index, flushed});
+        {
+          MutexLock gl(&group->mu);
+          group->view = std::move(view);
+          group->flushed = flushed;
+        }
+        child->groups.push_back(std::move(group));
+      }
+      children.push_back(std::move(child));
+    }
+    s = manifest_->Append(edit);
+    if (s.ok()) s = catalog_.Apply(edit);
+    if (s.ok()) {
+      // Relaxed: background work reads it under mu_, held here.
+      tablet->retired.store(true, std::memory_order_relaxed);
+      tablets_by_id_.erase(tablet->id);
+      auto pos = std::find_if(table->tablets.begin(), table->tablets.end(),
+                              [&](const auto& t) { return t.get() == tablet; });
+      retired_tablets_.push_back(std::move(*pos));
+      pos = table->tablets.erase(pos);
+      for (auto& child : children) tablets_by_id_[child->id] = child.get();
+      table->tablets.insert(pos, std::make_move_iterator(children.begin()),
+                            std::make_move_iterator(children.end()));
+      stat_splits_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (s.ok()) {
+    // The parent's view goes; the files it shares live on in the children.
+    for (const auto& g : tablet->groups) {
+      auto view = std::make_shared<GroupView>();
+      view->mem = std::make_shared<memtable::MemTable>();
+      view->levels.resize(kNumLevels);
+      MutexLock gl(&g->mu);
+      g->view = std::move(view);
+    }
+  }
+  return done(s);
+}
+
+}  // namespace strata::engine
