@@ -33,6 +33,7 @@
 #include "engine/compaction.h"
 #include "engine/file_meta.h"
 #include "engine/manifest.h"
+#include "engine/read_session.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "memtable/memtable.h"
@@ -105,6 +106,9 @@ struct TableState {
 
   // Set once, like TenantState::dropped; handles then get NotFound.
   std::atomic<bool> dropped{false};
+
+  // The prefetch predictor and counters of the table's read sessions.
+  TableReadState reads;
 };
 
 struct TenantState {
