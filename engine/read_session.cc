@@ -1,5 +1,7 @@
 #include "engine/read_session.h"
 
+#include <algorithm>
+#include <cassert>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -65,12 +67,25 @@ class ReadSessionImpl final : public ReadSession {
   ReadStats stats() const override { return stats_; }
 
  private:
+  // A column of a cached row: its cells are cells[begin, end) of one lookup.
   struct CachedColumn {
-    std::vector<Cell> cells;
+    ColumnId column;
+    uint32_t lookup = 0;
+    uint32_t begin = 0;
+    uint32_t end = 0;
     bool asked = false;       // a Get asked for it
     bool prefetched = false;  // fetched by prediction before any Get asked for it
   };
-  using CachedRow = ColumnMap<CachedColumn>;
+  struct CachedRow {
+    std::vector<std::vector<Cell>> lookups;  // what each lookup of the row returned
+    std::vector<CachedColumn> columns;       // sorted by (family, qualifier)
+
+    CachedColumn* Find(ColumnRef c);
+    std::vector<Cell> CellsOf(const CachedColumn& c) const {
+      const std::vector<Cell>& cells = lookups[c.lookup];
+      return std::vector<Cell>(cells.begin() + c.begin, cells.begin() + c.end);
+    }
+  };
 
   // One lookup of `row`: the column asked for and the columns predicted with
   // it that `cached` (the row's cache entry; null when there is none) lacks.
@@ -86,14 +101,27 @@ class ReadSessionImpl final : public ReadSession {
   ReadStats stats_{.sessions = 1};
 };
 
+// The order of ReadRow's cells: family id (schema order), then qualifier.
+bool ColumnLess(ColumnRef a, ColumnRef b) {
+  return a.family != b.family ? a.family < b.family : a.qualifier < b.qualifier;
+}
+
+ReadSessionImpl::CachedColumn* ReadSessionImpl::CachedRow::Find(ColumnRef c) {
+  auto it = std::lower_bound(
+      columns.begin(), columns.end(), c,
+      [](const CachedColumn& x, ColumnRef y) { return ColumnLess(x.column, y); });
+  if (it == columns.end() || ColumnLess(c, it->column)) return nullptr;
+  return &*it;
+}
+
 ReadSessionImpl::~ReadSessionImpl() {
   TableReadState& reads = table_->reads;
   std::vector<std::vector<ColumnRef>> learned;
   learned.reserve(rows_.size());
   for (const auto& [row, cached] : rows_) {
     std::vector<ColumnRef> asked;
-    for (const auto& [column, entry] : cached) {
-      if (entry.asked) asked.emplace_back(column);
+    for (const CachedColumn& c : cached.columns) {
+      if (c.asked) asked.emplace_back(c.column);
     }
     if (!asked.empty()) learned.push_back(std::move(asked));
   }
@@ -115,12 +143,11 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
   CachedRow* cached = nullptr;
   if (auto r = rows_.find(row); r != rows_.end()) {
     cached = &r->second;
-    if (auto c = cached->find(ColumnRef(f->id, qualifier)); c != cached->end()) {
-      CachedColumn& entry = c->second;
+    if (CachedColumn* c = cached->Find(ColumnRef(f->id, qualifier)); c != nullptr) {
       stats_.cache_hits++;
-      if (entry.prefetched && !entry.asked) stats_.prefetch_hits++;
-      entry.asked = true;
-      return entry.cells;
+      if (c->prefetched && !c->asked) stats_.prefetch_hits++;
+      c->asked = true;
+      return cached->CellsOf(*c);
     }
   }
   return Fetch(row, *f, qualifier, cached);
@@ -128,64 +155,75 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
 
 Result<std::vector<Cell>> ReadSessionImpl::Fetch(std::string_view row, const FamilyInfo& family,
                                                  std::string_view qualifier, CachedRow* cached) {
-  const Schema& schema = table_->schema;
+  struct Wanted {
+    const FamilyInfo* family;
+    std::string_view qualifier;
+    bool predicted;
+  };
+  std::vector<Wanted> wanted;
+  const std::vector<ColumnId>* predicted = nullptr;
+  if (options_.prefetch) {
+    if (predictions_ == nullptr) predictions_ = table_->reads.predictor().snapshot();
+    predicted = &predictions_->Predict(ColumnRef(family.id, qualifier));
+  }
+  wanted.reserve(1 + (predicted != nullptr ? predicted->size() : 0));
+  wanted.push_back(Wanted{&family, qualifier, false});
+  if (predicted != nullptr) {
+    for (const ColumnId& c : *predicted) {
+      if (cached != nullptr && cached->Find(c) != nullptr) continue;
+      const FamilyInfo* f = table_->schema.FamilyById(c.family);
+      if (f != nullptr) wanted.push_back(Wanted{f, c.qualifier, true});
+    }
+  }
   RowFilter filter;
   filter.min_timestamp = options_.min_timestamp;
   filter.max_timestamp = options_.max_timestamp;
   filter.max_versions = options_.max_versions;
-  filter.columns.emplace_back(family.name, qualifier);
-  // The ids of filter.columns, in the same order.
-  std::vector<ColumnRef> wanted{ColumnRef(family.id, qualifier)};
-  if (options_.prefetch) {
-    if (predictions_ == nullptr) predictions_ = table_->reads.predictor().snapshot();
-    for (const ColumnId& c : predictions_->Predict(wanted[0])) {
-      if (cached != nullptr && cached->contains(c)) continue;
-      const FamilyInfo* f = schema.FamilyById(c.family);
-      if (f == nullptr) continue;
-      filter.columns.emplace_back(f->name, c.qualifier);
-      wanted.emplace_back(c);
-    }
-  }
+  filter.columns.reserve(wanted.size());
+  for (const Wanted& w : wanted) filter.columns.emplace_back(w.family->name, w.qualifier);
   Result<std::vector<Cell>> cells = core_->ReadRow(*table_, ReadOptions(), row, filter);
   if (!cells.ok()) return cells.status();
   stats_.lookups++;
 
   if (cached == nullptr) cached = &rows_.try_emplace(std::string(row)).first->second;
-  // Every column of the lookup gets an entry, so one with no cells is cached
-  // as empty. Entries are nodes: the pointers survive later insertions.
-  std::vector<CachedColumn*> entries;
-  entries.reserve(wanted.size());
-  for (size_t i = 0; i < wanted.size(); i++) {
-    CachedColumn* entry =
-        &cached->try_emplace(ColumnId{wanted[i].family, std::string(wanted[i].qualifier)})
-             .first->second;
-    if (i > 0) {
-      entry->prefetched = true;
+  // ReadRow returns the cells grouped by column in ColumnLess order: walk the
+  // wanted columns in that order and give each its run of cells. Every
+  // wanted column gets an entry, so one with no cells is cached as empty.
+  std::sort(wanted.begin(), wanted.end(), [](const Wanted& a, const Wanted& b) {
+    return ColumnLess(ColumnRef(a.family->id, a.qualifier), ColumnRef(b.family->id, b.qualifier));
+  });
+  const uint32_t lookup = static_cast<uint32_t>(cached->lookups.size());
+  const size_t old_columns = cached->columns.size();
+  if (old_columns == 0) cached->columns.reserve(wanted.size());
+  CachedColumn asked;
+  uint32_t pos = 0;
+  for (const Wanted& w : wanted) {
+    CachedColumn c;
+    c.column = ColumnId{w.family->id, std::string(w.qualifier)};
+    c.lookup = lookup;
+    c.begin = pos;
+    while (pos < cells->size() && (*cells)[pos].family == w.family->name &&
+           (*cells)[pos].qualifier == w.qualifier) {
+      pos++;
+    }
+    c.end = pos;
+    if (w.predicted) {
+      c.prefetched = true;
       stats_.prefetched_columns++;
+      stats_.prefetched_cells += c.end - c.begin;
+    } else {
+      c.asked = true;
+      asked = c;
     }
-    entries.push_back(entry);
+    cached->columns.push_back(std::move(c));
   }
-  // Cells come grouped by column; find each column's entry once.
-  size_t current = wanted.size();
-  const FamilyInfo* current_family = nullptr;
-  for (Cell& cell : *cells) {
-    if (current == wanted.size() || cell.family != current_family->name ||
-        cell.qualifier != wanted[current].qualifier) {
-      current_family = schema.FindFamily(cell.family);
-      current = 0;
-      while (current < wanted.size() &&
-             (current_family == nullptr || wanted[current].family != current_family->id ||
-              wanted[current].qualifier != cell.qualifier)) {
-        current++;
-      }
-      if (current == wanted.size()) continue;  // not asked for: cannot happen
-    }
-    CachedColumn* entry = entries[current];
-    if (entry->prefetched) stats_.prefetched_cells++;
-    entry->cells.push_back(std::move(cell));
-  }
-  entries[0]->asked = true;
-  return entries[0]->cells;
+  assert(pos == cells->size());  // ReadRow returns only what the filter names
+  std::inplace_merge(cached->columns.begin(), cached->columns.begin() + old_columns,
+                     cached->columns.end(), [](const CachedColumn& a, const CachedColumn& b) {
+                       return ColumnLess(a.column, b.column);
+                     });
+  cached->lookups.push_back(std::move(*cells));
+  return cached->CellsOf(asked);
 }
 
 Result<std::vector<Cell>> ReadSessionImpl::ReadRow(std::string_view row, const RowFilter& filter) {

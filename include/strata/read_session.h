@@ -19,8 +19,10 @@
 // use Table::ReadRow for it.
 //
 // Thread-compatible: one thread uses a session at a time; sessions of one
-// table may run on any number of threads at once. A session keeps its table
-// alive and may outlive the Table handle it came from, not the Engine's Close.
+// table may run on any number of threads at once. A session may outlive the
+// Table handle it came from and the engine's Close: after Close, what the
+// cache holds is still answered and every lookup fails as Table calls do.
+// It holds every cell it fetched until destroyed, so keep sessions short.
 #ifndef STRATA_READ_SESSION_H_
 #define STRATA_READ_SESSION_H_
 

@@ -57,7 +57,8 @@ class Table {
   // A new read session (strata/read_session.h): single-column reads through
   // a cache that prefetches the columns past sessions read together. Cheap;
   // it reads nothing until its first Get. Errors: InvalidArgument for a
-  // timestamp range with min above max or max_versions of 0.
+  // timestamp range with min above max or max_versions of 0; NotFound once
+  // the table is dropped.
   Result<std::unique_ptr<ReadSession>> NewReadSession(
       const ReadSessionOptions& options = ReadSessionOptions()) const;
 
