@@ -1,6 +1,7 @@
 // The public handles (Engine, Tenant, Table): argument checks and forwarding
 // to EngineCore.
 #include "engine/engine_core.h"
+#include "engine/read_session.h"
 #include "strata/engine.h"
 #include "strata/table.h"
 
@@ -107,6 +108,21 @@ Result<std::unique_ptr<RowIterator>> Table::Scan(const ReadOptions& options,
                                                  const ScanSpec& spec) const {
   if (!state_) return EmptyHandle("table");
   return core_->Scan(state_, options, spec);
+}
+
+Result<std::unique_ptr<ReadSession>> Table::NewReadSession(
+    const ReadSessionOptions& options) const {
+  if (!state_) return EmptyHandle("table");
+  return engine::NewReadSession(core_, state_, options);
+}
+
+Result<ReadStats> Table::GetReadStats() const {
+  if (!state_) return EmptyHandle("table");
+  // Relaxed: a flag set once; a call racing the drop may still be answered.
+  if (state_->dropped.load(std::memory_order_relaxed)) {
+    return Status::NotFound("table '" + state_->name + "' was dropped");
+  }
+  return state_->reads.Totals();
 }
 
 }  // namespace strata

@@ -40,6 +40,7 @@
 #include "engine/file_meta.h"
 #include "engine/log_record.h"
 #include "engine/manifest.h"
+#include "engine/read_session.h"
 #include "engine/row_locks.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
@@ -117,6 +118,9 @@ struct TableState {
 
   // Set once, like TenantState::dropped; handles then get NotFound.
   std::atomic<bool> dropped{false};
+
+  // The prefetch predictor and counters of the table's read sessions.
+  TableReadState reads;
 };
 
 struct TenantState {

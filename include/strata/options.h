@@ -148,6 +148,23 @@ struct WriteOptions {
 
 struct ReadOptions {};
 
+// A read session (strata/read_session.h): the versions its Gets return, and
+// whether it prefetches.
+struct ReadSessionOptions {
+  // Only versions with min_timestamp <= timestamp <= max_timestamp; a
+  // snapshot reader (a Percolator transaction) sets max_timestamp to its
+  // start timestamp.
+  uint64_t min_timestamp = kMinTimestamp;
+  uint64_t max_timestamp = kMaxTimestamp;
+  // At most this many versions of each column, newest first.
+  uint32_t max_versions = UINT32_MAX;
+  // When a Get misses the session's cache, fetch with its column, in the same
+  // pass, the columns of the row that the table's past sessions read along
+  // with it. Costs a slightly slower miss and the memory of columns that may
+  // go unread; off, every miss reads just its own column.
+  bool prefetch = true;
+};
+
 }  // namespace strata
 
 #endif  // STRATA_OPTIONS_H_

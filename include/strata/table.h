@@ -15,6 +15,7 @@
 
 #include "strata/iterator.h"
 #include "strata/options.h"
+#include "strata/read_session.h"
 #include "strata/row_mutation.h"
 #include "strata/status.h"
 
@@ -79,6 +80,18 @@ class Table {
   // locality groups that hold a family the filter asks for.
   Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& options,
                                             const ScanSpec& spec) const;
+
+  // A new read session (strata/read_session.h): single-column reads through
+  // a cache that prefetches the columns past sessions read together. Cheap;
+  // it reads nothing until its first Get. Errors: InvalidArgument for a
+  // timestamp range with min above max or max_versions of 0; NotFound once
+  // the table is dropped.
+  Result<std::unique_ptr<ReadSession>> NewReadSession(
+      const ReadSessionOptions& options = ReadSessionOptions()) const;
+
+  // The counters of this table's read sessions that have ended, added up
+  // since the engine opened (a session adds its own when it is destroyed).
+  Result<ReadStats> GetReadStats() const;
 
  private:
   friend class Tenant;

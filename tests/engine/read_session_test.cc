@@ -1,0 +1,421 @@
+// Read sessions through the public API: prefetching after training, the
+// lookups it saves, answers equal to Table::ReadRow with and without
+// prediction, empty columns, concurrent sessions, counters and bad input.
+#include "strata/read_session.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/coding.h"
+#include "common/random.h"
+#include "strata/engine.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata {
+namespace {
+
+using test::ScratchDir;
+
+constexpr int kColumns = 20;
+
+std::string Q(int i) { return "q" + std::to_string(i); }
+
+// Two families in two groups: "f" (20 columns in the tests) and "g".
+TableSchema Schema() {
+  TableSchema s;
+  s.locality_groups.push_back({.name = "one"});
+  s.locality_groups.push_back({.name = "two"});
+  s.families.push_back({.name = "f", .locality_group = "one"});
+  s.families.push_back({.name = "g", .locality_group = "two"});
+  return s;
+}
+
+class ReadSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.sync = false;
+    auto e = Engine::Open(dir_.path());
+    ASSERT_OK(e);
+    engine_ = std::move(e.value());
+    ASSERT_OK(engine_->CreateTenant("t"));
+    auto tenant = engine_->OpenTenant("t");
+    ASSERT_OK(tenant);
+    tenant_ = *tenant;
+    ASSERT_OK(tenant_.CreateTable("tab", Schema()));
+    auto table = tenant_.OpenTable("tab");
+    ASSERT_OK(table);
+    table_ = *table;
+  }
+
+  // Row `row` with every column of "f" set at timestamp 10 and 20.
+  void WriteWideRow(const std::string& row) {
+    RowMutation m;
+    for (int i = 0; i < kColumns; i++) {
+      m.Put("f", Q(i), 10, row + "/" + Q(i) + "@10");
+      m.Put("f", Q(i), 20, row + "/" + Q(i) + "@20");
+    }
+    ASSERT_OK(table_.Mutate(options_, row, m));
+  }
+
+  std::unique_ptr<ReadSession> NewSession(const ReadSessionOptions& o = ReadSessionOptions()) {
+    auto s = table_.NewReadSession(o);
+    EXPECT_OK(s);
+    return s.ok() ? std::move(s.value()) : nullptr;
+  }
+
+  // What Table::ReadRow returns for one column with the session's options.
+  std::vector<Cell> Expected(const std::string& row, const std::string& family,
+                             const std::string& qualifier, const ReadSessionOptions& o) {
+    RowFilter f;
+    f.columns = {{family, qualifier}};
+    f.min_timestamp = o.min_timestamp;
+    f.max_timestamp = o.max_timestamp;
+    f.max_versions = o.max_versions;
+    auto r = table_.ReadRow(ReadOptions(), row, f);
+    EXPECT_OK(r);
+    return r.ok() ? *r : std::vector<Cell>();
+  }
+
+  // Sessions that each read `columns` of "f" from one row, one at a time:
+  // enough of them for the predictor to refresh its predictions.
+  void Train(const std::vector<int>& columns, int sessions = 100) {
+    for (int s = 0; s < sessions; s++) {
+      std::unique_ptr<ReadSession> session = NewSession();
+      ASSERT_NE(session, nullptr);
+      for (int c : columns) ASSERT_OK(session->Get("train" + std::to_string(s % 10), "f", Q(c)));
+    }
+  }
+
+  ScratchDir dir_{"read_session"};
+  WriteOptions options_;
+  std::unique_ptr<Engine> engine_;
+  Tenant tenant_;
+  Table table_;
+};
+
+const std::vector<int> kPattern = {1, 3, 4, 7, 10, 12, 15, 18};
+
+TEST_F(ReadSessionTest, GetReturnsTheColumnsVersionsLikeReadRow) {
+  WriteWideRow("r");
+  ReadSessionOptions o;
+  std::unique_ptr<ReadSession> s = NewSession(o);
+  auto cells = s->Get("r", "f", Q(2));
+  ASSERT_OK(cells);
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0], (Cell{"f", Q(2), 20, "r/q2@20"}));
+  EXPECT_EQ((*cells)[1], (Cell{"f", Q(2), 10, "r/q2@10"}));
+
+  o.max_timestamp = 15;  // a snapshot reader at timestamp 15
+  s = NewSession(o);
+  cells = s->Get("r", "f", Q(2));
+  ASSERT_OK(cells);
+  EXPECT_EQ(*cells, (std::vector<Cell>{{"f", Q(2), 10, "r/q2@10"}}));
+  o = ReadSessionOptions();
+  o.max_versions = 1;
+  s = NewSession(o);
+  EXPECT_EQ(*s->Get("r", "f", Q(2)), (std::vector<Cell>{{"f", Q(2), 20, "r/q2@20"}}));
+  EXPECT_TRUE(s->Get("r", "f", "absent")->empty());
+  EXPECT_TRUE(s->Get("no-such-row", "g", "x")->empty());
+}
+
+TEST_F(ReadSessionTest, SecondGetOfAColumnCostsNoLookup) {
+  WriteWideRow("r");
+  std::unique_ptr<ReadSession> s = NewSession();
+  ASSERT_OK(s->Get("r", "f", Q(0)));
+  ASSERT_OK(s->Get("r", "f", Q(0)));
+  ASSERT_OK(s->Get("r", "f", Q(1)));
+  ReadStats st = s->stats();
+  EXPECT_EQ(st.sessions, 1u);
+  EXPECT_EQ(st.gets, 3u);
+  EXPECT_EQ(st.lookups, 2u);
+  EXPECT_EQ(st.cache_hits, 1u);
+  EXPECT_EQ(st.prefetched_columns, 0u) << "nothing learned yet";
+}
+
+TEST_F(ReadSessionTest, EightOfTwentyColumnsInOneLookupAfterTraining) {
+  for (int r = 0; r < 10; r++) WriteWideRow("train" + std::to_string(r));
+  WriteWideRow("fresh");
+  Train(kPattern);
+
+  for (bool prefetch : {true, false}) {
+    ReadSessionOptions o;
+    o.prefetch = prefetch;
+    std::unique_ptr<ReadSession> s = NewSession(o);
+    for (int c : kPattern) {
+      auto cells = s->Get("fresh", "f", Q(c));
+      ASSERT_OK(cells);
+      EXPECT_EQ(*cells, Expected("fresh", "f", Q(c), o)) << Q(c);
+    }
+    ReadStats st = s->stats();
+    EXPECT_EQ(st.gets, 8u);
+    if (prefetch) {
+      EXPECT_EQ(st.lookups, 1u);
+      EXPECT_EQ(st.cache_hits, 7u);
+      EXPECT_EQ(st.prefetched_columns, 7u);
+      EXPECT_EQ(st.prefetched_cells, 14u);
+      EXPECT_EQ(st.prefetch_hits, 7u);
+    } else {
+      EXPECT_EQ(st.lookups, 8u);
+      EXPECT_EQ(st.cache_hits, 0u);
+      EXPECT_EQ(st.prefetched_columns, 0u);
+    }
+  }
+  // Columns outside the pattern are fetched alone.
+  std::unique_ptr<ReadSession> s = NewSession();
+  ASSERT_OK(s->Get("fresh", "f", Q(0)));
+  EXPECT_EQ(s->stats().prefetched_columns, 0u);
+}
+
+TEST_F(ReadSessionTest, TableTotalsAddUpEndedSessions) {
+  WriteWideRow("r");
+  auto before = table_.GetReadStats();
+  ASSERT_OK(before);
+  EXPECT_EQ(before->sessions, 0u);
+  ReadStats sum;
+  for (int i = 0; i < 3; i++) {
+    std::unique_ptr<ReadSession> s = NewSession();
+    for (int c = 0; c <= i; c++) ASSERT_OK(s->Get("r", "f", Q(c)));
+    ASSERT_OK(s->Get("r", "f", Q(0)));
+    ASSERT_OK(s->ReadRow("r", RowFilter()));
+    ReadStats st = s->stats();
+    sum.gets += st.gets;
+    sum.lookups += st.lookups;
+    sum.cache_hits += st.cache_hits;
+    // Not added until the session ends.
+    EXPECT_EQ(table_.GetReadStats()->sessions, static_cast<uint64_t>(i));
+  }
+  auto after = table_.GetReadStats();
+  ASSERT_OK(after);
+  EXPECT_EQ(after->sessions, 3u);
+  EXPECT_EQ(after->gets, sum.gets);
+  EXPECT_EQ(after->gets, 9u);
+  EXPECT_EQ(after->lookups, sum.lookups);
+  EXPECT_EQ(after->lookups, 9u);  // 1 + 2 + 3 misses, 3 ReadRows
+  EXPECT_EQ(after->cache_hits, sum.cache_hits);
+}
+
+TEST_F(ReadSessionTest, PredictedButEmptyColumnsAreCachedAsEmpty) {
+  for (int r = 0; r < 10; r++) WriteWideRow("train" + std::to_string(r));
+  Train({0, 5, 9});
+  // A row where q5 was never written and q9's only version is deleted.
+  RowMutation m;
+  m.Put("f", Q(0), 10, "zero").Put("f", Q(9), 10, "nine").DeleteColumn("f", Q(9));
+  ASSERT_OK(table_.Mutate(options_, "sparse", m));
+
+  std::unique_ptr<ReadSession> s = NewSession();
+  EXPECT_EQ(*s->Get("sparse", "f", Q(0)), (std::vector<Cell>{{"f", Q(0), 10, "zero"}}));
+  EXPECT_EQ(s->stats().prefetched_columns, 2u);
+  EXPECT_EQ(s->stats().prefetched_cells, 0u);
+  EXPECT_TRUE(s->Get("sparse", "f", Q(5))->empty());
+  EXPECT_TRUE(s->Get("sparse", "f", Q(9))->empty());
+  // Written after they were fetched: the session keeps what it saw.
+  RowMutation late;
+  late.Put("f", Q(5), 30, "late");
+  ASSERT_OK(table_.Mutate(options_, "sparse", late));
+  EXPECT_TRUE(s->Get("sparse", "f", Q(5))->empty());
+  ReadStats st = s->stats();
+  EXPECT_EQ(st.lookups, 1u);
+  EXPECT_EQ(st.cache_hits, 3u);
+  EXPECT_EQ(st.prefetch_hits, 2u);
+  // A new session sees the write.
+  EXPECT_EQ(NewSession()->Get("sparse", "f", Q(5))->size(), 1u);
+}
+
+TEST_F(ReadSessionTest, ReadRowPassesThroughAndCountsALookup) {
+  WriteWideRow("r");
+  std::unique_ptr<ReadSession> s = NewSession();
+  RowFilter f;
+  f.families = {"f"};
+  f.max_versions = 1;
+  auto got = s->ReadRow("r", f);
+  ASSERT_OK(got);
+  EXPECT_EQ(*got, *table_.ReadRow(ReadOptions(), "r", f));
+  EXPECT_EQ(got->size(), static_cast<size_t>(kColumns));
+  EXPECT_EQ(s->stats().lookups, 1u);
+  EXPECT_EQ(s->stats().gets, 0u);
+}
+
+// Random writes (puts, every kind of delete, flushes), then sessions with
+// random options reading random columns, with and without prediction: every
+// Get equals Table::ReadRow of that column with the same range and versions.
+TEST_F(ReadSessionTest, RandomizedAnswersEqualReadRowWithAndWithoutPrediction) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
+  Random rnd(seed);
+  const int kRows = 6;
+  // Binary and empty qualifiers too: the session relies on ReadRow's order.
+  const std::vector<std::string> qualifiers = {
+      Q(0), Q(1), Q(2), Q(3), "", "\xff\x01", std::string("a\0b", 3), std::string(1, '\0'),
+      "q", "\x80"};
+  const std::vector<std::string> families = {"f", "g"};
+  const int rounds = test::UnderSanitizer() ? 4 : 12;
+  const int sessions_per_round = test::UnderSanitizer() ? 40 : 120;
+  auto row_name = [](uint64_t r) { return "row" + std::to_string(r); };
+  uint64_t prefetched = 0;
+  uint64_t prefetch_hits = 0;
+  for (int round = 0; round < rounds; round++) {
+    for (int w = 0; w < 60; w++) {
+      RowMutation m;
+      const std::string& fam = families[rnd.Uniform(2)];
+      const std::string& q = qualifiers[rnd.Uniform(qualifiers.size())];
+      const uint64_t ts = 1 + rnd.Uniform(20);
+      switch (rnd.Uniform(10)) {
+        case 0:
+          m.DeleteCell(fam, q, ts);
+          break;
+        case 1:
+          m.DeleteColumn(fam, q, ts);
+          break;
+        case 2:
+          if (rnd.Uniform(3) == 0) {
+            m.DeleteRow(ts);
+            break;
+          }
+          [[fallthrough]];
+        default:
+          m.Put(fam, q, ts, "v" + std::to_string(rnd.Next() % 1000));
+      }
+      ASSERT_OK(table_.Mutate(options_, row_name(rnd.Uniform(kRows)), m));
+    }
+    if (rnd.Uniform(3) == 0) {
+      ASSERT_OK(engine_->Flush());
+    }
+
+    for (int i = 0; i < sessions_per_round; i++) {
+      ReadSessionOptions o;
+      o.prefetch = rnd.Uniform(4) != 0;
+      if (rnd.Uniform(2) == 0) {
+        o.min_timestamp = 1 + rnd.Uniform(10);
+        o.max_timestamp = o.min_timestamp + rnd.Uniform(15);
+      }
+      if (rnd.Uniform(2) == 0) o.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
+      std::unique_ptr<ReadSession> s = NewSession(o);
+      ASSERT_NE(s, nullptr);
+      // Mostly a fixed group of columns read together (so there is something
+      // to predict), sometimes random ones, sometimes the same one again.
+      const int n = 1 + static_cast<int>(rnd.Uniform(6));
+      const std::string row = row_name(rnd.Uniform(kRows));
+      for (int k = 0; k < n; k++) {
+        std::string fam = k % 2 == 0 ? "f" : "g";
+        std::string q = qualifiers[qualifiers.size() - 1 - k];
+        if (rnd.Uniform(5) == 0) {
+          fam = families[rnd.Uniform(2)];
+          q = qualifiers[rnd.Uniform(qualifiers.size())];
+        }
+        auto got = s->Get(row, fam, q);
+        ASSERT_OK(got);
+        ASSERT_EQ(*got, Expected(row, fam, q, o))
+            << row << " " << fam << ":" << EscapeBytes(q) << " round " << round << " session " << i;
+        if (rnd.Uniform(4) == 0) {
+          ASSERT_EQ(*s->Get(row, fam, q), *got);
+        }
+      }
+      prefetched += s->stats().prefetched_columns;
+      prefetch_hits += s->stats().prefetch_hits;
+    }
+  }
+  EXPECT_GT(prefetched, 0u) << "the comparison never exercised prefetching";
+  EXPECT_GT(prefetch_hits, 0u);
+}
+
+TEST_F(ReadSessionTest, ConcurrentSessions) {
+  const int kRows = 16;
+  for (int r = 0; r < kRows; r++) WriteWideRow("row" + std::to_string(r));
+  const int kThreads = 4;
+  const int kSessions = test::UnderSanitizer() ? 60 : 400;
+  std::vector<std::thread> threads;
+  std::vector<ReadStats> per_thread(kThreads);
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      Random rnd(1000 + t);
+      for (int i = 0; i < kSessions; i++) {
+        ReadSessionOptions o;
+        o.prefetch = i % 5 != 0;
+        auto s = table_.NewReadSession(o);
+        ASSERT_OK(s);
+        for (int k = 0; k < 3; k++) {
+          const std::string row = "row" + std::to_string(rnd.Uniform(kRows));
+          // Half the threads read one pattern, half another.
+          for (int c : kPattern) {
+            const int col = t % 2 == 0 ? c : (c + 1) % kColumns;
+            auto got = (*s)->Get(row, "f", Q(col));
+            ASSERT_OK(got);
+            ASSERT_EQ(got->size(), 2u);
+            ASSERT_EQ((*got)[0].value, row + "/" + Q(col) + "@20");
+          }
+        }
+        ReadStats st = (*s)->stats();
+        per_thread[t].sessions += st.sessions;
+        per_thread[t].gets += st.gets;
+        per_thread[t].lookups += st.lookups;
+        per_thread[t].prefetch_hits += st.prefetch_hits;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ReadStats sum;
+  for (const ReadStats& st : per_thread) {
+    sum.sessions += st.sessions;
+    sum.gets += st.gets;
+    sum.lookups += st.lookups;
+    sum.prefetch_hits += st.prefetch_hits;
+  }
+  auto totals = table_.GetReadStats();
+  ASSERT_OK(totals);
+  EXPECT_EQ(totals->sessions, sum.sessions);
+  EXPECT_EQ(totals->gets, sum.gets);
+  EXPECT_EQ(totals->lookups, sum.lookups);
+  EXPECT_EQ(totals->prefetch_hits, sum.prefetch_hits);
+  EXPECT_EQ(totals->gets, static_cast<uint64_t>(kThreads * kSessions * 3 * 8));
+  // Prediction learned both patterns while sessions ran.
+  EXPECT_LT(totals->lookups, totals->gets / 2);
+}
+
+TEST_F(ReadSessionTest, BadInput) {
+  WriteWideRow("r");
+  ReadSessionOptions o;
+  o.min_timestamp = 5;
+  o.max_timestamp = 4;
+  EXPECT_TRUE(table_.NewReadSession(o).status().IsInvalidArgument());
+  o = ReadSessionOptions();
+  o.max_versions = 0;
+  EXPECT_TRUE(table_.NewReadSession(o).status().IsInvalidArgument());
+  EXPECT_TRUE(Table().NewReadSession().status().IsInvalidArgument());
+  EXPECT_TRUE(Table().GetReadStats().status().IsInvalidArgument());
+
+  std::unique_ptr<ReadSession> s = NewSession();
+  EXPECT_TRUE(s->Get("r", "nope", Q(0)).status().IsInvalidArgument());
+  EXPECT_TRUE(s->Get("", "f", Q(0)).status().IsInvalidArgument());
+  EXPECT_TRUE(s->Get(std::string(20 << 10, 'x'), "f", Q(0)).status().IsInvalidArgument());
+  EXPECT_TRUE(s->ReadRow("r", RowFilter{.families = {"nope"}}).status().IsInvalidArgument());
+  EXPECT_EQ(s->stats().lookups, 0u);
+  ASSERT_OK(s->Get("r", "f", Q(0)));
+
+  ASSERT_OK(tenant_.DropTable("tab"));
+  // Cached or not, a dropped table's reads are NotFound, as Table calls are.
+  EXPECT_TRUE(s->Get("r", "f", Q(0)).status().IsNotFound());
+  EXPECT_TRUE(s->Get("r", "f", Q(1)).status().IsNotFound());
+  EXPECT_TRUE(s->ReadRow("r", RowFilter()).status().IsNotFound());
+  EXPECT_TRUE(table_.NewReadSession().status().IsNotFound());
+  EXPECT_TRUE(table_.GetReadStats().status().IsNotFound());
+  s.reset();  // ends after the drop without harm
+}
+
+TEST_F(ReadSessionTest, LookupsAfterCloseFail) {
+  WriteWideRow("r");
+  std::unique_ptr<ReadSession> s = NewSession();
+  ASSERT_OK(s->Get("r", "f", Q(0)));
+  ASSERT_OK(engine_->Close());
+  // A miss needs the engine; an answer already cached does not.
+  EXPECT_TRUE(s->Get("r", "f", Q(1)).status().IsInvalidArgument());
+  EXPECT_OK(s->Get("r", "f", Q(0)));
+  s.reset();
+}
+
+}  // namespace
+}  // namespace strata
