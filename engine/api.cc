@@ -26,7 +26,21 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, const Engin
   return std::unique_ptr<Engine>(new Engine(std::move(core)));
 }
 
-Status Engine::CreateTenant(std::string_view name) { return core_->CreateTenant(name); }
+Status Engine::CreateTenant(std::string_view name) {
+  return core_->CreateTenant(name, TenantOptions());
+}
+
+Status Engine::CreateTenant(std::string_view name, const TenantOptions& options) {
+  return core_->CreateTenant(name, options);
+}
+
+Status Engine::SetTenantOptions(std::string_view name, const TenantOptions& options) {
+  return core_->SetTenantOptions(name, options);
+}
+
+Result<TenantOptions> Engine::GetTenantOptions(std::string_view name) const {
+  return core_->GetTenantOptions(name);
+}
 
 Result<Tenant> Engine::OpenTenant(std::string_view name) const {
   Result<std::shared_ptr<engine::TenantState>> t = core_->FindTenant(name);
@@ -71,6 +85,11 @@ Result<std::vector<std::string>> Tenant::ListTables() const {
 Status Tenant::DropTable(std::string_view name) {
   if (!state_) return EmptyHandle("tenant");
   return core_->DropTable(*state_, name);
+}
+
+Result<TenantStats> Tenant::GetStats() const {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->GetTenantStats(*state_);
 }
 
 // ----------------------------------------------------------------------------

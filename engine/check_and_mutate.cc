@@ -9,6 +9,7 @@
 #include "common/coding.h"
 #include "engine/conditions.h"
 #include "engine/engine_core.h"
+#include "engine/resource_governor.h"
 
 namespace strata::engine {
 
@@ -22,7 +23,8 @@ Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   std::vector<ConditionalRow> rows{ConditionalRow{row, &conditions, &mutation}};
   std::vector<CheckAndMutateResult> results;
-  STRATA_RETURN_IF_ERROR(CheckAndMutateRows(table, options, rows, /*batch=*/false, &results));
+  STRATA_RETURN_IF_ERROR(
+      CheckAndMutateRows(table, options, rows, /*batch=*/false, &gate, &results));
   return std::move(results.front());
 }
 
@@ -38,18 +40,23 @@ Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
     rows.push_back(ConditionalRow{m.row, &m.conditions, &m.mutation});
   }
   std::vector<CheckAndMutateResult> results;
-  STRATA_RETURN_IF_ERROR(CheckAndMutateRows(table, options, rows, /*batch=*/true, &results));
+  STRATA_RETURN_IF_ERROR(
+      CheckAndMutateRows(table, options, rows, /*batch=*/true, &gate, &results));
   return results;
 }
 
 Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                                       const std::vector<ConditionalRow>& rows, bool batch,
+                                      std::shared_lock<std::shared_mutex>* gate,
                                       std::vector<CheckAndMutateResult>* results) {
   results->assign(rows.size(), CheckAndMutateResult());
   if (rows.empty()) return Status::OK();
 
   // Everything is checked before any lock is taken or anything is written.
   bool writes = false;
+  bool adds_data = false;
+  std::vector<uint64_t> bytes(rows.size(), 0);
+  uint64_t total_bytes = 0;
   for (size_t i = 0; i < rows.size(); i++) {
     const ConditionalRow& r = rows[i];
     Status s;
@@ -60,6 +67,9 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
     } else {
       s = ValidateMutation(table, r.row, *r.mutation);
       writes = true;
+      adds_data = adds_data || MutationAddsData(*r.mutation);
+      bytes[i] = MutationPayloadBytes(r.row, *r.mutation);
+      total_bytes += bytes[i];
     }
     if (s.ok()) s = ValidateConditions(table.schema, table.name, options_, *r.conditions);
     if (!s.ok()) {
@@ -81,13 +91,15 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
       }
     }
   }
-  // Resolved before the wait, so a write to an unknown tablet fails without one.
+  // Admitted for the bytes every write would add, whether or not its
+  // conditions hold: waits must come before the row locks.
+  if (writes) STRATA_RETURN_IF_ERROR(AdmitWrite(table, total_bytes, adds_data, gate));
+  // Resolved after the admission, which may have let go of the close gate.
   std::vector<PendingRow> pending(rows.size());
   for (size_t i = 0; i < rows.size(); i++) {
     if (rows[i].mutation->empty()) continue;
     STRATA_RETURN_IF_ERROR(MakePendingRow(table, rows[i].row, *rows[i].mutation, &pending[i]));
   }
-  if (writes) STRATA_RETURN_IF_ERROR(WaitToWrite());
 
   std::vector<size_t> stripes(rows.size());
   for (size_t i = 0; i < rows.size(); i++) {
@@ -113,14 +125,20 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
 
   // One record for every row that applies, grouped by tablet.
   std::vector<PendingRow> apply;
+  uint64_t applied_bytes = 0;
   for (size_t i = 0; i < rows.size(); i++) {
-    if ((*results)[i].applied && !rows[i].mutation->empty()) apply.push_back(std::move(pending[i]));
+    if ((*results)[i].applied && !rows[i].mutation->empty()) {
+      apply.push_back(std::move(pending[i]));
+      applied_bytes += bytes[i];
+    }
   }
   if (apply.empty()) return Status::OK();
   std::stable_sort(apply.begin(), apply.end(), [](const PendingRow& a, const PendingRow& b) {
     return a.tablet->id < b.tablet->id;
   });
-  return WriteRows(options, apply.data(), apply.size());
+  STRATA_RETURN_IF_ERROR(WriteRows(options, apply.data(), apply.size()));
+  table.budget->CountWrites(apply.size(), applied_bytes);
+  return Status::OK();
 }
 
 }  // namespace strata::engine

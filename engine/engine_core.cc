@@ -66,7 +66,10 @@ TabletState* TableState::FindTablet(const Slice& row) const {
 }
 
 EngineCore::EngineCore(std::string dir, const EngineOptions& options, FileSystem* fs)
-    : dir_(std::move(dir)), options_(options), fs_(fs) {}
+    : dir_(std::move(dir)),
+      options_(options),
+      fs_(fs),
+      governor_(options.total_write_buffer_size) {}
 
 EngineCore::~EngineCore() { Close().PermitUncheckedError();  // Engine::Close reports errors
 }
@@ -92,9 +95,10 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
                                    std::to_string(options.max_immutable_memtables) + ")");
   }
   if (options.write_buffer_size < 4096 || options.target_file_size < 4096 ||
-      options.level1_max_bytes < 4096) {
+      options.level1_max_bytes < 4096 || options.total_write_buffer_size < 4096) {
     return Status::InvalidArgument(
-        "write_buffer_size, target_file_size and level1_max_bytes must be at least 4096");
+        "write_buffer_size, total_write_buffer_size, target_file_size and level1_max_bytes must "
+        "be at least 4096");
   }
   FileSystem* fs = options.file_system != nullptr ? options.file_system : FileSystem::Default();
   std::shared_ptr<EngineCore> core(new EngineCore(dir, options, fs));
@@ -118,6 +122,8 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
     core->Close().PermitUncheckedError();  // the recovery error is the one to report
     return s;
   }
+  core->ChargeRecoveredMemTables();
+  core->RefreshTenantDiskUsage();
   *result = std::move(core);
   return Status::OK();
 }
@@ -161,6 +167,10 @@ Status EngineCore::Recover() {
     auto t = std::make_shared<TenantState>();
     t->id = id;
     t->name = tenant.name;
+    auto options = catalog_.tenant_options.find(id);
+    t->budget = governor_.AddTenant(
+        id, tenant.name,
+        options == catalog_.tenant_options.end() ? TenantOptions() : options->second);
     tenants_[tenant.name] = std::move(t);
   }
   // A file shared by the tablets of a split has one TableFile, so it is
@@ -175,6 +185,11 @@ Status EngineCore::Recover() {
       return Status::Corruption(dir_ + "/MANIFEST: table " + table.name + " has no tablets");
     }
     auto state = MakeTable(table, tablets);
+    auto tenant = catalog_.tenants.find(table.tenant_id);
+    if (tenant == catalog_.tenants.end()) {
+      return Status::Corruption(dir_ + "/MANIFEST: table " + table.name + " has no tenant");
+    }
+    state->budget = tenants_.at(tenant->second.name)->budget;
     for (const auto& tab : state->tablets) {
       tablets_by_id_[tab->id] = tab.get();
       for (auto& g : tab->groups) {
@@ -353,23 +368,27 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
     last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
   }
   for (LocalityGroupState* g : touched) {
-    if (g->current()->mem->ApproximateDataSize() >= options_.write_buffer_size) {
-      SwitchMemTable(g, last);
-    }
+    ChargeMemTable(g);
+    if (g->memtable_charge >= options_.write_buffer_size) SwitchMemTable(g, last);
   }
+  EnforceMemtableShares(touched, last);
   visible_sequence_.store(last, std::memory_order_release);
   stat_writes_.fetch_add(rows, std::memory_order_relaxed);
   stat_cells_.fetch_add(cells, std::memory_order_relaxed);
 }
 
 void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence) {
+  ChargeMemTable(group);
+  const uint64_t charge = group->memtable_charge;
+  group->memtable_charge = 0;
   {
     MutexLock l(&group->mu);
     auto view = std::make_shared<GroupView>(*group->view);
-    view->imms.insert(view->imms.begin(), ImmutableMemTable{view->mem, last_sequence});
+    view->imms.insert(view->imms.begin(), ImmutableMemTable{view->mem, last_sequence, charge});
     view->mem = std::make_shared<memtable::MemTable>();
     group->view = std::move(view);
   }
+  group->tablet->table->budget->MemtableSwitched(charge);
   MutexLock l(&bg_mu_);
   flush_queue_.push_back(group);
   immutable_memtables_.fetch_add(1, std::memory_order_relaxed);
@@ -390,6 +409,7 @@ void EngineCore::FlushThread() {
     Status s = FlushOldest(group);
     PurgeObsoleteFiles();
     UpdateLevel0Count();
+    RefreshTenantDiskUsage();
     bg_mu_.Lock();
     flushes_running_--;
     immutable_memtables_.fetch_sub(1, std::memory_order_relaxed);
@@ -416,6 +436,7 @@ void EngineCore::CompactionThread() {
       bg_mu_.Unlock();
       PurgeObsoleteFiles();
       UpdateLevel0Count();
+      RefreshTenantDiskUsage();
       bg_mu_.Lock();
       if (!s.ok() && bg_error_.ok() && !bg_stop_) {
         bg_error_ = s.WithContext("background compaction failed; reopen the engine");
@@ -617,7 +638,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     // At the bottom a rewrite drops delete markers (and what they hide in
     // the same file); move only files that hold none.
     Result<std::shared_ptr<sstable::TableReader>> reader =
-        table_cache_->Get(job->inputs[0].front()->meta.number);
+        table_cache_->Get(job->inputs[0].front()->meta.number, tablet.table->budget->cache_id());
     if (!reader.ok()) return reader.status();
     const sstable::TableProperties& p = (*reader)->properties();
     if (p.num_delete_cells + p.num_delete_columns + p.num_delete_rows > 0) {
@@ -658,7 +679,8 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   std::vector<std::shared_ptr<const void>> pins;
   for (const auto& inputs : job->inputs) {
     for (const auto& f : inputs) {
-      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(f->meta.number);
+      Result<std::shared_ptr<sstable::TableReader>> reader =
+          table_cache_->Get(f->meta.number, tablet.table->budget->cache_id());
       if (!reader.ok()) return reader.status();
       children.push_back((*reader)->NewIterator());
       pins.push_back(std::move(reader.value()));
@@ -982,10 +1004,15 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   }
+  bool popped = false;
   {
     MutexLock l(&group->mu);
     auto view = std::make_shared<GroupView>(*group->view);
-    view->imms.pop_back();
+    // A drop that came after the check above has emptied the view already.
+    if (!view->imms.empty() && view->imms.back().mem == imm.mem) {
+      view->imms.pop_back();
+      popped = true;
+    }
     if (meta.entries > 0) {
       view->levels[0].insert(view->levels[0].begin(),
                              std::make_shared<TableFile>(meta, obsolete_files_));
@@ -993,6 +1020,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     group->view = std::move(view);
     group->flushed = std::max(group->flushed, imm.last_sequence);
   }
+  if (popped) tablet.table->budget->ImmutableFlushed(imm.charge);
   stat_flushes_.fetch_add(1, std::memory_order_relaxed);
   stat_flush_bytes_.fetch_add(meta.size, std::memory_order_relaxed);
   // The manifest now says what the log no longer has to hold.
@@ -1046,10 +1074,11 @@ Status EngineCore::ClosedError() const {
   return Status::InvalidArgument("engine " + dir_ + " is closed");
 }
 
-Status EngineCore::CreateTenant(std::string_view name) {
+Status EngineCore::CreateTenant(std::string_view name, const TenantOptions& options) {
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(ValidateName("tenant", name));
+  STRATA_RETURN_IF_ERROR(ValidateTenantOptions(options));
   MutexLock l(&mu_);
   if (tenants_.count(name) != 0) {
     return Status::AlreadyExists("tenant '" + std::string(name) + "' already exists");
@@ -1059,12 +1088,16 @@ Status EngineCore::CreateTenant(std::string_view name) {
   t.id = catalog_.next_id;
   t.name = std::string(name);
   edit.tenants.push_back(t);
+  // Default budgets are not written, so an engine that never sets one keeps
+  // a manifest older versions can read.
+  if (!(options == TenantOptions())) edit.tenant_options.push_back({t.id, options});
   edit.next_id = catalog_.next_id + 1;
   STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
   STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   auto state = std::make_shared<TenantState>();
   state->id = t.id;
   state->name = t.name;
+  state->budget = governor_.AddTenant(t.id, t.name, options);
   tenants_[t.name] = std::move(state);
   return Status::OK();
 }
@@ -1119,6 +1152,7 @@ Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
   STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
   STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   auto state = MakeTable(t, {tab});
+  state->budget = tenant.budget;
   for (const auto& ts : state->tablets) tablets_by_id_[ts->id] = ts.get();
   tables_[{tenant.id, t.name}] = std::move(state);
   return Status::OK();
@@ -1190,6 +1224,7 @@ Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
     UnlinkTables(dropped);
   }
   RetireTables(dropped);
+  RefreshTenantDiskUsage();
   return Status::OK();
 }
 
@@ -1219,6 +1254,7 @@ Status EngineCore::DropTenant(std::string_view name) {
     // Relaxed: see TenantState::dropped.
     tenant->dropped.store(true, std::memory_order_relaxed);
   }
+  governor_.RemoveTenant(tenant->budget.get());
   RetireTables(dropped);
   return Status::OK();
 }
@@ -1234,18 +1270,22 @@ void EngineCore::UnlinkTables(const std::vector<std::shared_ptr<TableState>>& ta
 }
 
 void EngineCore::RetireTables(const std::vector<std::shared_ptr<TableState>>& tables) {
-  for (const auto& t : tables) {
-    for (const auto& tablet : t->tablets) {
-      for (const auto& g : tablet->groups) {
-        MutexLock l(&g->mu);
-        for (const auto& level : g->view->levels) {
-          for (const auto& f : level) f->obsolete.store(true, std::memory_order_relaxed);
+  {
+    MutexLock apply(&apply_mu_);  // memtable charges
+    for (const auto& t : tables) {
+      for (const auto& tablet : t->tablets) {
+        for (const auto& g : tablet->groups) {
+          MutexLock l(&g->mu);
+          ReleaseMemTableCharges(g.get(), *g->view);
+          for (const auto& level : g->view->levels) {
+            for (const auto& f : level) f->obsolete.store(true, std::memory_order_relaxed);
+          }
+          // Memtables and files go as soon as no reader holds the old view.
+          auto view = std::make_shared<GroupView>();
+          view->mem = std::make_shared<memtable::MemTable>();
+          view->levels.resize(kNumLevels);
+          g->view = std::move(view);
         }
-        // Memtables and files go as soon as no reader holds the old view.
-        auto view = std::make_shared<GroupView>();
-        view->mem = std::make_shared<memtable::MemTable>();
-        view->levels.resize(kNumLevels);
-        g->view = std::move(view);
       }
     }
   }
@@ -1343,13 +1383,16 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
-  STRATA_RETURN_IF_ERROR(WaitToWrite());
+  const uint64_t bytes = MutationPayloadBytes(row, mutation);
+  STRATA_RETURN_IF_ERROR(AdmitWrite(table, bytes, MutationAddsData(mutation), &gate));
   PendingRow w;
   STRATA_RETURN_IF_ERROR(MakePendingRow(table, row, mutation, &w));
   // Shared: plain writes of one row may share a group commit; a
   // CheckAndMutate of the row waits for them and they for it.
   SharedRowLock row_lock(&row_locks_, table.id, w.row);
-  return WriteRows(options, &w, 1);
+  STRATA_RETURN_IF_ERROR(WriteRows(options, &w, 1));
+  table.budget->CountWrites(/*rows=*/1, bytes);
+  return Status::OK();
 }
 
 Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filter,
@@ -1492,8 +1535,9 @@ class ScanIterator final : public RowIterator {
 
 }  // namespace
 
-Status EngineCore::NewRangeIterator(const GroupView& view, const std::string& lo,
-                                    const std::string& hi, const Slice* row,
+Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId tenant,
+                                    const std::string& lo, const std::string& hi,
+                                    const Slice* row,
                                     std::unique_ptr<InternalIterator>* result) const {
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
@@ -1507,7 +1551,8 @@ Status EngineCore::NewRangeIterator(const GroupView& view, const std::string& lo
     for (const auto& file : level) {
       if (file->meta.largest < lo) continue;
       if (!hi.empty() && file->meta.smallest >= hi) continue;
-      Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(file->meta.number);
+      Result<std::shared_ptr<sstable::TableReader>> reader =
+          table_cache_->Get(file->meta.number, tenant);
       if (!reader.ok()) return reader.status();
       if (row != nullptr && !(*reader)->RowMayMatch(*row)) continue;
       children.push_back((*reader)->NewIterator());
@@ -1562,12 +1607,13 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
     std::string thi = RowBound(tablet.end_row);
     if (tlo < lo) tlo = lo;
     if (thi.empty() || (!hi.empty() && hi < thi)) thi = hi;
-    STRATA_RETURN_IF_ERROR(NewRangeIterator(*inputs[i].view, tlo, thi, /*row=*/nullptr,
-                                            &inputs[i].it));
+    STRATA_RETURN_IF_ERROR(NewRangeIterator(*inputs[i].view, table->budget->cache_id(), tlo, thi,
+                                            /*row=*/nullptr, &inputs[i].it));
     if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
       inputs[i].it = std::make_unique<ClampedIterator>(std::move(inputs[i].it), tlo, thi);
     }
   }
+  table->budget->CountScan();
   return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
                                                        std::move(inputs), lo, hi,
                                                        std::move(resolved), snapshot));
@@ -1579,7 +1625,9 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
   std::shared_lock<std::shared_mutex> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
-  return ReadRowOpen(table, row, filter);
+  Result<std::vector<Cell>> cells = ReadRowOpen(table, row, filter);
+  if (cells.ok()) table.budget->CountRowRead();
+  return cells;
 }
 
 Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::string_view row,
@@ -1618,7 +1666,8 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   for (size_t g = 0; g < views.size(); g++) {
     if (!views[g]) continue;
     std::unique_ptr<InternalIterator> it;
-    STRATA_RETURN_IF_ERROR(NewRangeIterator(*views[g], prefix, end, &row_slice, &it));
+    STRATA_RETURN_IF_ERROR(
+        NewRangeIterator(*views[g], table.budget->cache_id(), prefix, end, &row_slice, &it));
     STRATA_RETURN_IF_ERROR(CollectRow(it.get(), row, snapshot, resolved, &cells));
   }
   // Groups interleave families; order by family id, then as cell keys order.

@@ -41,6 +41,7 @@
 #include "engine/log_record.h"
 #include "engine/manifest.h"
 #include "engine/read_session.h"
+#include "engine/resource_governor.h"
 #include "engine/row_locks.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
@@ -63,6 +64,8 @@ struct ImmutableMemTable {
   // Every entry of the group with sequence <= this is in this memtable or
   // older data; every later one is in newer memtables.
   SequenceNumber last_sequence = 0;
+  // Its bytes counted in the tenant's budget (its data size when switched).
+  uint64_t charge = 0;
 };
 
 // What a reader of one locality group merges: an immutable snapshot of its
@@ -85,6 +88,9 @@ struct LocalityGroupState {
   std::shared_ptr<const GroupView> view GUARDED_BY(mu);
   // Every entry with sequence <= flushed is in the group's files.
   SequenceNumber flushed GUARDED_BY(mu) = 0;
+  // Bytes of the active memtable counted in the tenant's budget. Read and
+  // written only under EngineCore::apply_mu_ (or before the log opens).
+  uint64_t memtable_charge = 0;
 
   std::shared_ptr<const GroupView> current() const LOCKS_EXCLUDED(mu) {
     MutexLock l(&mu);
@@ -116,6 +122,9 @@ struct TableState {
 
   TabletState* FindTablet(const Slice& row) const;
 
+  // The tenant's budget; set at creation, never changed.
+  std::shared_ptr<TenantBudget> budget;
+
   // Set once, like TenantState::dropped; handles then get NotFound.
   std::atomic<bool> dropped{false};
 
@@ -129,6 +138,8 @@ struct TenantState {
   // Set once, under the engine's close gate held exclusively: calls that
   // hold the gate shared read it without a race. Relaxed for that reason.
   std::atomic<bool> dropped{false};
+  // Set at creation, never changed; its options change through the governor.
+  std::shared_ptr<TenantBudget> budget;
 };
 
 class EngineCore : public std::enable_shared_from_this<EngineCore> {
@@ -140,7 +151,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   static Status Open(const std::string& dir, const EngineOptions& options,
                      std::shared_ptr<EngineCore>* result);
 
-  Status CreateTenant(std::string_view name);
+  Status CreateTenant(std::string_view name, const TenantOptions& options);
+  // Engine::SetTenantOptions and GetTenantOptions, Tenant::GetStats
+  // (engine/tenant_governance.cc).
+  Status SetTenantOptions(std::string_view name, const TenantOptions& options);
+  Result<TenantOptions> GetTenantOptions(std::string_view name) const;
+  Result<TenantStats> GetTenantStats(const TenantState& tenant) const;
   Result<std::shared_ptr<TenantState>> FindTenant(std::string_view name) const;
   Result<std::vector<std::string>> ListTenants() const;
   // Drops the tenant with all its tables.
@@ -272,9 +288,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // A merged iterator over the view's memtables and the files that may hold
   // keys in [lo, hi) (hi empty: unbounded) and, when `row` is given, whose
-  // row bloom filter does not rule it out.
-  Status NewRangeIterator(const GroupView& view, const std::string& lo, const std::string& hi,
-                          const Slice* row, std::unique_ptr<InternalIterator>* result) const;
+  // row bloom filter does not rule it out. Tables it opens charge their
+  // cached blocks to `tenant`.
+  Status NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId tenant,
+                          const std::string& lo, const std::string& hi, const Slice* row,
+                          std::unique_ptr<InternalIterator>* result) const;
   Status ValidateRowKey(std::string_view row) const;
   Status ValidateMutation(const TableState& table, std::string_view row,
                           const RowMutation& mutation) const;
@@ -289,13 +307,40 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Fails with the background error once flushes have failed; otherwise
   // applies level-0 backpressure. REQUIRES: close_mu_ held shared.
   Status WaitToWrite();
+  // Everything a write of `bytes` payload bytes to `table` passes before its
+  // row locks (engine/tenant_governance.cc): the tenant's disk quota when
+  // the write adds data, its write rate limit (slept without the close gate,
+  // which is then taken again and the engine and table checked anew), then
+  // WaitToWrite and the wait for the tenant's flushes to bring its immutable
+  // memtables under its share. REQUIRES: *gate holds close_mu_ shared and
+  // !closed_; it holds it again on return.
+  Status AdmitWrite(const TableState& table, uint64_t bytes, bool adds_data,
+                    std::shared_lock<std::shared_mutex>* gate);
+  // Waits while the tenant's immutable memtables exceed its share.
+  Status WaitForTenantShare(TenantBudget* budget);
+  // Brings the active memtable's charge in the tenant's budget up to date.
+  void ChargeMemTable(LocalityGroupState* group) EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Charges the memtables recovery filled. Called once, after Recover.
+  void ChargeRecoveredMemTables() LOCKS_EXCLUDED(apply_mu_, mu_);
+  // Switches the largest active memtables of every tenant of `touched` that
+  // is over its share, until it no longer is.
+  void EnforceMemtableShares(const std::vector<LocalityGroupState*>& touched,
+                             SequenceNumber last_sequence) EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Releases the memtable charges of a dropped table's group whose view is
+  // being replaced. REQUIRES: group->mu held.
+  void ReleaseMemTableCharges(LocalityGroupState* group, const GroupView& view)
+      EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Recounts every tenant's live SSTable bytes from the current views.
+  void RefreshTenantDiskUsage() LOCKS_EXCLUDED(mu_, disk_usage_mu_);
   // ReadRow without the close gate. REQUIRES: close_mu_ held shared and !closed_.
   Result<std::vector<Cell>> ReadRowOpen(const TableState& table, std::string_view row,
                                         const RowFilter& filter) const;
   // Checks and applies `rows` (one per distinct row); `batch` only changes
-  // error messages (they name the entry). REQUIRES: close_mu_ held shared and !closed_.
+  // error messages (they name the entry). REQUIRES: *gate holds close_mu_
+  // shared and !closed_ (as for AdmitWrite).
   Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                             const std::vector<ConditionalRow>& rows, bool batch,
+                            std::shared_lock<std::shared_mutex>* gate,
                             std::vector<CheckAndMutateResult>* results);
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
@@ -344,6 +389,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<wal::LogWriter> log_;
   std::unique_ptr<sstable::BlockCache> block_cache_;
   std::unique_ptr<sstable::TableCache> table_cache_;
+  // Per-tenant budgets: memtable shares, write rate limits, disk quotas.
+  ResourceGovernor governor_;
+  // Held by RefreshTenantDiskUsage, which runs on background threads and
+  // after drops.
+  Mutex disk_usage_mu_;
 
   // Orders the writers of each row: Mutate shared, CheckAndMutate exclusive.
   RowLocks row_locks_;

@@ -31,7 +31,30 @@ enum Tag : uint32_t {
   kTagDroppedTable = 10,
   kTagDroppedTenant = 11,
   kTagRetiredTablet = 12,
+  kTagTenantOptions = 13,
 };
+
+// Version of the body of a tenant_options field (engine/MANIFEST.md).
+constexpr uint32_t kTenantOptionsVersion = 1;
+
+void EncodeTenantOptions(const TenantOptions& o, std::string* dst) {
+  std::string body;
+  PutVarint32(&body, kTenantOptionsVersion);
+  PutVarint32(&body, o.write_buffer_weight);
+  PutVarint64(&body, o.write_rate_limit);
+  PutVarint64(&body, o.disk_quota);
+  PutLengthPrefixedSlice(dst, body);
+}
+
+bool DecodeTenantOptions(Slice body, TenantOptions* o) {
+  uint32_t version = 0;
+  if (!GetVarint32(&body, &version) || version != kTenantOptionsVersion) return false;
+  if (!GetVarint32(&body, &o->write_buffer_weight) || !GetVarint64(&body, &o->write_rate_limit) ||
+      !GetVarint64(&body, &o->disk_quota)) {
+    return false;
+  }
+  return body.empty();
+}
 
 std::string EncodeHeader() {
   std::string h(kMagic, sizeof(kMagic));
@@ -77,6 +100,11 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kTagNewTenant);
     PutVarint64(dst, t.id);
     PutLengthPrefixedSlice(dst, t.name);
+  }
+  for (const auto& t : tenant_options) {
+    PutVarint32(dst, kTagTenantOptions);
+    PutVarint64(dst, t.tenant_id);
+    EncodeTenantOptions(t.options, dst);
   }
   for (const auto& t : tables) {
     PutVarint32(dst, kTagNewTable);
@@ -151,6 +179,15 @@ Status VersionEdit::DecodeFrom(Slice input) {
         }
         t.name = a.ToString();
         tenants.push_back(std::move(t));
+        break;
+      }
+      case kTagTenantOptions: {
+        SetTenantOptions t;
+        if (!GetVarint64(&input, &t.tenant_id) || !GetLengthPrefixedSlice(&input, &a)) {
+          return bad("truncated tenant options");
+        }
+        if (!DecodeTenantOptions(a, &t.options)) return bad("bad tenant options");
+        tenant_options.push_back(t);
         break;
       }
       case kTagNewTable: {
@@ -261,6 +298,7 @@ Status Catalog::Apply(const VersionEdit& edit) {
       if (t.tenant_id == id) return bad("dropped tenant " + std::to_string(id) + " has tables");
     }
     tenants.erase(id);
+    tenant_options.erase(id);
   }
   // A tablet retired on its own (split into new tablets) goes with its files;
   // the new tablets list the files they keep.
@@ -282,6 +320,18 @@ Status Catalog::Apply(const VersionEdit& edit) {
     }
   }
   for (const auto& t : edit.tenants) tenants[t.id] = t;
+  for (const auto& t : edit.tenant_options) {
+    if (!tenants.count(t.tenant_id)) {
+      return bad("options of unknown tenant " + std::to_string(t.tenant_id));
+    }
+  }
+  for (const auto& t : edit.tenant_options) {
+    if (t.options == TenantOptions()) {
+      tenant_options.erase(t.tenant_id);
+    } else {
+      tenant_options[t.tenant_id] = t.options;
+    }
+  }
   for (const auto& t : edit.tables) {
     if (!tenants.count(t.tenant_id)) return bad("table " + t.name + " of unknown tenant");
     tables[t.id] = t;
@@ -340,6 +390,7 @@ VersionEdit Catalog::Snapshot() const {
   VersionEdit e;
   e.next_id = next_id;
   for (const auto& [id, t] : tenants) e.tenants.push_back(t);
+  for (const auto& [id, o] : tenant_options) e.tenant_options.push_back({id, o});
   for (const auto& [id, t] : tables) e.tables.push_back(t);
   for (const auto& [id, t] : tablets) e.tablets.push_back(t);
   e.retired_tablets.assign(retired_tablets.begin(), retired_tablets.end());

@@ -20,6 +20,7 @@
 #include "common/cell_key.h"
 #include "engine/file_meta.h"
 #include "engine/schema.h"
+#include "strata/options.h"
 #include "strata/status.h"
 
 namespace strata::engine {
@@ -41,6 +42,13 @@ struct VersionEdit {
     uint64_t id = 0;
     std::string start_row;  // inclusive; empty = unbounded
     std::string end_row;    // exclusive; empty = unbounded
+  };
+
+  // A tenant's resource budget, replacing any earlier one. Tenants without
+  // one have the default TenantOptions.
+  struct SetTenantOptions {
+    uint64_t tenant_id = 0;
+    TenantOptions options;
   };
 
   // An SSTable joining a level of one locality group of one tablet.
@@ -74,6 +82,8 @@ struct VersionEdit {
   // files. Snapshots repeat them, since the log may still hold such records.
   std::vector<uint64_t> retired_tablets;
   std::vector<NewTenant> tenants;
+  // Apply after `tenants`, so one edit can create a tenant with its budget.
+  std::vector<SetTenantOptions> tenant_options;
   std::vector<NewTable> tables;
   std::vector<NewTablet> tablets;
   // Deletions apply before additions, so one edit can move a file.
@@ -101,6 +111,8 @@ struct Catalog {
 
   uint64_t next_id = 1;  // tenants, tables, tablets and files draw ids from one counter
   std::map<uint64_t, VersionEdit::NewTenant> tenants;
+  // Budgets of the tenants that have one (others have the defaults).
+  std::map<uint64_t, TenantOptions> tenant_options;
   std::map<uint64_t, VersionEdit::NewTable> tables;
   std::map<uint64_t, VersionEdit::NewTablet> tablets;
   std::map<std::pair<uint64_t, uint32_t>, GroupFiles> files;  // by (tablet, group)

@@ -156,7 +156,8 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
     before += f->meta.size;
   }
   if (middle == nullptr) return false;
-  Result<std::shared_ptr<sstable::TableReader>> reader = table_cache_->Get(middle->meta.number);
+  Result<std::shared_ptr<sstable::TableReader>> reader =
+      table_cache_->Get(middle->meta.number, tablet.table->budget->cache_id());
   if (!reader.ok()) return false;
   std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
   uint64_t n = 0;

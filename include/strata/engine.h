@@ -27,6 +27,31 @@ namespace engine {
 struct TenantState;
 }  // namespace engine
 
+// Counters and gauges of one tenant (Tenant::GetStats). Totals are since
+// the engine was opened; gauges are "now".
+struct TenantStats {
+  uint64_t bytes_written = 0;  // payload bytes of the row mutations applied (see TenantOptions)
+  uint64_t row_writes = 0;     // row mutations applied: Mutate, and rows CheckAndMutate wrote
+  uint64_t row_reads = 0;      // ReadRow calls answered
+  uint64_t scans = 0;          // Scan calls answered
+  // Writes that waited on the tenant's write_rate_limit, and the waits the
+  // limiter asked for.
+  uint64_t rate_limit_stalls = 0;
+  uint64_t rate_limit_stall_micros = 0;
+  // Writes that waited because the tenant's immutable memtables held more
+  // than its memtable share (its flushes fell behind), counted when the wait
+  // starts, and the time spent in waits that ended.
+  uint64_t memtable_stalls = 0;
+  uint64_t memtable_stall_micros = 0;
+  uint64_t early_flushes = 0;     // memtables switched because the tenant was over its share
+  uint64_t quota_rejections = 0;  // writes refused by the disk quota
+  uint64_t memtable_bytes = 0;            // memtable data now, active and immutable
+  uint64_t immutable_memtable_bytes = 0;  // of which waiting for or in a flush
+  uint64_t memtable_share = 0;            // the tenant's share of total_write_buffer_size now
+  uint64_t sstable_bytes = 0;      // live SSTables now (refreshed after each flush and compaction)
+  uint64_t block_cache_bytes = 0;  // block cache bytes charged to the tenant now
+};
+
 class Tenant {
  public:
   // An empty handle; every call on it returns InvalidArgument. Once the
@@ -47,6 +72,9 @@ class Tenant {
   // progress holds them. Waits for calls in flight on the engine. Handles
   // of the table then get NotFound; the name may be used again.
   Status DropTable(std::string_view name);
+
+  // The tenant's counters and gauges.
+  Result<TenantStats> GetStats() const;
 
  private:
   friend class Engine;
@@ -101,6 +129,13 @@ class Engine {
 
   // Creates a tenant: 1 to 64 bytes of [A-Za-z0-9_.-]. AlreadyExists if taken.
   Status CreateTenant(std::string_view name);
+  // The same with a resource budget; InvalidArgument for a weight outside
+  // [1, 10000].
+  Status CreateTenant(std::string_view name, const TenantOptions& options);
+  // Replaces a tenant's budget; it is logged in the manifest and takes effect
+  // for the next write. NotFound when there is no such tenant.
+  Status SetTenantOptions(std::string_view name, const TenantOptions& options);
+  Result<TenantOptions> GetTenantOptions(std::string_view name) const;
   Result<Tenant> OpenTenant(std::string_view name) const;
   Result<std::vector<std::string>> ListTenants() const;
   // Drops a tenant with every table it holds (see Tenant::DropTable).

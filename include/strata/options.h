@@ -83,6 +83,14 @@ struct EngineOptions {
   // A limit keeps compaction from starving foreground reads and writes of
   // disk bandwidth, at the risk of level 0 piling up under heavy writes.
   uint64_t compaction_rate_limit = 0;
+  // Memtable memory of the whole engine, split among tenants by their
+  // TenantOptions::write_buffer_weight. A tenant whose memtables (active and
+  // immutable, all its tables) hold more than its share has its largest
+  // memtable flushed early, and its writes wait while its immutable
+  // memtables alone exceed the share. 256 MiB (8 full memtables at the
+  // default write_buffer_size) leaves one tenant room for several busy
+  // tables; lower bounds memory tighter at the cost of smaller level-0 files.
+  uint64_t total_write_buffer_size = 256ull << 20;
   // Full memtables of the whole engine that may wait for their flush. At this
   // many, writes wait until a flush finishes (counted in EngineStats as
   // memtable_stops), which bounds memory when flushing falls behind.
@@ -103,6 +111,27 @@ struct EngineOptions {
   // File system for every file the engine touches; nullptr = the local POSIX one.
   // Must outlive the engine.
   FileSystem* file_system = nullptr;
+};
+
+// A tenant's resource budget inside its engine (Engine::CreateTenant,
+// Engine::SetTenantOptions). Stored in the manifest, so it survives reopen.
+struct TenantOptions {
+  // The tenant's weight in the split of EngineOptions::total_write_buffer_size:
+  // its share is total * weight / (sum of the weights of all tenants), so
+  // creating a tenant shrinks the others' shares. 1 to 10000. A larger share
+  // means fewer, larger flushes for this tenant and less memory for others.
+  uint32_t write_buffer_weight = 1;
+  // Bytes per second of row-mutation payload (row key, family, qualifier and
+  // value bytes of every entry) the tenant's writes may carry; 0 = no limit.
+  // Writes over it wait, without slowing other tenants' writes.
+  uint64_t write_rate_limit = 0;
+  // Bytes of live SSTables plus memtable data the tenant may hold; 0 = no
+  // quota. A write that holds a put and would take the tenant over it fails
+  // with ResourceExhausted; writes made only of deletes, and dropping
+  // tables, still work so the tenant can free space.
+  uint64_t disk_quota = 0;
+
+  bool operator==(const TenantOptions&) const = default;
 };
 
 enum class Compression : uint8_t {
