@@ -220,6 +220,13 @@ Status EngineCore::Recover() {
   tco.max_open_tables = options_.max_open_tables;
   tco.block_cache = block_cache_.get();
   table_cache_ = std::make_unique<sstable::TableCache>(std::move(tco));
+  for (const auto& [id, tablet] : tablets_by_id_) {
+    for (const auto& g : tablet->groups) {
+      for (const auto& level : g->current()->levels) {
+        for (const auto& f : level) STRATA_RETURN_IF_ERROR(MakeResident(*g, f->meta));
+      }
+    }
+  }
 
   const std::string log_dir = JoinPath(dir_, kLogDirName);
   STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(log_dir));
@@ -778,6 +785,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   if (s.ok()) s = stream.Finish();
   if (s.ok()) s = finish_output();
   if (s.ok()) s = fs_->SyncDir(TableDir());
+  for (size_t i = 0; i < outputs.size() && s.ok(); i++) s = MakeResident(*group, outputs[i]);
   if (!s.ok()) {
     cleanup();
     return s;
@@ -889,6 +897,19 @@ Status EngineCore::WaitForWriteRoom() {
   return Status::OK();
 }
 
+Status EngineCore::MakeResident(const LocalityGroupState& group, const FileMeta& meta) {
+  const TableState& table = *group.tablet->table;
+  if (!table.schema.locality_groups()[group.index].in_memory) return Status::OK();
+  Result<std::shared_ptr<sstable::TableReader>> reader =
+      table_cache_->Pin(meta.number, table.budget->cache_id());
+  if (!reader.ok()) return reader.status();
+  // One pass loads every data block into the cache as resident.
+  std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  }
+  return it->status();
+}
+
 void EngineCore::PurgeObsoleteFiles() {
   for (uint64_t number : obsolete_files_->Take()) {
     table_cache_->Evict(number);
@@ -979,6 +1000,11 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   if (imm.mem->num_entries() > 0) {
     std::unique_ptr<InternalIterator> it = imm.mem->NewIterator();
     STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), &meta));
+    Status s = MakeResident(*group, meta);
+    if (!s.ok()) {
+      fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
+      return s;
+    }
   }
   // Everything the manifest is about to call flushed must be durable in the
   // log too, or a crash could leave the log ending before the manifest's

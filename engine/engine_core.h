@@ -267,6 +267,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ReleaseInputs(const CompactionJob& job) EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
   Status RunCompaction(CompactionJob* job);
   void PurgeObsoleteFiles();
+  // For a file of an in-memory group: opens it for good and loads all of
+  // its blocks as resident, so reading the group never touches the disk.
+  Status MakeResident(const LocalityGroupState& group, const FileMeta& meta);
   // Recomputes max_level0_files_ and wakes writers waiting on it.
   void UpdateLevel0Count();
   // Applies backpressure to a write about to be logged: level-0 slowdowns

@@ -23,6 +23,8 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
                                                      bool resident_blocks) {
   {
     MutexLock l(&mu_);
+    auto pinned = pinned_.find(file_number);
+    if (pinned != pinned_.end()) return pinned->second;
     auto it = map_.find(file_number);
     if (it != map_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
@@ -32,6 +34,42 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
   // Open without the lock: opening reads three blocks and must not stall
   // other lookups. Two threads may race to open the same file; the first
   // to insert wins and the other's reader is dropped.
+  Result<std::shared_ptr<TableReader>> shared = Open(file_number, tenant, resident_blocks);
+  if (!shared.ok()) return shared.status();
+
+  MutexLock l(&mu_);
+  auto [it, inserted] = map_.try_emplace(file_number);
+  if (!inserted) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+    return it->second.reader;
+  }
+  lru_.push_front(file_number);
+  it->second.reader = *shared;
+  it->second.lru_pos = lru_.begin();
+  while (map_.size() > std::max<size_t>(1, options_.max_open_tables)) {
+    map_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return shared;
+}
+
+Result<std::shared_ptr<TableReader>> TableCache::Pin(uint64_t file_number,
+                                                     BlockCache::TenantId tenant) {
+  Result<std::shared_ptr<TableReader>> reader = Open(file_number, tenant, /*resident_blocks=*/true);
+  if (!reader.ok()) return reader.status();
+  MutexLock l(&mu_);
+  auto it = map_.find(file_number);
+  if (it != map_.end()) {
+    lru_.erase(it->second.lru_pos);
+    map_.erase(it);
+  }
+  pinned_[file_number] = *reader;
+  return reader;
+}
+
+Result<std::shared_ptr<TableReader>> TableCache::Open(uint64_t file_number,
+                                                      BlockCache::TenantId tenant,
+                                                      bool resident_blocks) const {
   const std::string path = FileName(file_number);
   std::unique_ptr<RandomAccessFile> file;
   STRATA_RETURN_IF_ERROR(options_.file_system->NewRandomAccessFile(path, &file));
@@ -45,26 +83,12 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
   Result<std::unique_ptr<TableReader>> reader =
       TableReader::Open(ropts, std::move(file), *size, path);
   if (!reader.ok()) return reader.status();
-  std::shared_ptr<TableReader> shared(std::move(*reader));
-
-  MutexLock l(&mu_);
-  auto [it, inserted] = map_.try_emplace(file_number);
-  if (!inserted) {
-    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-    return it->second.reader;
-  }
-  lru_.push_front(file_number);
-  it->second.reader = shared;
-  it->second.lru_pos = lru_.begin();
-  while (map_.size() > std::max<size_t>(1, options_.max_open_tables)) {
-    map_.erase(lru_.back());
-    lru_.pop_back();
-  }
-  return shared;
+  return std::shared_ptr<TableReader>(std::move(*reader));
 }
 
 void TableCache::Evict(uint64_t file_number) {
   MutexLock l(&mu_);
+  pinned_.erase(file_number);
   auto it = map_.find(file_number);
   if (it == map_.end()) return;
   lru_.erase(it->second.lru_pos);

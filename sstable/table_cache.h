@@ -53,7 +53,14 @@ class TableCache {
   Result<std::shared_ptr<TableReader>> Get(uint64_t file_number,
                                            BlockCache::TenantId tenant = BlockCache::kNoTenant,
                                            bool resident_blocks = false) LOCKS_EXCLUDED(mu_);
-  // Drops the reader of a file (e.g. once the file is obsolete).
+  // Opens the table with resident blocks and keeps its reader open until
+  // Evict, outside the LRU and its max_open_tables bound: for in-memory
+  // locality groups, whose reads must never wait for the file system. A
+  // reader already open for it is replaced (its users keep it).
+  Result<std::shared_ptr<TableReader>> Pin(uint64_t file_number,
+                                           BlockCache::TenantId tenant = BlockCache::kNoTenant)
+      LOCKS_EXCLUDED(mu_);
+  // Drops the reader of a file, pinned or not (e.g. once the file is obsolete).
   void Evict(uint64_t file_number) LOCKS_EXCLUDED(mu_);
 
   size_t size() const LOCKS_EXCLUDED(mu_);
@@ -65,10 +72,14 @@ class TableCache {
     std::list<uint64_t>::iterator lru_pos;
   };
 
+  Result<std::shared_ptr<TableReader>> Open(uint64_t file_number, BlockCache::TenantId tenant,
+                                            bool resident_blocks) const;
+
   const TableCacheOptions options_;
   mutable Mutex mu_;
   std::list<uint64_t> lru_ GUARDED_BY(mu_);  // front: most recently used
   std::unordered_map<uint64_t, Entry> map_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::shared_ptr<TableReader>> pinned_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata::sstable

@@ -1354,3 +1354,104 @@ TEST_F(EngineSplitTest, SplitsUnderConcurrentWritesAndReadsLoseNothing) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Counts reads of SSTables (opens and block reads).
+class CountingReadFileSystem : public test::ForwardingFileSystem {
+ public:
+  Status NewRandomAccessFile(const std::string& p,
+                             std::unique_ptr<RandomAccessFile>* r) override {
+    std::unique_ptr<RandomAccessFile> f;
+    STRATA_RETURN_IF_ERROR(test::ForwardingFileSystem::NewRandomAccessFile(p, &f));
+    opens_++;
+    *r = std::make_unique<Counted>(std::move(f), &reads_);
+    return Status::OK();
+  }
+  uint64_t reads() const { return reads_.load() + opens_.load(); }
+
+ private:
+  class Counted : public RandomAccessFile {
+   public:
+    Counted(std::unique_ptr<RandomAccessFile> base, std::atomic<uint64_t>* reads)
+        : base_(std::move(base)), reads_(reads) {}
+    Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+      reads_->fetch_add(1);
+      return base_->Read(offset, n, result, scratch);
+    }
+    Result<uint64_t> Size() const override { return base_->Size(); }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    std::atomic<uint64_t>* reads_;
+  };
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> opens_{0};
+};
+
+TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
+  test::ScratchDir dir("inmemory");
+  CountingReadFileSystem fs;
+  EngineOptions o;
+  o.file_system = &fs;
+  o.write_buffer_size = 32 << 10;
+  o.block_cache_size = 64 << 10;  // far smaller than the data: only residency keeps it
+  o.max_open_tables = 2;          // and only pinning keeps the tables open
+  o.target_file_size = 16 << 10;
+  o.level0_compaction_trigger = 2;
+  constexpr int kRows = 3000;
+  auto write = [&](Table& t, int round) {
+    for (int i = 0; i < kRows; i++) {
+      RowMutation m;
+      m.Put("a", "x", 1, std::to_string(round) + std::string(40, 'a'))
+          .Put("b", "y", 1, std::string(100, 'b'));
+      ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    }
+  };
+  auto read_small = [&](Table& t, int round) {
+    for (int i = 0; i < kRows; i++) {
+      auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i),
+                             RowFilter{.families = {"a", "c"}});
+      ASSERT_TRUE(cells.ok());
+      ASSERT_EQ(cells->size(), 1u);
+      ASSERT_EQ((*cells)[0].value, std::to_string(round) + std::string(40, 'a'));
+    }
+  };
+  {
+    auto e = Engine::Open(dir.path(), o);
+    ASSERT_TRUE(e.ok());
+    ASSERT_TRUE((*e)->CreateTenant("t").ok());
+    ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()).ok());
+    Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+    write(t, 0);
+    write(t, 1);
+    ASSERT_TRUE((*e)->Compact().ok());
+    EXPECT_GT((*e)->GetStats().table_files, 2u);
+    // Flushed and compacted while running: still no file reads.
+    const uint64_t before = fs.reads();
+    read_small(t, 1);
+    EXPECT_EQ(fs.reads(), before);
+    // The big group is read from files (its blocks do not fit the cache).
+    auto big = t.ReadRow(ReadOptions(), "row7", RowFilter{.families = {"b"}});
+    ASSERT_TRUE(big.ok());
+    ASSERT_EQ(big->size(), 1u);
+    EXPECT_GT(fs.reads(), before);
+    ASSERT_TRUE((*e)->Close().ok());
+  }
+  // After open, reads of the in-memory group never touch a file.
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  const uint64_t after_open = fs.reads();
+  for (int pass = 0; pass < 2; pass++) read_small(t, 1);
+  auto it = t.Scan(ReadOptions(), ScanSpec{.filter = {.families = {"a"}}});
+  ASSERT_TRUE(it.ok());
+  int rows = 0;
+  for (; (*it)->Valid(); (*it)->Next()) rows++;
+  EXPECT_EQ(rows, kRows);
+  EXPECT_EQ(fs.reads(), after_open);
+}
+
+}  // namespace
+}  // namespace strata

@@ -72,6 +72,28 @@ TEST_F(TableCacheTest, EvictedReaderStaysUsable) {
   EXPECT_EQ(FirstValue(*held), "file1");
 }
 
+TEST_F(TableCacheTest, PinnedReadersStayOpenUntilEvicted) {
+  BlockCache block_cache(1 << 20);
+  TableCache cache(TableCacheOptions{&fs_, dir_.path(), nullptr, 1, &block_cache});
+  ASSERT_OK(cache.Get(1));
+  ASSERT_OK(cache.Pin(1));  // replaces the LRU reader
+  ASSERT_OK(cache.Pin(2));
+  EXPECT_EQ(cache.size(), 0u);  // pinned readers are outside the LRU
+  const uint64_t opens = fs_.OpCount(FaultOp::kOpen);
+  for (int round = 0; round < 3; round++) {
+    for (uint64_t f = 3; f <= 5; f++) ASSERT_OK(cache.Get(f));  // LRU churn of one slot
+    auto pinned = cache.Get(2);
+    ASSERT_OK(pinned);
+    EXPECT_EQ(FirstValue(**pinned), "file2");
+    ASSERT_OK(cache.Get(1));
+  }
+  EXPECT_EQ(fs_.OpCount(FaultOp::kOpen), opens + 9);  // only files 3..5, every round
+  EXPECT_GT(block_cache.pinned_usage(), 0u);  // blocks read through a pinned table stay
+  cache.Evict(2);
+  ASSERT_OK(cache.Get(2));
+  EXPECT_EQ(fs_.OpCount(FaultOp::kOpen), opens + 10);
+}
+
 TEST_F(TableCacheTest, ErrorsAreNotCached) {
   TableCache cache(TableCacheOptions{&fs_, dir_.path(), nullptr, 10, nullptr});
   EXPECT_FALSE(cache.Get(99).ok());  // no such file
