@@ -1031,20 +1031,30 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   }
   bool popped = false;
+  bool orphaned = false;
   {
     MutexLock l(&group->mu);
     auto view = std::make_shared<GroupView>(*group->view);
-    // A drop that came after the check above has emptied the view already.
+    // A drop that came after the check above has emptied the view already
+    // (or is about to); the file then belongs to no table.
     if (!view->imms.empty() && view->imms.back().mem == imm.mem) {
       view->imms.pop_back();
       popped = true;
     }
-    if (meta.entries > 0) {
+    // Relaxed: see TableState::dropped; set before the view is emptied.
+    orphaned = !popped || tablet.table->dropped.load(std::memory_order_relaxed);
+    if (meta.entries > 0 && !orphaned) {
       view->levels[0].insert(view->levels[0].begin(),
                              std::make_shared<TableFile>(meta, obsolete_files_));
     }
     group->view = std::move(view);
     group->flushed = std::max(group->flushed, imm.last_sequence);
+  }
+  if (orphaned && meta.entries > 0) {
+    table_cache_->Evict(meta.number);
+    block_cache_->EraseFile(meta.number);
+    // Best effort: a file left behind is deleted on the next open.
+    fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
   }
   if (popped) tablet.table->budget->ImmutableFlushed(imm.charge);
   stat_flushes_.fetch_add(1, std::memory_order_relaxed);
