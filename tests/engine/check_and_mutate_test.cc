@@ -19,6 +19,7 @@
 
 #include "common/random.h"
 #include "strata/engine.h"
+#include "engine_test_util.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 
@@ -27,15 +28,7 @@ namespace {
 
 using test::ScratchDir;
 
-TableSchema CamSchema() {
-  TableSchema s;
-  s.locality_groups.push_back({.name = "small", .in_memory = true});
-  s.locality_groups.push_back({.name = "big"});
-  s.families.push_back({.name = "a", .locality_group = "small"});
-  s.families.push_back({.name = "b", .locality_group = "big"});
-  s.families.push_back({.name = "c", .locality_group = "small"});
-  return s;
-}
+using test::TwoGroupSchema;
 
 class CheckAndMutateTest : public ::testing::Test {
  protected:
@@ -52,7 +45,7 @@ class CheckAndMutateTest : public ::testing::Test {
     engine_ = std::move(e.value());
     if (engine_->ListTenants()->empty()) {
       ASSERT_OK(engine_->CreateTenant("t"));
-      ASSERT_OK(engine_->OpenTenant("t")->CreateTable("tab", CamSchema()));
+      ASSERT_OK(engine_->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()));
     }
     auto tab = engine_->OpenTenant("t")->OpenTable("tab");
     ASSERT_OK(tab);
@@ -674,7 +667,7 @@ TEST(CheckAndMutateCrashTest, SigkillDuringBatchesKeepsEachBatchWhole) {
     auto engine = Engine::Open(dir.path());
     ASSERT_OK(engine);
     ASSERT_OK((*engine)->CreateTenant("t"));
-    ASSERT_OK((*engine)->OpenTenant("t")->CreateTable("tab", CamSchema()));
+    ASSERT_OK((*engine)->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()));
     auto table = (*engine)->OpenTenant("t")->OpenTable("tab");
     ASSERT_OK(
         table->Mutate(WriteOptions(), "always-locked", RowMutation().Put("a", "lock", 7, "L")));

@@ -4,15 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <cctype>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/fault_injection_fs.h"
 #include "common/file_system.h"
 #include "common/random.h"
+#include "engine_test_util.h"
 #include "strata/compaction_filter.h"
 #include "strata/engine.h"
 #include "util/forwarding_fs.h"
@@ -23,15 +24,7 @@ namespace {
 
 using test::ScratchDir;
 
-TableSchema TwoGroupSchema() {
-  TableSchema s;
-  s.locality_groups.push_back({.name = "small", .in_memory = true});
-  s.locality_groups.push_back({.name = "big"});
-  s.families.push_back({.name = "a", .locality_group = "small"});
-  s.families.push_back({.name = "b", .locality_group = "big"});
-  s.families.push_back({.name = "c", .locality_group = "small"});
-  return s;
-}
+using test::TwoGroupSchema;
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -847,11 +840,7 @@ TEST(EngineBackpressureTest, WritesWaitWhileTooManyMemtablesAwaitFlush) {
   o.max_immutable_memtables = 2;
   auto e = Engine::Open(dir.path(), o);
   ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
-  TableSchema s;
-  s.families = {{.name = "f"}};
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
-  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  Table t = test::CreateOneFamilyTable(e->get());
   constexpr int kRows = 400;  // about 40 KB: many memtables' worth
   std::atomic<int> written{0};
   std::thread writer([&] {
@@ -965,11 +954,7 @@ TEST(EngineCompactionTest, RateLimitPacesCompactionOutput) {
   o.compaction_rate_limit = 256 << 10;
   auto e = Engine::Open(dir.path(), o);
   ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
-  TableSchema s;
-  s.families = {{.name = "f"}};
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
-  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  Table t = test::CreateOneFamilyTable(e->get());
   for (int i = 0; i < 5000; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
@@ -995,11 +980,7 @@ TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   o.level0_compaction_trigger = 2;
   auto e = Engine::Open(dir.path(), o);
   ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
-  TableSchema s;
-  s.families = {{.name = "f"}};
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
-  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  Table t = test::CreateOneFamilyTable(e->get());
   for (int i = 0; i < 8000; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
@@ -1032,11 +1013,7 @@ TEST(EngineBackpressureTest, TightTriggersLoseNothing) {
   o.level1_max_bytes = 256 << 10;
   auto e = Engine::Open(dir.path(), o);
   ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
-  TableSchema s;
-  s.families = {{.name = "f"}};
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", s).ok());
-  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  Table t = test::CreateOneFamilyTable(e->get());
   WriteOptions wo;
   wo.sync = false;
   for (int i = 0; i < 20000; i++) {
