@@ -1,24 +1,35 @@
 // Block decoding; see sstable/FORMAT.md, "Key/value blocks".
 #include "sstable/block.h"
 
+#include <cstring>
+
 #include "common/coding.h"
 
 namespace strata::sstable {
 
 Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
-  if (contents.size() < 4) {
-    return Status::Corruption("block too short (" + std::to_string(contents.size()) + " bytes)");
+  auto data = std::make_unique_for_overwrite<char[]>(contents.size());
+  std::memcpy(data.get(), contents.data(), contents.size());
+  return Parse(std::move(data), contents.size());
+}
+
+Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t size) {
+  if (size < 4) {
+    return Status::Corruption("block too short (" + std::to_string(size) + " bytes)");
   }
-  const uint32_t num_restarts = DecodeFixed32(contents.data() + contents.size() - 4);
-  const uint64_t max_restarts = (contents.size() - 4) / 4;
+  const char* contents = data.get();
+  const uint32_t num_restarts = DecodeFixed32(contents + size - 4);
+  const uint64_t max_restarts = (size - 4) / 4;
   if (num_restarts == 0 || num_restarts > max_restarts) {
     return Status::Corruption("bad restart count " + std::to_string(num_restarts));
   }
-  const uint32_t restart_offset =
-      static_cast<uint32_t>(contents.size() - 4 - uint64_t{num_restarts} * 4);
+  if (size - 4 - uint64_t{num_restarts} * 4 > UINT32_MAX) {
+    return Status::Corruption("block too large (" + std::to_string(size) + " bytes)");
+  }
+  const uint32_t restart_offset = static_cast<uint32_t>(size - 4 - uint64_t{num_restarts} * 4);
   uint32_t prev = 0;
   for (uint32_t i = 0; i < num_restarts; i++) {
-    const uint32_t r = DecodeFixed32(contents.data() + restart_offset + 4 * i);
+    const uint32_t r = DecodeFixed32(contents + restart_offset + 4 * i);
     if ((i == 0 && r != 0) || (i > 0 && r <= prev) || r > restart_offset ||
         (i > 0 && r == restart_offset)) {
       return Status::Corruption("bad restart point " + std::to_string(i) + " = " +
@@ -26,13 +37,28 @@ Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
     }
     prev = r;
   }
-  return std::unique_ptr<Block>(new Block(std::move(contents), restart_offset, num_restarts));
+  return std::unique_ptr<Block>(new Block(std::move(data), size, restart_offset, num_restarts));
 }
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
 
+void Block::Iter::KeyBuffer::Assemble(size_t shared, const char* suffix, size_t n) {
+  const size_t need = shared + n;
+  if (need > capacity_) {
+    size_t cap = capacity_ * 2;
+    while (cap < need) cap *= 2;
+    auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+    std::memcpy(bigger.get(), data(), shared);
+    heap_ = std::move(bigger);
+    capacity_ = cap;
+  }
+  char* dst = heap_ ? heap_.get() : inline_;
+  std::memcpy(dst + shared, suffix, n);
+  size_ = need;
+}
+
 Block::Iter::Iter(const Block* block)
-    : data_(block->contents_.data()),
+    : data_(block->data_.get()),
       restart_offset_(block->restart_offset_),
       num_restarts_(block->num_restarts_) {}
 
@@ -60,8 +86,7 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
     Corrupt(p, "bad entry");
     return false;
   }
-  key_.resize(shared);
-  key_.append(q, non_shared);
+  key_.Assemble(shared, q, non_shared);
   value_ = Slice(q + non_shared, value_len);
   current_ = p;
   next_ = static_cast<uint32_t>(q + non_shared + value_len - data_);
@@ -130,7 +155,7 @@ void Block::Iter::Seek(const Slice& target) {
   SeekToRestart(left);
   while (next_ < restart_offset_) {
     if (!ParseEntryAt(next_)) return;
-    if (Slice(key_).compare(target) >= 0) return;
+    if (key().compare(target) >= 0) return;
   }
   valid_ = false;
 }

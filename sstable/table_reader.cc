@@ -10,14 +10,13 @@ namespace strata::sstable {
 // iterator yields the cells.
 class TableReader::Iter final : public InternalIterator {
  public:
-  explicit Iter(const TableReader* table)
-      : table_(table), index_iter_(table->index_->NewIterator()) {}
+  explicit Iter(const TableReader* table) : table_(table), index_iter_(table->index_.get()) {}
 
   bool Valid() const override { return status_.ok() && data_iter_ && data_iter_->Valid(); }
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
-    index_iter_->SeekToFirst();
+    index_iter_.SeekToFirst();
     InitDataBlock();
     if (data_iter_) data_iter_->SeekToFirst();
     SkipEmptyBlocksForward();
@@ -25,7 +24,7 @@ class TableReader::Iter final : public InternalIterator {
 
   void Seek(const Slice& target) override {
     if (!status_.ok()) return;
-    index_iter_->Seek(target);
+    index_iter_.Seek(target);
     InitDataBlock();
     if (data_iter_) data_iter_->Seek(target);
     SkipEmptyBlocksForward();
@@ -56,20 +55,20 @@ class TableReader::Iter final : public InternalIterator {
 
   // Positions data_iter_ on the block the index iterator points at.
   void InitDataBlock() {
-    if (!index_iter_->Valid()) {
-      if (!index_iter_->status().ok()) {
+    if (!index_iter_.Valid()) {
+      if (!index_iter_.status().ok()) {
         Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
-                             std::string(index_iter_->status().message())));
+                             std::string(index_iter_.status().message())));
       } else {
         ClearData();
       }
       return;
     }
     BlockHandle handle;
-    Slice v = index_iter_->value();
+    Slice v = index_iter_.value();
     if (!handle.DecodeFrom(&v) || !v.empty() || !handle.FitsBelow(table_->DataEnd())) {
       Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
-                           "bad data block handle in entry " + HexBytes(index_iter_->key())));
+                           "bad data block handle in entry " + HexBytes(index_iter_.key())));
       return;
     }
     if (data_iter_ && handle.offset == data_offset_) return;
@@ -83,7 +82,7 @@ class TableReader::Iter final : public InternalIterator {
     }
     owned_ = std::move(owned);
     cached_ = std::move(cached);
-    data_iter_ = (owned_ ? owned_.get() : cached_.block())->NewIterator();
+    data_iter_.emplace(owned_ ? owned_.get() : cached_.block());
     data_offset_ = handle.offset;
   }
 
@@ -94,21 +93,21 @@ class TableReader::Iter final : public InternalIterator {
                              std::string(data_iter_->status().message())));
         return;
       }
-      if (!index_iter_->Valid()) {
+      if (!index_iter_.Valid()) {
         ClearData();
         return;
       }
-      index_iter_->Next();
+      index_iter_.Next();
       InitDataBlock();
       if (data_iter_) data_iter_->SeekToFirst();
     }
   }
 
   const TableReader* const table_;
-  const std::unique_ptr<Block::Iter> index_iter_;
+  Block::Iter index_iter_;
   BlockCache::Handle cached_;     // pins the current block when cached
   std::unique_ptr<Block> owned_;  // holds it otherwise
-  std::unique_ptr<Block::Iter> data_iter_;
+  std::optional<Block::Iter> data_iter_;
   uint64_t data_offset_ = UINT64_MAX;
   Status status_;
 };
@@ -236,9 +235,10 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* 
     *cached = cache->Lookup(key);
     if (*cached) return Status::OK();
   }
-  BlockContents contents;
-  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &contents));
-  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &data, &size));
+  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size);
   if (!block.ok()) {
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
