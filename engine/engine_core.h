@@ -198,10 +198,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                                         const std::vector<VersionEdit::NewTablet>& tablets) const;
 
   // A merged iterator over the view's memtables and the files that may hold
-  // keys in [lo, hi) (hi empty: unbounded) and, when `row` is given, whose
-  // row bloom filter does not rule it out.
+  // keys in [lo, hi) (hi empty: unbounded), for scans. Point reads go through
+  // ReadRowFromGroup (engine/point_read.h).
   Status NewRangeIterator(const GroupView& view, const std::string& lo, const std::string& hi,
-                          const Slice* row, std::unique_ptr<InternalIterator>* result) const;
+                          std::unique_ptr<InternalIterator>* result) const;
   Status ValidateMutation(const TableState& table, std::string_view row,
                           const RowMutation& mutation) const;
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
