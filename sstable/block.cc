@@ -7,6 +7,31 @@
 
 namespace strata::sstable {
 
+namespace {
+
+// Decodes an entry's three varint32 lengths at `p`; nullptr if malformed.
+// Block entries almost always have three one-byte lengths.
+inline const char* DecodeEntryHeader(const char* p, const char* limit, uint32_t* shared,
+                                     uint32_t* non_shared, uint32_t* value_len) {
+  if (limit - p >= 3) {
+    const auto a = static_cast<uint8_t>(p[0]);
+    const auto b = static_cast<uint8_t>(p[1]);
+    const auto c = static_cast<uint8_t>(p[2]);
+    if (((a | b | c) & 0x80) == 0) {
+      *shared = a;
+      *non_shared = b;
+      *value_len = c;
+      return p + 3;
+    }
+  }
+  p = GetVarint32Ptr(p, limit, shared);
+  if (p != nullptr) p = GetVarint32Ptr(p, limit, non_shared);
+  if (p != nullptr) p = GetVarint32Ptr(p, limit, value_len);
+  return p;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
   auto data = std::make_unique_for_overwrite<char[]>(contents.size());
   std::memcpy(data.get(), contents.data(), contents.size());
@@ -42,29 +67,19 @@ Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
 
-void Block::Iter::KeyBuffer::Assemble(size_t shared, const char* suffix, size_t n) {
-  const size_t need = shared + n;
-  if (need > capacity_) {
-    size_t cap = capacity_ * 2;
-    while (cap < need) cap *= 2;
-    auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-    std::memcpy(bigger.get(), data(), shared);
-    heap_ = std::move(bigger);
-    capacity_ = cap;
-  }
-  char* dst = heap_ ? heap_.get() : inline_;
-  std::memcpy(dst + shared, suffix, n);
-  size_ = need;
+void Block::Iter::KeyBuffer::Grow(size_t shared, size_t need) {
+  size_t cap = capacity_ * 2;
+  while (cap < need) cap *= 2;
+  auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+  std::memcpy(bigger.get(), data(), shared);
+  heap_ = std::move(bigger);
+  capacity_ = cap;
 }
 
 Block::Iter::Iter(const Block* block)
     : data_(block->data_.get()),
       restart_offset_(block->restart_offset_),
       num_restarts_(block->num_restarts_) {}
-
-uint32_t Block::Iter::RestartPoint(uint32_t index) const {
-  return DecodeFixed32(data_ + restart_offset_ + 4 * index);
-}
 
 void Block::Iter::Corrupt(uint32_t offset, const char* what) {
   valid_ = false;
@@ -78,9 +93,7 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
   const char* limit = data_ + restart_offset_;
   const char* q = data_ + p;
   uint32_t shared, non_shared, value_len;
-  q = GetVarint32Ptr(q, limit, &shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  q = DecodeEntryHeader(q, limit, &shared, &non_shared, &value_len);
   if (q == nullptr || shared > key_.size() ||
       static_cast<uint64_t>(limit - q) < uint64_t{non_shared} + value_len) {
     Corrupt(p, "bad entry");
@@ -104,9 +117,7 @@ bool Block::Iter::RestartKey(uint32_t index, Slice* key) {
   const uint32_t p = RestartPoint(index);
   const char* limit = data_ + restart_offset_;
   uint32_t shared, non_shared, value_len;
-  const char* q = GetVarint32Ptr(data_ + p, limit, &shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  const char* q = DecodeEntryHeader(data_ + p, limit, &shared, &non_shared, &value_len);
   if (q == nullptr || shared != 0 || static_cast<uint64_t>(limit - q) < non_shared) {
     Corrupt(p, "bad restart entry");
     return false;

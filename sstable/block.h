@@ -12,9 +12,11 @@
 #define STRATA_SSTABLE_BLOCK_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
+#include "common/coding.h"
 #include "common/iterator.h"
 #include "strata/slice.h"
 #include "strata/status.h"
@@ -88,9 +90,17 @@ class Block::Iter final : public InternalIterator {
     void clear() { size_ = 0; }
     // Keeps the first `shared` bytes and appends `n` bytes at `suffix`.
     // REQUIRES: shared <= size()
-    void Assemble(size_t shared, const char* suffix, size_t n);
+    void Assemble(size_t shared, const char* suffix, size_t n) {
+      const size_t need = shared + n;
+      if (need > capacity_) Grow(shared, need);
+      std::memcpy((heap_ ? heap_.get() : inline_) + shared, suffix, n);
+      size_ = need;
+    }
 
    private:
+    // Moves to a heap buffer of at least `need` bytes, keeping the first `shared`.
+    void Grow(size_t shared, size_t need);
+
     static constexpr size_t kInline = 128;
     char inline_[kInline];
     std::unique_ptr<char[]> heap_;
@@ -102,7 +112,9 @@ class Block::Iter final : public InternalIterator {
   // Corruption) if it is malformed.
   bool ParseEntryAt(uint32_t p);
   void SeekToRestart(uint32_t index);
-  uint32_t RestartPoint(uint32_t index) const;
+  uint32_t RestartPoint(uint32_t index) const {
+    return DecodeFixed32(data_ + restart_offset_ + 4 * index);
+  }
   // Decodes the full key stored at restart `index` (it shares nothing).
   bool RestartKey(uint32_t index, Slice* key);
   void Corrupt(uint32_t offset, const char* what);
