@@ -140,6 +140,18 @@ void Block::Iter::SeekToLast() {
   }
 }
 
+void Block::Iter::SeekToRestartPoint(uint32_t index) {
+  if (!status_.ok()) return;
+  if (index >= num_restarts_) {
+    key_.clear();
+    valid_ = false;
+    next_ = restart_offset_;
+    return;
+  }
+  SeekToRestart(index);
+  if (next_ < restart_offset_) ParseEntryAt(next_);
+}
+
 void Block::Iter::Next() {
   if (!status_.ok()) return;
   if (next_ >= restart_offset_) {

@@ -68,6 +68,10 @@ class Block::Iter final : public InternalIterator {
   void SeekToFirst() override;
   void SeekToLast();
   void Seek(const Slice& target) override;
+  // Positions at the entry of restart point `index` (every entry, when the
+  // restart interval is 1); not Valid() when index == num_restarts().
+  // REQUIRES: index <= num_restarts()
+  void SeekToRestartPoint(uint32_t index);
   void Next() override;
   // REQUIRES: Valid(). key() is valid until the iterator moves; value()
   // points into the Block and is valid as long as it lives.

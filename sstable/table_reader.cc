@@ -1,6 +1,9 @@
 // Reads the layout of sstable/FORMAT.md.
 #include "sstable/table_reader.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "common/cell_key.h"
 #include "common/coding.h"
 
@@ -24,7 +27,11 @@ class TableReader::Iter final : public InternalIterator {
 
   void Seek(const Slice& target) override {
     if (!status_.ok()) return;
-    index_iter_.Seek(target);
+    if (table_->index_windows_.empty()) {
+      index_iter_.Seek(target);
+    } else {
+      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
+    }
     InitDataBlock();
     if (data_iter_) data_iter_->Seek(target);
     SkipEmptyBlocksForward();
@@ -176,6 +183,7 @@ Status TableReader::Init() {
                            std::string(index.status().message()));
   }
   index_ = std::move(*index);
+  BuildIndexWindows();
 
   STRATA_RETURN_IF_ERROR(
       ReadBlock(*file_, file_name_, BlockKind::kProperties, footer_.properties, &contents));
@@ -198,6 +206,76 @@ Status TableReader::Init() {
   }
   file_number_ = options_.file_number != 0 ? options_.file_number : properties_.file_number;
   return Status::OK();
+}
+
+namespace {
+
+// Bytes [from, from + 8) of `s`, zero-padded, as a big-endian integer.
+inline uint64_t WindowAt(const Slice& s, size_t from) {
+  char buf[8] = {};
+  if (from < s.size()) std::memcpy(buf, s.data() + from, std::min<size_t>(8, s.size() - from));
+  return DecodeBigEndian64(buf);
+}
+
+}  // namespace
+
+void TableReader::BuildIndexWindows() {
+  // The last separator is left out: it is a short successor of the table's
+  // last key ("1" for a table of rows "0..."), which would leave the others
+  // no common prefix to skip.
+  Block::Iter it(index_.get());
+  uint32_t count = 0;
+  for (it.SeekToFirst(); it.Valid(); it.Next()) count++;
+  if (!it.status().ok() || count < 2 || count != index_->num_restarts()) return;
+  it.SeekToRestartPoint(0);
+  const std::string first = it.key().ToString();
+  it.SeekToRestartPoint(count - 2);
+  const std::string before_last = it.key().ToString();
+  it.SeekToRestartPoint(count - 1);
+  index_last_ = it.key().ToString();
+  size_t prefix = 0;
+  while (prefix < first.size() && prefix < before_last.size() &&
+         first[prefix] == before_last[prefix]) {
+    prefix++;
+  }
+  index_prefix_ = first.substr(0, prefix);
+  index_windows_.reserve(count - 1);
+  it.SeekToFirst();
+  for (uint32_t i = 0; i + 1 < count && it.Valid(); i++, it.Next()) {
+    index_windows_.push_back(WindowAt(it.key(), prefix));
+  }
+}
+
+uint32_t TableReader::FindIndexEntry(const Slice& target, Block::Iter* it) const {
+  // Windows cover every separator but the last, which is checked on its own.
+  const uint32_t m = static_cast<uint32_t>(index_windows_.size());
+  const uint32_t past_windows = target.compare(index_last_) <= 0 ? m : m + 1;
+  const size_t p = index_prefix_.size();
+  const int c = std::memcmp(target.data(), index_prefix_.data(), std::min(p, target.size()));
+  if (c < 0 || (c == 0 && target.size() < p)) return 0;  // below every windowed separator
+  if (c > 0) return past_windows;                        // above every windowed separator
+  // Separators with a smaller window are < target, with a larger one > target
+  // (a shorter separator's zero padding sorts below any byte a longer one
+  // has there); equal windows are settled by the separators themselves.
+  const uint64_t w = WindowAt(target, p);
+  uint32_t lo = static_cast<uint32_t>(
+      std::lower_bound(index_windows_.begin(), index_windows_.end(), w) - index_windows_.begin());
+  if (lo < m && index_windows_[lo] == w) {
+    uint32_t hi = static_cast<uint32_t>(
+        std::upper_bound(index_windows_.begin() + lo, index_windows_.end(), w) -
+        index_windows_.begin());
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      it->SeekToRestartPoint(mid);
+      if (!it->Valid()) return mid;  // the damage shows in the iterator's status
+      if (it->key().compare(target) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+  }
+  return lo < m ? lo : past_windows;
 }
 
 std::unique_ptr<InternalIterator> TableReader::NewIterator() const {
