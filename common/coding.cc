@@ -53,7 +53,7 @@ int VarintLength(uint64_t v) {
   return len;
 }
 
-const char* GetVarint64Ptr(const char* p, const char* limit, uint64_t* value) {
+const char* GetVarint64PtrSlow(const char* p, const char* limit, uint64_t* value) {
   uint64_t result = 0;
   for (uint32_t shift = 0; shift <= 63 && p < limit; shift += 7) {
     uint64_t byte = static_cast<unsigned char>(*p);
@@ -70,9 +70,9 @@ const char* GetVarint64Ptr(const char* p, const char* limit, uint64_t* value) {
   return nullptr;
 }
 
-const char* GetVarint32Ptr(const char* p, const char* limit, uint32_t* value) {
+const char* GetVarint32PtrSlow(const char* p, const char* limit, uint32_t* value) {
   uint64_t v;
-  const char* q = GetVarint64Ptr(p, limit, &v);
+  const char* q = GetVarint64PtrSlow(p, limit, &v);
   if (q == nullptr || v > UINT32_MAX || q - p > kMaxVarint32Length) return nullptr;
   *value = static_cast<uint32_t>(v);
   return q;

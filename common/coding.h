@@ -77,8 +77,23 @@ bool GetVarint64(Slice* input, uint64_t* value);
 bool GetLengthPrefixedSlice(Slice* input, Slice* result);
 
 // Pointer-style varint decoders: return the byte after the value, or nullptr.
-const char* GetVarint32Ptr(const char* p, const char* limit, uint32_t* value);
-const char* GetVarint64Ptr(const char* p, const char* limit, uint64_t* value);
+// One-byte values (the common case in block entries) are decoded inline.
+const char* GetVarint32PtrSlow(const char* p, const char* limit, uint32_t* value);
+const char* GetVarint64PtrSlow(const char* p, const char* limit, uint64_t* value);
+inline const char* GetVarint32Ptr(const char* p, const char* limit, uint32_t* value) {
+  if (p < limit && (static_cast<uint8_t>(*p) & 0x80) == 0) {
+    *value = static_cast<uint8_t>(*p);
+    return p + 1;
+  }
+  return GetVarint32PtrSlow(p, limit, value);
+}
+inline const char* GetVarint64Ptr(const char* p, const char* limit, uint64_t* value) {
+  if (p < limit && (static_cast<uint8_t>(*p) & 0x80) == 0) {
+    *value = static_cast<uint8_t>(*p);
+    return p + 1;
+  }
+  return GetVarint64PtrSlow(p, limit, value);
+}
 
 // Memcomparable byte strings: every 0x00 byte becomes 0x00 0xFF and the string
 // ends with 0x00 0x01. For any a, b: memcmp order of the encodings equals the

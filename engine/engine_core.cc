@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <set>
@@ -11,6 +12,7 @@
 #include "engine/clamped_iterator.h"
 #include "engine/log_record.h"
 #include "engine/merging_iterator.h"
+#include "engine/point_read.h"
 #include "sstable/table_builder.h"
 #include "wal/log_reader.h"
 
@@ -1530,28 +1532,26 @@ class ScanIterator final : public RowIterator {
       }
       if (!any) return;
       if (!end_prefix_.empty() && Slice(smallest).compare(end_prefix_) >= 0) return;
-      std::vector<VisibleCell> cells;
+      RowCells cells;
+      // Inputs interleave families: cells from several are ordered by family id.
+      cells.track_families = inputs_.size() > 1;
       for (auto& in : inputs_) {
         if (PrefixOf(in.it.get()) != Slice(smallest)) continue;
-        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, &cells);
+        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, table_->schema,
+                                      &cells);
         if (!s.ok()) {
           status_ = s;
           return;
         }
       }
-      if (cells.empty()) continue;  // deleted or filtered out
+      if (cells.cells.empty()) continue;  // deleted or filtered out
       Slice enc(smallest);
       if (!GetMemcomparable(&enc, &row_)) {
         status_ = Status::Corruption("scan met a malformed row key");
         return;
       }
-      std::stable_sort(cells.begin(), cells.end(),
-                       [](const VisibleCell& a, const VisibleCell& b) { return a.family < b.family; });
-      cells_.clear();
-      for (auto& c : cells) {
-        cells_.push_back(Cell{table_->schema.FamilyById(c.family)->name, std::move(c.qualifier),
-                              c.timestamp, std::move(c.value)});
-      }
+      if (cells.track_families) cells.SortByFamily();
+      cells_ = std::move(cells.cells);
       valid_ = true;
       return;
     }
@@ -1573,7 +1573,6 @@ class ScanIterator final : public RowIterator {
 
 Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId tenant,
                                     const std::string& lo, const std::string& hi,
-                                    const Slice* row,
                                     std::unique_ptr<InternalIterator>* result) const {
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
@@ -1590,7 +1589,6 @@ Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_->Get(file->meta.number, tenant);
       if (!reader.ok()) return reader.status();
-      if (row != nullptr && !(*reader)->RowMayMatch(*row)) continue;
       children.push_back((*reader)->NewIterator());
       pins.push_back(std::move(reader.value()));
       pins.push_back(file);  // the file stays on disk while the iterator may read it
@@ -1643,8 +1641,8 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
     std::string thi = RowBound(tablet.end_row);
     if (tlo < lo) tlo = lo;
     if (thi.empty() || (!hi.empty() && hi < thi)) thi = hi;
-    STRATA_RETURN_IF_ERROR(NewRangeIterator(*inputs[i].view, table->budget->cache_id(), tlo, thi,
-                                            /*row=*/nullptr, &inputs[i].it));
+    STRATA_RETURN_IF_ERROR(
+        NewRangeIterator(*inputs[i].view, table->budget->cache_id(), tlo, thi, &inputs[i].it));
     if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
       inputs[i].it = std::make_unique<ClampedIterator>(std::move(inputs[i].it), tlo, thi);
     }
@@ -1679,44 +1677,50 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   const TabletState* tablet = table.FindTablet(row);
   if (tablet == nullptr) return std::vector<Cell>();
 
-  // Only the groups that hold a wanted family are read.
+  // Only the groups that hold a wanted family are read. Views first, then
+  // the snapshot: every file and memtable entry a view holds was visible
+  // before the snapshot was read. Most tables have few groups, whose views
+  // are held without allocating.
   const Schema& schema = table.schema;
-  std::vector<bool> group_needed(schema.locality_groups().size(), false);
-  for (const auto& f : schema.families()) {
-    if (resolved.MayWantFamily(f.id)) group_needed[f.locality_group] = true;
+  const size_t num_groups = schema.locality_groups().size();
+  std::array<std::shared_ptr<const GroupView>, 4> few_views;
+  std::vector<std::shared_ptr<const GroupView>> many_views;
+  std::shared_ptr<const GroupView>* views = few_views.data();
+  if (num_groups > few_views.size()) {
+    many_views.resize(num_groups);
+    views = many_views.data();
   }
-  // Views first, then the snapshot: every file and memtable entry a view
-  // holds was visible before the snapshot was read.
-  std::vector<std::shared_ptr<const GroupView>> views(group_needed.size());
-  for (size_t g = 0; g < group_needed.size(); g++) {
-    if (group_needed[g]) views[g] = tablet->groups[g]->current();
+  size_t groups_read = 0;
+  for (const auto& f : schema.families()) {
+    if (views[f.locality_group] == nullptr && resolved.MayWantFamily(f.id)) {
+      views[f.locality_group] = tablet->groups[f.locality_group]->current();
+      groups_read++;
+    }
   }
   const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
-  // [prefix, end): every key of the row, nothing else (mc(row) ends 0x00 0x01).
-  std::string prefix;
-  AppendRowPrefix(&prefix, row);
-  std::string end = prefix;
-  end.back() = 0x02;
-  const Slice row_slice(row);
-  std::vector<VisibleCell> cells;
-  for (size_t g = 0; g < views.size(); g++) {
+  // The row's prefix: every key of the row starts with it.
+  char prefix_buf[256];
+  std::string prefix_heap;
+  const size_t prefix_len = MemcomparableLength(row);
+  char* prefix_data = prefix_buf;
+  if (prefix_len > sizeof(prefix_buf)) {
+    prefix_heap.resize(prefix_len);
+    prefix_data = prefix_heap.data();
+  }
+  EncodeMemcomparable(prefix_data, row);
+  const Slice prefix(prefix_data, prefix_len);
+
+  RowCells out;
+  // Groups interleave families: cells from several are ordered by family id.
+  out.track_families = groups_read > 1;
+  for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
-    std::unique_ptr<InternalIterator> it;
-    STRATA_RETURN_IF_ERROR(
-        NewRangeIterator(*views[g], table.budget->cache_id(), prefix, end, &row_slice, &it));
-    STRATA_RETURN_IF_ERROR(CollectRow(it.get(), row, snapshot, resolved, &cells));
+    STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], table_cache_.get(),
+                                            table.budget->cache_id(), prefix, snapshot, resolved,
+                                            schema, &out));
   }
-  // Groups interleave families; order by family id, then as cell keys order.
-  std::stable_sort(cells.begin(), cells.end(), [](const VisibleCell& a, const VisibleCell& b) {
-    return a.family < b.family;
-  });
-  std::vector<Cell> out;
-  out.reserve(cells.size());
-  for (auto& c : cells) {
-    out.push_back(Cell{schema.FamilyById(c.family)->name, std::move(c.qualifier), c.timestamp,
-                       std::move(c.value)});
-  }
-  return out;
+  if (out.track_families) out.SortByFamily();
+  return std::move(out.cells);
 }
 
 EngineStats EngineCore::GetStats() const {

@@ -290,11 +290,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                                         const std::vector<VersionEdit::NewTablet>& tablets) const;
 
   // A merged iterator over the view's memtables and the files that may hold
-  // keys in [lo, hi) (hi empty: unbounded) and, when `row` is given, whose
-  // row bloom filter does not rule it out. Tables it opens charge their
-  // cached blocks to `tenant`.
+  // keys in [lo, hi) (hi empty: unbounded), for scans; tables it opens
+  // charge their cached blocks to `tenant`. Point reads go through
+  // ReadRowFromGroup (engine/point_read.h).
   Status NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId tenant,
-                          const std::string& lo, const std::string& hi, const Slice* row,
+                          const std::string& lo, const std::string& hi,
                           std::unique_ptr<InternalIterator>* result) const;
   Status ValidateRowKey(std::string_view row) const;
   Status ValidateMutation(const TableState& table, std::string_view row,

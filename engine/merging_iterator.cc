@@ -9,7 +9,7 @@ class MergingIterator final : public InternalIterator {
  public:
   MergingIterator(std::vector<std::unique_ptr<InternalIterator>> children,
                   std::vector<std::shared_ptr<const void>> pins)
-      : children_(std::move(children)), pins_(std::move(pins)) {}
+      : pins_(std::move(pins)), children_(std::move(children)) {}
 
   bool Valid() const override { return current_ != nullptr && status_.ok(); }
 
@@ -42,8 +42,9 @@ class MergingIterator final : public InternalIterator {
     }
   }
 
-  std::vector<std::unique_ptr<InternalIterator>> children_;
+  // Declared first so that the children go before what they read from.
   std::vector<std::shared_ptr<const void>> pins_;
+  std::vector<std::unique_ptr<InternalIterator>> children_;
   InternalIterator* current_ = nullptr;
   Status status_;
 };

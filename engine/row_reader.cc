@@ -1,10 +1,39 @@
 #include "engine/row_reader.h"
 
 #include <algorithm>
+#include <cstring>
+#include <numeric>
 
 #include "common/coding.h"
 
 namespace strata::engine {
+
+namespace {
+
+// The (row, family, qualifier) bytes of the column being read. Keys move
+// on under the iterator, so the column is copied; short ones stay inline.
+class ColumnBytes {
+ public:
+  Slice get() const { return Slice(data_, size_); }
+  void Assign(const Slice& col) {
+    if (col.size() <= sizeof(inline_)) {
+      std::memcpy(inline_, col.data(), col.size());
+      data_ = inline_;
+    } else {
+      heap_.assign(col.data(), col.size());
+      data_ = heap_.data();
+    }
+    size_ = col.size();
+  }
+
+ private:
+  char inline_[96];
+  std::string heap_;
+  const char* data_ = inline_;
+  size_t size_ = 0;
+};
+
+}  // namespace
 
 bool ResolvedFilter::MayWantFamily(uint16_t family) const {
   if (WantsFamily(family)) return true;
@@ -12,24 +41,34 @@ bool ResolvedFilter::MayWantFamily(uint16_t family) const {
   return it != columns.end() && it->first == family;
 }
 
-Status CollectRow(InternalIterator* it, const Slice& row, SequenceNumber snapshot,
-                  const ResolvedFilter& filter, std::vector<VisibleCell>* out) {
-  std::string prefix;
-  AppendRowPrefix(&prefix, row);
-  it->Seek(prefix);
-  return CollectRowFromHere(it, prefix, snapshot, filter, out);
+void RowCells::SortByFamily() {
+  std::vector<size_t> order(cells.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return families[a] < families[b]; });
+  std::vector<Cell> sorted;
+  std::vector<uint16_t> sorted_families;
+  sorted.reserve(cells.size());
+  sorted_families.reserve(cells.size());
+  for (size_t i : order) {
+    sorted.push_back(std::move(cells[i]));
+    sorted_families.push_back(families[i]);
+  }
+  cells.swap(sorted);
+  families.swap(sorted_families);
 }
 
 Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, std::vector<VisibleCell>* out) {
+                          const ResolvedFilter& filter, const Schema& schema, RowCells* out) {
   struct RowMarker {
     uint64_t timestamp;
     SequenceNumber sequence;
   };
   std::vector<RowMarker> row_markers;
 
-  std::string column;  // (row, family, qualifier) bytes of the current column
-  uint16_t family = 0;
+  ColumnBytes column;  // (row, family, qualifier) bytes of the current column
+  bool have_column = false;
+  const FamilyInfo* family = nullptr;
   std::string qualifier;
   bool wanted = false;
   SequenceNumber column_delete_seq = 0;  // newest DeleteColumn seen in this column
@@ -53,14 +92,15 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       continue;
     }
     const Slice col = CellKeyColumn(key);
-    if (col != Slice(column)) {
-      column.assign(col.data(), col.size());
-      family = fam;
+    if (!have_column || col != column.get()) {
+      column.Assign(col);
+      have_column = true;
       Slice q(col.data() + prefix.size() + 2, col.size() - prefix.size() - 2);
       if (!GetMemcomparable(&q, &qualifier) || !q.empty()) {
         return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
       }
-      wanted = filter.WantsColumn(family, qualifier);
+      wanted = filter.WantsColumn(fam, qualifier);
+      family = nullptr;
       column_delete_seq = 0;
       have_last_ts = false;
       versions = 0;
@@ -86,8 +126,16 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
     if (ts < filter.min_timestamp || ts > filter.max_timestamp) continue;
     if (versions >= filter.max_versions) continue;
     versions++;
+    if (family == nullptr) {
+      family = schema.FamilyById(fam);
+      if (family == nullptr) {
+        return Status::Corruption("cell key " + HexBytes(key) + " names family id " +
+                                  std::to_string(fam) + ", which the table does not have");
+      }
+    }
     const Slice v = it->value();
-    out->push_back(VisibleCell{family, qualifier, ts, v.ToString()});
+    out->cells.push_back(Cell{family->name, qualifier, ts, v.ToString()});
+    if (out->track_families) out->families.push_back(fam);
   }
   return it->status();
 }

@@ -24,7 +24,9 @@
 
 #include "common/cell_key.h"
 #include "common/iterator.h"
+#include "engine/schema.h"
 #include "strata/options.h"
+#include "strata/row_mutation.h"
 #include "strata/status.h"
 
 namespace strata::engine {
@@ -48,22 +50,26 @@ struct ResolvedFilter {
   }
 };
 
-// A visible cell, ready to hand out.
-struct VisibleCell {
-  uint16_t family;
-  std::string qualifier;
-  uint64_t timestamp;
-  std::string value;
+// The cells a reader collects from one row, ready to hand out, with the
+// family id of each when the caller asks for it (to order cells gathered
+// from several locality groups).
+struct RowCells {
+  std::vector<Cell> cells;
+  // families[i] is the family id of cells[i]; kept only when `track_families`.
+  std::vector<uint16_t> families;
+  bool track_families = false;
+
+  // Stable-sorts the cells by family id (schema order). REQUIRES: track_families
+  void SortByFamily();
 };
 
-// Seeks `it` to `row` and appends the row's visible cells that pass `filter`
-// to *out, in cell-key order. Returns the iterator's error, if any.
-Status CollectRow(InternalIterator* it, const Slice& row, SequenceNumber snapshot,
-                  const ResolvedFilter& filter, std::vector<VisibleCell>* out);
-// As CollectRow, from where `it` stands (at or before the row's first entry,
+// Appends the row's visible cells that pass `filter` to *out, in cell-key
+// order, from where `it` stands (at or before the row's first entry,
 // `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
+// Family names come from `schema`; a family id it does not know is
+// Corruption. Returns the iterator's error, if any.
 Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, std::vector<VisibleCell>* out);
+                          const ResolvedFilter& filter, const Schema& schema, RowCells* out);
 
 }  // namespace strata::engine
 

@@ -37,12 +37,18 @@ class MemTable::Iterator final : public InternalIterator {
   void SeekToFirst() override { iter_.SeekToFirst(); }
   void Seek(const Slice& target) override {
     // The skiplist compares entries, so give the target an entry's length
-    // prefix. The buffer keeps its capacity across seeks.
+    // prefix: on the stack for ordinary keys, else in a buffer that keeps
+    // its capacity across seeks.
     assert(target.size() <= UINT32_MAX);
-    seek_scratch_.clear();
-    PutVarint32(&seek_scratch_, static_cast<uint32_t>(target.size()));
-    seek_scratch_.append(target.data(), target.size());
-    iter_.Seek(seek_scratch_.data());
+    char buf[128];
+    char* entry = buf;
+    if (target.size() + kMaxVarint32Length > sizeof(buf)) {
+      seek_scratch_.resize(target.size() + kMaxVarint32Length);
+      entry = seek_scratch_.data();
+    }
+    char* p = EncodeVarint32(entry, static_cast<uint32_t>(target.size()));
+    std::memcpy(p, target.data(), target.size());
+    iter_.Seek(entry);
   }
   void Next() override { iter_.Next(); }
   Slice key() const override { return DecodeLengthPrefixed(iter_.key()); }

@@ -1,24 +1,60 @@
 // Block decoding; see sstable/FORMAT.md, "Key/value blocks".
 #include "sstable/block.h"
 
+#include <cstring>
+
 #include "common/coding.h"
 
 namespace strata::sstable {
 
-Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
-  if (contents.size() < 4) {
-    return Status::Corruption("block too short (" + std::to_string(contents.size()) + " bytes)");
+namespace {
+
+// Decodes an entry's three varint32 lengths at `p`; nullptr if malformed.
+// Block entries almost always have three one-byte lengths.
+inline const char* DecodeEntryHeader(const char* p, const char* limit, uint32_t* shared,
+                                     uint32_t* non_shared, uint32_t* value_len) {
+  if (limit - p >= 3) {
+    const auto a = static_cast<uint8_t>(p[0]);
+    const auto b = static_cast<uint8_t>(p[1]);
+    const auto c = static_cast<uint8_t>(p[2]);
+    if (((a | b | c) & 0x80) == 0) {
+      *shared = a;
+      *non_shared = b;
+      *value_len = c;
+      return p + 3;
+    }
   }
-  const uint32_t num_restarts = DecodeFixed32(contents.data() + contents.size() - 4);
-  const uint64_t max_restarts = (contents.size() - 4) / 4;
+  p = GetVarint32Ptr(p, limit, shared);
+  if (p != nullptr) p = GetVarint32Ptr(p, limit, non_shared);
+  if (p != nullptr) p = GetVarint32Ptr(p, limit, value_len);
+  return p;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
+  auto data = std::make_unique_for_overwrite<char[]>(contents.size());
+  std::memcpy(data.get(), contents.data(), contents.size());
+  return Parse(std::move(data), contents.size());
+}
+
+Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t size) {
+  if (size < 4) {
+    return Status::Corruption("block too short (" + std::to_string(size) + " bytes)");
+  }
+  const char* contents = data.get();
+  const uint32_t num_restarts = DecodeFixed32(contents + size - 4);
+  const uint64_t max_restarts = (size - 4) / 4;
   if (num_restarts == 0 || num_restarts > max_restarts) {
     return Status::Corruption("bad restart count " + std::to_string(num_restarts));
   }
-  const uint32_t restart_offset =
-      static_cast<uint32_t>(contents.size() - 4 - uint64_t{num_restarts} * 4);
+  if (size - 4 - uint64_t{num_restarts} * 4 > UINT32_MAX) {
+    return Status::Corruption("block too large (" + std::to_string(size) + " bytes)");
+  }
+  const uint32_t restart_offset = static_cast<uint32_t>(size - 4 - uint64_t{num_restarts} * 4);
   uint32_t prev = 0;
   for (uint32_t i = 0; i < num_restarts; i++) {
-    const uint32_t r = DecodeFixed32(contents.data() + restart_offset + 4 * i);
+    const uint32_t r = DecodeFixed32(contents + restart_offset + 4 * i);
     if ((i == 0 && r != 0) || (i > 0 && r <= prev) || r > restart_offset ||
         (i > 0 && r == restart_offset)) {
       return Status::Corruption("bad restart point " + std::to_string(i) + " = " +
@@ -26,19 +62,24 @@ Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
     }
     prev = r;
   }
-  return std::unique_ptr<Block>(new Block(std::move(contents), restart_offset, num_restarts));
+  return std::unique_ptr<Block>(new Block(std::move(data), size, restart_offset, num_restarts));
 }
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
 
+void Block::Iter::KeyBuffer::Grow(size_t shared, size_t need) {
+  size_t cap = capacity_ * 2;
+  while (cap < need) cap *= 2;
+  auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+  std::memcpy(bigger.get(), data(), shared);
+  heap_ = std::move(bigger);
+  capacity_ = cap;
+}
+
 Block::Iter::Iter(const Block* block)
-    : data_(block->contents_.data()),
+    : data_(block->data_.get()),
       restart_offset_(block->restart_offset_),
       num_restarts_(block->num_restarts_) {}
-
-uint32_t Block::Iter::RestartPoint(uint32_t index) const {
-  return DecodeFixed32(data_ + restart_offset_ + 4 * index);
-}
 
 void Block::Iter::Corrupt(uint32_t offset, const char* what) {
   valid_ = false;
@@ -52,16 +93,13 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
   const char* limit = data_ + restart_offset_;
   const char* q = data_ + p;
   uint32_t shared, non_shared, value_len;
-  q = GetVarint32Ptr(q, limit, &shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  q = DecodeEntryHeader(q, limit, &shared, &non_shared, &value_len);
   if (q == nullptr || shared > key_.size() ||
       static_cast<uint64_t>(limit - q) < uint64_t{non_shared} + value_len) {
     Corrupt(p, "bad entry");
     return false;
   }
-  key_.resize(shared);
-  key_.append(q, non_shared);
+  key_.Assemble(shared, q, non_shared);
   value_ = Slice(q + non_shared, value_len);
   current_ = p;
   next_ = static_cast<uint32_t>(q + non_shared + value_len - data_);
@@ -79,9 +117,7 @@ bool Block::Iter::RestartKey(uint32_t index, Slice* key) {
   const uint32_t p = RestartPoint(index);
   const char* limit = data_ + restart_offset_;
   uint32_t shared, non_shared, value_len;
-  const char* q = GetVarint32Ptr(data_ + p, limit, &shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &non_shared);
-  if (q != nullptr) q = GetVarint32Ptr(q, limit, &value_len);
+  const char* q = DecodeEntryHeader(data_ + p, limit, &shared, &non_shared, &value_len);
   if (q == nullptr || shared != 0 || static_cast<uint64_t>(limit - q) < non_shared) {
     Corrupt(p, "bad restart entry");
     return false;
@@ -102,6 +138,18 @@ void Block::Iter::SeekToLast() {
   while (next_ < restart_offset_) {
     if (!ParseEntryAt(next_)) return;
   }
+}
+
+void Block::Iter::SeekToRestartPoint(uint32_t index) {
+  if (!status_.ok()) return;
+  if (index >= num_restarts_) {
+    key_.clear();
+    valid_ = false;
+    next_ = restart_offset_;
+    return;
+  }
+  SeekToRestart(index);
+  if (next_ < restart_offset_) ParseEntryAt(next_);
 }
 
 void Block::Iter::Next() {
@@ -128,9 +176,13 @@ void Block::Iter::Seek(const Slice& target) {
     }
   }
   SeekToRestart(left);
+  // The answer lies before the next restart point: ask for those bytes at
+  // once, rather than one cache line per entry as the scan reaches them.
+  const uint32_t scan_end = left + 1 < num_restarts_ ? RestartPoint(left + 1) : restart_offset_;
+  for (uint32_t p = next_; p < scan_end; p += 64) __builtin_prefetch(data_ + p);
   while (next_ < restart_offset_) {
     if (!ParseEntryAt(next_)) return;
-    if (Slice(key_).compare(target) >= 0) return;
+    if (key().compare(target) >= 0) return;
   }
   valid_ = false;
 }

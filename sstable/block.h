@@ -12,9 +12,11 @@
 #define STRATA_SSTABLE_BLOCK_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
+#include "common/coding.h"
 #include "common/iterator.h"
 #include "strata/slice.h"
 #include "strata/status.h"
@@ -27,14 +29,16 @@ class Block {
   // the Corruption message describes the damage without naming the file;
   // callers add that.
   static Result<std::unique_ptr<Block>> Parse(std::string contents);
+  // The same, for `size` bytes at `data` (a buffer the block takes over).
+  static Result<std::unique_ptr<Block>> Parse(std::unique_ptr<char[]> data, size_t size);
 
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
 
   // The bytes this block holds in memory, for cache charging.
-  size_t size() const { return contents_.size(); }
+  size_t size() const { return size_; }
   uint32_t num_restarts() const { return num_restarts_; }
-  const std::string& contents() const { return contents_; }
+  Slice contents() const { return Slice(data_.get(), size_); }
 
   // An iterator over the entries in key order; it also offers SeekToLast.
   // The Block must outlive it.
@@ -42,12 +46,14 @@ class Block {
   std::unique_ptr<Iter> NewIterator() const;
 
  private:
-  Block(std::string contents, uint32_t restart_offset, uint32_t num_restarts)
-      : contents_(std::move(contents)),
+  Block(std::unique_ptr<char[]> data, size_t size, uint32_t restart_offset, uint32_t num_restarts)
+      : data_(std::move(data)),
+        size_(size),
         restart_offset_(restart_offset),
         num_restarts_(num_restarts) {}
 
-  const std::string contents_;
+  const std::unique_ptr<char[]> data_;
+  const size_t size_;
   const uint32_t restart_offset_;  // where the restart array starts (= end of entries)
   const uint32_t num_restarts_;
 };
@@ -55,24 +61,64 @@ class Block {
 class Block::Iter final : public InternalIterator {
  public:
   explicit Iter(const Block* block);
+  Iter(const Iter&) = delete;
+  Iter& operator=(const Iter&) = delete;
 
   bool Valid() const override { return valid_; }
   void SeekToFirst() override;
   void SeekToLast();
   void Seek(const Slice& target) override;
+  // Positions at the entry of restart point `index` (every entry, when the
+  // restart interval is 1); not Valid() when index == num_restarts().
+  // REQUIRES: index <= num_restarts()
+  void SeekToRestartPoint(uint32_t index);
   void Next() override;
   // REQUIRES: Valid(). key() is valid until the iterator moves; value()
   // points into the Block and is valid as long as it lives.
-  Slice key() const override { return key_; }
+  Slice key() const override { return Slice(key_.data(), key_.size()); }
   Slice value() const override { return value_; }
   Status status() const override { return status_; }
 
  private:
+  // The current key, assembled from the previous key's shared prefix and the
+  // entry's suffix. Keys up to kInline bytes live inside the iterator, so
+  // iterating a block of ordinary keys allocates nothing.
+  class KeyBuffer {
+   public:
+    KeyBuffer() = default;
+    KeyBuffer(const KeyBuffer&) = delete;
+    KeyBuffer& operator=(const KeyBuffer&) = delete;
+
+    const char* data() const { return heap_ ? heap_.get() : inline_; }
+    size_t size() const { return size_; }
+    void clear() { size_ = 0; }
+    // Keeps the first `shared` bytes and appends `n` bytes at `suffix`.
+    // REQUIRES: shared <= size()
+    void Assemble(size_t shared, const char* suffix, size_t n) {
+      const size_t need = shared + n;
+      if (need > capacity_) Grow(shared, need);
+      std::memcpy((heap_ ? heap_.get() : inline_) + shared, suffix, n);
+      size_ = need;
+    }
+
+   private:
+    // Moves to a heap buffer of at least `need` bytes, keeping the first `shared`.
+    void Grow(size_t shared, size_t need);
+
+    static constexpr size_t kInline = 128;
+    char inline_[kInline];
+    std::unique_ptr<char[]> heap_;
+    size_t capacity_ = kInline;
+    size_t size_ = 0;
+  };
+
   // Decodes the entry at offset `p` into key_/value_; false (and a sticky
   // Corruption) if it is malformed.
   bool ParseEntryAt(uint32_t p);
   void SeekToRestart(uint32_t index);
-  uint32_t RestartPoint(uint32_t index) const;
+  uint32_t RestartPoint(uint32_t index) const {
+    return DecodeFixed32(data_ + restart_offset_ + 4 * index);
+  }
   // Decodes the full key stored at restart `index` (it shares nothing).
   bool RestartKey(uint32_t index, Slice* key);
   void Corrupt(uint32_t offset, const char* what);
@@ -83,7 +129,7 @@ class Block::Iter final : public InternalIterator {
   uint32_t current_ = 0;  // offset of the current entry
   uint32_t next_ = 0;     // offset of the entry after it
   bool valid_ = false;
-  std::string key_;
+  KeyBuffer key_;
   Slice value_;
   Status status_;
 };

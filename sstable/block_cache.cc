@@ -3,8 +3,6 @@
 #include <cassert>
 #include <cstring>
 
-#include "common/hash.h"
-
 namespace strata::sstable {
 
 // One cached block. `refs` counts the shard's own reference (while
@@ -12,6 +10,8 @@ namespace strata::sstable {
 // in_cache && refs == 1 && !resident.
 struct BlockCache::Entry {
   Key key;
+  uint64_t hash = 0;  // HashKey(key)
+  Entry* next_hash = nullptr;  // chain in the shard's table
   std::unique_ptr<Block> block;
   size_t charge = 0;
   TenantId tenant = kNoTenant;
@@ -24,16 +24,98 @@ struct BlockCache::Entry {
 
 namespace {
 
-struct KeyHash {
-  size_t operator()(const BlockCache::Key& k) const {
-    char buf[16];
-    std::memcpy(buf, &k.file_number, 8);
-    std::memcpy(buf + 8, &k.offset, 8);
-    return static_cast<size_t>(Hash64(buf, 16));
-  }
-};
+// Mixes (file number, offset) into 64 well-spread bits: the top ones pick
+// the shard, the low ones the bucket. In memory only; free to change.
+inline uint64_t HashKey(const BlockCache::Key& k) {
+  uint64_t h = (k.file_number * 0x9e3779b97f4a7c15ull) ^ k.offset;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
 
 }  // namespace
+
+// The entries of one shard by key: chains through Entry::next_hash in a
+// power-of-two bucket array that doubles once it holds more entries than
+// buckets (LevelDB's HandleTable). An entry is its own node, so a lookup
+// touches the bucket and the entries of its chain and nothing else.
+class BlockCache::EntryTable {
+ public:
+  EntryTable() : buckets_(16, nullptr) {}
+
+  Entry* Lookup(const BlockCache::Key& key, uint64_t hash) const {
+    Entry* e = buckets_[hash & (buckets_.size() - 1)];
+    while (e != nullptr && (e->hash != hash || !(e->key == key))) e = e->next_hash;
+    return e;
+  }
+  // Adds `e`, taking the place of an entry with the same key, which it returns.
+  Entry* Insert(Entry* e) {
+    Entry** slot = Find(e->key, e->hash);
+    Entry* old = *slot;
+    e->next_hash = old == nullptr ? nullptr : old->next_hash;
+    *slot = e;
+    if (old == nullptr && ++size_ > buckets_.size()) Grow();
+    return old;
+  }
+  // Takes the entry with `key` out of the table and returns it (nullptr if none).
+  Entry* Remove(const BlockCache::Key& key, uint64_t hash) {
+    Entry** slot = Find(key, hash);
+    Entry* e = *slot;
+    if (e != nullptr) {
+      *slot = e->next_hash;
+      size_--;
+    }
+    return e;
+  }
+  // Takes every entry for which pred(e) holds out of the table and returns them.
+  template <typename Pred>
+  std::vector<Entry*> RemoveIf(Pred pred) {
+    std::vector<Entry*> removed;
+    for (auto& head : buckets_) {
+      Entry** slot = &head;
+      while (*slot != nullptr) {
+        Entry* e = *slot;
+        if (pred(e)) {
+          *slot = e->next_hash;
+          size_--;
+          removed.push_back(e);
+        } else {
+          slot = &e->next_hash;
+        }
+      }
+    }
+    return removed;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  Entry** Find(const BlockCache::Key& key, uint64_t hash) {
+    Entry** slot = &buckets_[hash & (buckets_.size() - 1)];
+    while (*slot != nullptr && ((*slot)->hash != hash || !((*slot)->key == key))) {
+      slot = &(*slot)->next_hash;
+    }
+    return slot;
+  }
+  void Grow() {
+    std::vector<Entry*> bigger(buckets_.size() * 2, nullptr);
+    for (Entry* head : buckets_) {
+      while (head != nullptr) {
+        Entry* next = head->next_hash;
+        Entry*& b = bigger[head->hash & (bigger.size() - 1)];
+        head->next_hash = b;
+        b = head;
+        head = next;
+      }
+    }
+    buckets_.swap(bigger);
+  }
+
+  std::vector<Entry*> buckets_;
+  size_t size_ = 0;
+};
 
 class BlockCache::Shard {
  public:
@@ -43,11 +125,10 @@ class BlockCache::Shard {
   }
   ~Shard() {
     MutexLock l(&mu_);
-    for (auto& [key, e] : table_) {
+    for (Entry* e : table_.RemoveIf([](const Entry*) { return true; })) {
       assert(e->refs == 1 && "BlockCache destroyed while a Handle is outstanding");
       RemoveFromCache(e);
     }
-    table_.clear();
   }
 
   void SetCapacity(size_t capacity) LOCKS_EXCLUDED(mu_) {
@@ -56,10 +137,11 @@ class BlockCache::Shard {
     EvictLocked();
   }
 
-  Entry* Insert(const Key& key, std::unique_ptr<Block> block, size_t charge, TenantId tenant,
-                bool resident) LOCKS_EXCLUDED(mu_) {
+  Entry* Insert(const Key& key, uint64_t hash, std::unique_ptr<Block> block, size_t charge,
+                TenantId tenant, bool resident) LOCKS_EXCLUDED(mu_) {
     auto* e = new Entry;
     e->key = key;
+    e->hash = hash;
     e->block = std::move(block);
     e->charge = charge;
     e->tenant = tenant;
@@ -70,22 +152,16 @@ class BlockCache::Shard {
     usage_ += charge;
     pinned_ += charge;
     tenant_usage_[tenant] += charge;
-    auto [it, inserted] = table_.try_emplace(key, e);
-    if (!inserted) {
-      Entry* old = it->second;
-      it->second = e;
-      RemoveFromCache(old);
-    }
+    if (Entry* old = table_.Insert(e)) RemoveFromCache(old);
     EvictLocked();
     return e;
   }
 
-  Entry* Lookup(const Key& key) LOCKS_EXCLUDED(mu_) {
+  Entry* Lookup(const Key& key, uint64_t hash) LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
-    auto it = table_.find(key);
-    if (it == table_.end()) return nullptr;
-    Ref(it->second);
-    return it->second;
+    Entry* e = table_.Lookup(key, hash);
+    if (e != nullptr) Ref(e);
+    return e;
   }
 
   void Release(Entry* e) LOCKS_EXCLUDED(mu_) {
@@ -94,25 +170,16 @@ class BlockCache::Shard {
     EvictLocked();
   }
 
-  void Erase(const Key& key) LOCKS_EXCLUDED(mu_) {
+  void Erase(const Key& key, uint64_t hash) LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
-    auto it = table_.find(key);
-    if (it == table_.end()) return;
-    Entry* e = it->second;
-    table_.erase(it);
-    RemoveFromCache(e);
+    if (Entry* e = table_.Remove(key, hash)) RemoveFromCache(e);
   }
 
   void EraseFile(uint64_t file_number) LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
-    for (auto it = table_.begin(); it != table_.end();) {
-      if (it->first.file_number == file_number) {
-        Entry* e = it->second;
-        it = table_.erase(it);
-        RemoveFromCache(e);
-      } else {
-        ++it;
-      }
+    for (Entry* e : table_.RemoveIf(
+             [&](const Entry* e) { return e->key.file_number == file_number; })) {
+      RemoveFromCache(e);
     }
   }
 
@@ -187,7 +254,7 @@ class BlockCache::Shard {
   void EvictLocked() EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (usage_ > capacity_ && lru_.next != &lru_) {
       Entry* victim = lru_.next;
-      table_.erase(victim->key);
+      table_.Remove(victim->key, victim->hash);
       RemoveFromCache(victim);
     }
   }
@@ -197,7 +264,7 @@ class BlockCache::Shard {
   size_t usage_ GUARDED_BY(mu_) = 0;
   size_t pinned_ GUARDED_BY(mu_) = 0;  // charges of live entries not on the LRU list
   Entry lru_ GUARDED_BY(mu_);          // list head: lru_.next is the oldest
-  std::unordered_map<Key, Entry*, KeyHash> table_ GUARDED_BY(mu_);
+  EntryTable table_ GUARDED_BY(mu_);
   std::unordered_map<TenantId, size_t> tenant_usage_ GUARDED_BY(mu_);
 };
 
@@ -234,22 +301,24 @@ BlockCache::BlockCache(size_t capacity, int num_shard_bits) : shard_bits_(num_sh
 
 BlockCache::~BlockCache() = default;
 
-BlockCache::Shard& BlockCache::ShardFor(const Key& key) {
+BlockCache::Shard& BlockCache::ShardFor(uint64_t hash) {
   if (shard_bits_ == 0) return *shards_[0];
-  const uint64_t h = KeyHash()(key);
-  return *shards_[h >> (64 - shard_bits_)];
+  return *shards_[hash >> (64 - shard_bits_)];
 }
 
 BlockCache::Handle BlockCache::Insert(const Key& key, std::unique_ptr<Block> block, size_t charge,
                                       TenantId tenant, Priority priority) {
-  Shard& shard = ShardFor(key);
-  Entry* e = shard.Insert(key, std::move(block), charge, tenant, priority == Priority::kResident);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
+  Entry* e =
+      shard.Insert(key, hash, std::move(block), charge, tenant, priority == Priority::kResident);
   return Handle(&shard, e);
 }
 
 BlockCache::Handle BlockCache::Lookup(const Key& key) {
-  Shard& shard = ShardFor(key);
-  Entry* e = shard.Lookup(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
+  Entry* e = shard.Lookup(key, hash);
   if (e == nullptr) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     return Handle();
@@ -258,7 +327,10 @@ BlockCache::Handle BlockCache::Lookup(const Key& key) {
   return Handle(&shard, e);
 }
 
-void BlockCache::Erase(const Key& key) { ShardFor(key).Erase(key); }
+void BlockCache::Erase(const Key& key) {
+  const uint64_t hash = HashKey(key);
+  ShardFor(hash).Erase(key, hash);
+}
 
 void BlockCache::EraseFile(uint64_t file_number) {
   for (auto& s : shards_) s->EraseFile(file_number);

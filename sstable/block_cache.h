@@ -55,6 +55,7 @@ class BlockCache {
 
  private:
   struct Entry;
+  class EntryTable;
   class Shard;
 
  public:
@@ -125,7 +126,7 @@ class BlockCache {
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
-  Shard& ShardFor(const Key& key);
+  Shard& ShardFor(uint64_t hash);
 
   std::vector<std::unique_ptr<Shard>> shards_;
   const int shard_bits_;

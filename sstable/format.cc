@@ -152,8 +152,13 @@ CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType co
   return type;
 }
 
-Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind kind,
-                         uint64_t offset, BlockContents* result) {
+namespace {
+
+// Verifies a stored block (contents + trailer) and uncompresses it: *raw is
+// the contents inside `stored` (type none) or in *uncompressed (zstd).
+Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind kind,
+                           uint64_t offset, Slice* raw, std::unique_ptr<char[]>* uncompressed,
+                           CompressionType* type) {
   if (stored.size() < kBlockTrailerSize) {
     return BlockCorruption(file_name, kind, offset, "truncated block");
   }
@@ -165,75 +170,98 @@ Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind k
                            "checksum mismatch (stored " + std::to_string(expected) +
                                ", computed " + std::to_string(actual) + ")");
   }
-  const uint8_t type = static_cast<uint8_t>(stored.data()[n]);
-  result->stored_size = n;
-  switch (static_cast<CompressionType>(type)) {
+  const uint8_t t = static_cast<uint8_t>(stored.data()[n]);
+  switch (static_cast<CompressionType>(t)) {
     case CompressionType::kNone:
-      result->stored_as = CompressionType::kNone;
-      result->data.assign(stored.data(), n);
+      *type = CompressionType::kNone;
+      *raw = Slice(stored.data(), n);
       return Status::OK();
     case CompressionType::kZstd: {
-      result->stored_as = CompressionType::kZstd;
+      *type = CompressionType::kZstd;
       Slice in(stored.data(), n);
       uint32_t raw_size;
       if (!GetVarint32(&in, &raw_size) || raw_size > kMaxUncompressedBlockSize) {
         return BlockCorruption(file_name, kind, offset, "bad uncompressed size");
       }
-      result->data.resize(raw_size);
+      auto out = std::make_unique_for_overwrite<char[]>(raw_size);
       const size_t got =
-          ZSTD_decompressDCtx(ThreadDCtx(), result->data.data(), raw_size, in.data(), in.size());
+          ZSTD_decompressDCtx(ThreadDCtx(), out.get(), raw_size, in.data(), in.size());
       if (ZSTD_isError(got) || got != raw_size) {
-        result->data.clear();
         return BlockCorruption(file_name, kind, offset,
                                std::string("zstd decompression failed: ") +
                                    (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch"));
       }
+      *uncompressed = std::move(out);
+      *raw = Slice(uncompressed->get(), raw_size);
       return Status::OK();
     }
   }
-  return BlockCorruption(file_name, kind, offset,
-                         "unknown compression type " + std::to_string(type));
+  return BlockCorruption(file_name, kind, offset, "unknown compression type " + std::to_string(t));
 }
 
-Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
-                 const BlockHandle& handle, BlockContents* result) {
+// Reads the stored block at `handle` (contents and trailer) into a new
+// buffer, unverified; *n is its length.
+Status ReadStoredBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                       const BlockHandle& handle, std::unique_ptr<char[]>* buf, size_t* n) {
   if (handle.size > kMaxUncompressedBlockSize) {
     return BlockCorruption(file_name, kind, handle.offset,
                            "implausible block size " + std::to_string(handle.size));
   }
-  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
-  std::string buf;
-  buf.resize(n);
+  *n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
+  *buf = std::make_unique_for_overwrite<char[]>(*n);
   Slice got;
-  Status s = file.Read(handle.offset, n, &got, buf.data());
+  Status s = file.Read(handle.offset, *n, &got, buf->get());
   if (!s.ok()) {
     return s.WithContext("file " + file_name + ": reading " + BlockKindName(kind) +
                          " block at offset " + std::to_string(handle.offset));
   }
-  if (got.size() != n) {
+  if (got.size() != *n) {
     return BlockCorruption(file_name, kind, handle.offset,
                            "truncated block: read " + std::to_string(got.size()) + " of " +
-                               std::to_string(n) + " bytes");
+                               std::to_string(*n) + " bytes");
   }
-  if (got.data() != buf.data()) {
-    std::memcpy(buf.data(), got.data(), n);
-  }
-  // Uncompressed blocks are moved rather than copied out of the read buffer.
-  if (n > 0 && static_cast<uint8_t>(buf[n - kBlockTrailerSize]) == 0) {
-    const uint32_t expected = DecodeFixed32(buf.data() + n - 4);
-    const uint32_t actual = Checksum32(buf.data(), n - 4, BlockChecksumSeed(kind));
-    if (expected != actual) {
-      return BlockCorruption(file_name, kind, handle.offset,
-                             "checksum mismatch (stored " + std::to_string(expected) +
-                                 ", computed " + std::to_string(actual) + ")");
-    }
-    buf.resize(n - kBlockTrailerSize);
-    result->data = std::move(buf);
-    result->stored_as = CompressionType::kNone;
-    result->stored_size = handle.size;
-    return Status::OK();
-  }
-  return DecodeStoredBlock(buf, file_name, kind, handle.offset, result);
+  if (got.data() != buf->get()) std::memcpy(buf->get(), got.data(), *n);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind kind,
+                         uint64_t offset, BlockContents* result) {
+  Slice raw;
+  std::unique_ptr<char[]> uncompressed;
+  CompressionType type;
+  STRATA_RETURN_IF_ERROR(
+      VerifyAndUncompress(stored, file_name, kind, offset, &raw, &uncompressed, &type));
+  result->data.assign(raw.data(), raw.size());
+  result->stored_as = type;
+  result->stored_size = stored.size() - kBlockTrailerSize;
+  return Status::OK();
+}
+
+Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                 const BlockHandle& handle, BlockContents* result) {
+  std::unique_ptr<char[]> buf;
+  size_t n = 0;
+  STRATA_RETURN_IF_ERROR(ReadStoredBlock(file, file_name, kind, handle, &buf, &n));
+  return DecodeStoredBlock(Slice(buf.get(), n), file_name, kind, handle.offset, result);
+}
+
+Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                 const BlockHandle& handle, std::unique_ptr<char[]>* data, size_t* size) {
+  std::unique_ptr<char[]> buf;
+  size_t n = 0;
+  STRATA_RETURN_IF_ERROR(ReadStoredBlock(file, file_name, kind, handle, &buf, &n));
+  Slice raw;
+  std::unique_ptr<char[]> uncompressed;
+  CompressionType type;
+  STRATA_RETURN_IF_ERROR(VerifyAndUncompress(Slice(buf.get(), n), file_name, kind, handle.offset,
+                                             &raw, &uncompressed, &type));
+  // Uncompressed contents stay in the read buffer; the trailer after them is
+  // just not counted.
+  *data = uncompressed ? std::move(uncompressed) : std::move(buf);
+  *size = raw.size();
+  return Status::OK();
 }
 
 }  // namespace strata::sstable

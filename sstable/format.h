@@ -10,6 +10,7 @@
 #define STRATA_SSTABLE_FORMAT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/file_system.h"
@@ -107,6 +108,12 @@ CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType co
 // uncompresses it. Errors name `file_name`, the kind and the offset.
 Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
                  const BlockHandle& handle, BlockContents* result);
+
+// As ReadBlock, into a heap buffer that is not zero-filled first (the path
+// of data blocks on a cache miss): the uncompressed contents are the first
+// *size bytes of *data.
+Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
+                 const BlockHandle& handle, std::unique_ptr<char[]>* data, size_t* size);
 
 // Verifies and uncompresses a stored block (`stored` = contents + trailer)
 // already in memory.

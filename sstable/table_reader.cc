@@ -1,6 +1,9 @@
 // Reads the layout of sstable/FORMAT.md.
 #include "sstable/table_reader.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "common/cell_key.h"
 #include "common/coding.h"
 
@@ -10,14 +13,13 @@ namespace strata::sstable {
 // iterator yields the cells.
 class TableReader::Iter final : public InternalIterator {
  public:
-  explicit Iter(const TableReader* table)
-      : table_(table), index_iter_(table->index_->NewIterator()) {}
+  explicit Iter(const TableReader* table) : table_(table), index_iter_(table->index_.get()) {}
 
   bool Valid() const override { return status_.ok() && data_iter_ && data_iter_->Valid(); }
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
-    index_iter_->SeekToFirst();
+    index_iter_.SeekToFirst();
     InitDataBlock();
     if (data_iter_) data_iter_->SeekToFirst();
     SkipEmptyBlocksForward();
@@ -25,7 +27,11 @@ class TableReader::Iter final : public InternalIterator {
 
   void Seek(const Slice& target) override {
     if (!status_.ok()) return;
-    index_iter_->Seek(target);
+    if (table_->index_windows_.empty()) {
+      index_iter_.Seek(target);
+    } else {
+      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
+    }
     InitDataBlock();
     if (data_iter_) data_iter_->Seek(target);
     SkipEmptyBlocksForward();
@@ -56,20 +62,20 @@ class TableReader::Iter final : public InternalIterator {
 
   // Positions data_iter_ on the block the index iterator points at.
   void InitDataBlock() {
-    if (!index_iter_->Valid()) {
-      if (!index_iter_->status().ok()) {
+    if (!index_iter_.Valid()) {
+      if (!index_iter_.status().ok()) {
         Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
-                             std::string(index_iter_->status().message())));
+                             std::string(index_iter_.status().message())));
       } else {
         ClearData();
       }
       return;
     }
     BlockHandle handle;
-    Slice v = index_iter_->value();
+    Slice v = index_iter_.value();
     if (!handle.DecodeFrom(&v) || !v.empty() || !handle.FitsBelow(table_->DataEnd())) {
       Fail(BlockCorruption(table_->file_name_, BlockKind::kIndex, table_->footer_.index.offset,
-                           "bad data block handle in entry " + HexBytes(index_iter_->key())));
+                           "bad data block handle in entry " + HexBytes(index_iter_.key())));
       return;
     }
     if (data_iter_ && handle.offset == data_offset_) return;
@@ -83,7 +89,7 @@ class TableReader::Iter final : public InternalIterator {
     }
     owned_ = std::move(owned);
     cached_ = std::move(cached);
-    data_iter_ = (owned_ ? owned_.get() : cached_.block())->NewIterator();
+    data_iter_.emplace(owned_ ? owned_.get() : cached_.block());
     data_offset_ = handle.offset;
   }
 
@@ -94,21 +100,21 @@ class TableReader::Iter final : public InternalIterator {
                              std::string(data_iter_->status().message())));
         return;
       }
-      if (!index_iter_->Valid()) {
+      if (!index_iter_.Valid()) {
         ClearData();
         return;
       }
-      index_iter_->Next();
+      index_iter_.Next();
       InitDataBlock();
       if (data_iter_) data_iter_->SeekToFirst();
     }
   }
 
   const TableReader* const table_;
-  const std::unique_ptr<Block::Iter> index_iter_;
+  Block::Iter index_iter_;
   BlockCache::Handle cached_;     // pins the current block when cached
   std::unique_ptr<Block> owned_;  // holds it otherwise
-  std::unique_ptr<Block::Iter> data_iter_;
+  std::optional<Block::Iter> data_iter_;
   uint64_t data_offset_ = UINT64_MAX;
   Status status_;
 };
@@ -177,6 +183,7 @@ Status TableReader::Init() {
                            std::string(index.status().message()));
   }
   index_ = std::move(*index);
+  BuildIndexWindows();
 
   STRATA_RETURN_IF_ERROR(
       ReadBlock(*file_, file_name_, BlockKind::kProperties, footer_.properties, &contents));
@@ -199,6 +206,76 @@ Status TableReader::Init() {
   }
   file_number_ = options_.file_number != 0 ? options_.file_number : properties_.file_number;
   return Status::OK();
+}
+
+namespace {
+
+// Bytes [from, from + 8) of `s`, zero-padded, as a big-endian integer.
+inline uint64_t WindowAt(const Slice& s, size_t from) {
+  char buf[8] = {};
+  if (from < s.size()) std::memcpy(buf, s.data() + from, std::min<size_t>(8, s.size() - from));
+  return DecodeBigEndian64(buf);
+}
+
+}  // namespace
+
+void TableReader::BuildIndexWindows() {
+  // The last separator is left out: it is a short successor of the table's
+  // last key ("1" for a table of rows "0..."), which would leave the others
+  // no common prefix to skip.
+  Block::Iter it(index_.get());
+  uint32_t count = 0;
+  for (it.SeekToFirst(); it.Valid(); it.Next()) count++;
+  if (!it.status().ok() || count < 2 || count != index_->num_restarts()) return;
+  it.SeekToRestartPoint(0);
+  const std::string first = it.key().ToString();
+  it.SeekToRestartPoint(count - 2);
+  const std::string before_last = it.key().ToString();
+  it.SeekToRestartPoint(count - 1);
+  index_last_ = it.key().ToString();
+  size_t prefix = 0;
+  while (prefix < first.size() && prefix < before_last.size() &&
+         first[prefix] == before_last[prefix]) {
+    prefix++;
+  }
+  index_prefix_ = first.substr(0, prefix);
+  index_windows_.reserve(count - 1);
+  it.SeekToFirst();
+  for (uint32_t i = 0; i + 1 < count && it.Valid(); i++, it.Next()) {
+    index_windows_.push_back(WindowAt(it.key(), prefix));
+  }
+}
+
+uint32_t TableReader::FindIndexEntry(const Slice& target, Block::Iter* it) const {
+  // Windows cover every separator but the last, which is checked on its own.
+  const uint32_t m = static_cast<uint32_t>(index_windows_.size());
+  const uint32_t past_windows = target.compare(index_last_) <= 0 ? m : m + 1;
+  const size_t p = index_prefix_.size();
+  const int c = std::memcmp(target.data(), index_prefix_.data(), std::min(p, target.size()));
+  if (c < 0 || (c == 0 && target.size() < p)) return 0;  // below every windowed separator
+  if (c > 0) return past_windows;                        // above every windowed separator
+  // Separators with a smaller window are < target, with a larger one > target
+  // (a shorter separator's zero padding sorts below any byte a longer one
+  // has there); equal windows are settled by the separators themselves.
+  const uint64_t w = WindowAt(target, p);
+  uint32_t lo = static_cast<uint32_t>(
+      std::lower_bound(index_windows_.begin(), index_windows_.end(), w) - index_windows_.begin());
+  if (lo < m && index_windows_[lo] == w) {
+    uint32_t hi = static_cast<uint32_t>(
+        std::upper_bound(index_windows_.begin() + lo, index_windows_.end(), w) -
+        index_windows_.begin());
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      it->SeekToRestartPoint(mid);
+      if (!it->Valid()) return mid;  // the damage shows in the iterator's status
+      if (it->key().compare(target) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+  }
+  return lo < m ? lo : past_windows;
 }
 
 std::unique_ptr<InternalIterator> TableReader::NewIterator() const {
@@ -236,9 +313,10 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* 
     *cached = cache->Lookup(key);
     if (*cached) return Status::OK();
   }
-  BlockContents contents;
-  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &contents));
-  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &data, &size));
+  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size);
   if (!block.ok()) {
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));

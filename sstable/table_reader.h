@@ -110,6 +110,12 @@ class TableReader {
                       std::unique_ptr<Block>* owned) const;
   // Where data blocks end: the filter block, or the index when there is none.
   uint64_t DataEnd() const;
+  // Builds index_windows_ when the index has one entry per restart point.
+  void BuildIndexWindows();
+  // The position of the first index entry whose separator is >= target (the
+  // entry count when there is none), using index_windows_; `it` (over the
+  // index block) settles ties. REQUIRES: !index_windows_.empty()
+  uint32_t FindIndexEntry(const Slice& target, Block::Iter* it) const;
 
   const TableReaderOptions options_;
   const std::unique_ptr<RandomAccessFile> file_;
@@ -118,6 +124,15 @@ class TableReader {
   uint64_t file_number_ = 0;
   Footer footer_;
   std::unique_ptr<Block> index_;
+  // A seek's search aid over the index: every separator but the last starts
+  // with index_prefix_, and index_windows_[i] holds the 8 bytes after it of
+  // separator i (zero-padded, big-endian: integer order is byte order), so
+  // a seek binary-searches one dense array instead of the index block's
+  // restart array and entries. Empty when the index has fewer than two
+  // entries or not one entry per restart point (FORMAT.md's interval 1).
+  std::string index_prefix_;
+  std::vector<uint64_t> index_windows_;
+  std::string index_last_;  // the last separator
   std::optional<FilterBlockReader> filter_;
   TableProperties properties_;
 };

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -485,6 +487,86 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   EXPECT_EQ(engine_->GetStats().last_sequence, seq + 1);
   Reopen();
   EXPECT_EQ(Read("row0")[0].value, "newer");
+}
+
+// A point read gathers one row from memtables and files on every level. A
+// wide row stays whole in one file of a level: compaction output is cut
+// only between rows.
+TEST_F(EngineTest, ReadRowGathersARowAcrossFilesAndLevels) {
+  options_.write_buffer_size = 64 << 10;
+  options_.target_file_size = 8 << 10;
+  options_.level1_max_bytes = 32 << 10;
+  options_.level0_compaction_trigger = 2;
+  Reopen();
+  WriteOptions unsynced;
+  unsynced.sync = false;
+  auto put = [&](const std::string& row, const std::string& fam, const std::string& qual,
+                 uint64_t ts, const std::string& v) {
+    RowMutation m;
+    m.Put(fam, qual, ts, v);
+    return table_.Mutate(unsynced, row, m);
+  };
+  auto q = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "q%04d", i);
+    return std::string(buf);
+  };
+  // Expected cells of "wide" in family "b": qualifier -> (timestamp -> value).
+  std::map<std::string, std::map<uint64_t, std::string, std::greater<>>> want;
+  for (int i = 0; i < 1500; i++) {
+    ASSERT_TRUE(put("wide", "b", q(i), 1, std::string(60, 'x') + q(i)).ok());
+    want[q(i)][1] = std::string(60, 'x') + q(i);
+  }
+  ASSERT_TRUE(put("before", "b", "q", 1, "b").ok());
+  ASSERT_TRUE(put("zafter", "b", "q", 1, "z").ok());
+  ASSERT_TRUE(engine_->Compact().ok());
+  // The wide row is far past target_file_size, and in one file.
+  EXPECT_EQ(engine_->GetStats().table_files, 2u);
+  // Newer versions and deletes in a level-0 file and in the memtable.
+  for (int i = 0; i < 1500; i += 7) {
+    ASSERT_TRUE(put("wide", "b", q(i), 2, "two" + q(i)).ok());
+    want[q(i)][2] = "two" + q(i);
+  }
+  for (int i = 3; i < 1500; i += 11) {
+    RowMutation m;
+    m.DeleteColumn("b", q(i));
+    ASSERT_TRUE(table_.Mutate(unsynced, "wide", m).ok());
+    want.erase(q(i));
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 5; i < 1500; i += 13) {
+    RowMutation m;
+    m.DeleteCell("b", q(i), 1);
+    ASSERT_TRUE(table_.Mutate(unsynced, "wide", m).ok());
+    if (want.count(q(i))) {
+      want[q(i)].erase(1);
+      if (want[q(i)].empty()) want.erase(q(i));
+    }
+  }
+  ASSERT_TRUE(put("wide", "a", "in-memtable", 3, "m").ok());
+  auto check = [&] {
+    std::vector<Cell> got = Read("wide");
+    std::vector<Cell> expected{{"a", "in-memtable", 3, "m"}};
+    for (const auto& [qual, versions] : want) {
+      for (const auto& [ts, v] : versions) expected.push_back({"b", qual, ts, v});
+    }
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_TRUE(got == expected);
+    EXPECT_EQ(Read("before").size(), 1u);
+    EXPECT_EQ(Read("zafter").size(), 1u);
+    EXPECT_TRUE(Read("wid").empty());
+    EXPECT_TRUE(Read("widf").empty());
+  };
+  check();
+  // Everything in files, then a row delete in the memtable hides it all.
+  ASSERT_TRUE(engine_->Compact().ok());
+  check();
+  RowMutation del;
+  del.DeleteRow(2);
+  ASSERT_TRUE(table_.Mutate(WriteOptions(), "wide", del).ok());
+  const std::vector<Cell> after = Read("wide");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].qualifier, "in-memtable");
 }
 
 }  // namespace

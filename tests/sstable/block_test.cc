@@ -82,6 +82,34 @@ TEST(BlockTest, RandomRoundTripAndSeek) {
   }
 }
 
+TEST(BlockTest, KeysLongerThanTheInlineBufferRoundTrip) {
+  // Keys of 100 to 1100 bytes sharing long prefixes: the iterator's key
+  // buffer moves to the heap and keeps the shared bytes when it does.
+  std::map<std::string, std::string> kvs;
+  Random rnd(test::TestSeed());
+  const std::string stem(90, 's');
+  for (int i = 0; i < 200; i++) {
+    kvs[stem + rnd.RandomBytes(10 + rnd.Uniform(1000))] = rnd.RandomBytes(rnd.Uniform(20));
+  }
+  for (int restart : {1, 16}) {
+    auto block = BuildBlock(kvs, restart);
+    auto it = block->NewIterator();
+    auto m = kvs.begin();
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+      ASSERT_NE(m, kvs.end());
+      EXPECT_EQ(it->key().ToString(), m->first);
+      EXPECT_EQ(it->value().ToString(), m->second);
+    }
+    EXPECT_EQ(m, kvs.end());
+    for (const auto& [k, v] : kvs) {
+      it->Seek(k);
+      ASSERT_TRUE(it->Valid());
+      EXPECT_EQ(it->key().ToString(), k);
+    }
+    EXPECT_OK(it->status());
+  }
+}
+
 TEST(BlockTest, BadRestartArrayIsCorruption) {
   std::map<std::string, std::string> kvs = {{"a", "1"}, {"b", "2"}, {"c", "3"}};
   BlockBuilder b(1);

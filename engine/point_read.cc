@@ -1,0 +1,124 @@
+#include "engine/point_read.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "engine/engine_core.h"
+#include "engine/merging_iterator.h"
+
+namespace strata::engine {
+
+namespace {
+
+// One memtable or file positioned on the row.
+struct Source {
+  std::shared_ptr<sstable::TableReader> reader;  // for files: outlives `it`
+  std::unique_ptr<InternalIterator> it;
+};
+
+// The sources found so far; the first few need no allocation.
+class Sources {
+ public:
+  size_t size() const { return n_; }
+  Source& operator[](size_t i) { return i < few_.size() ? few_[i] : more_[i - few_.size()]; }
+  void Add(Source s) {
+    if (n_ < few_.size()) {
+      few_[n_] = std::move(s);
+    } else {
+      more_.push_back(std::move(s));
+    }
+    n_++;
+  }
+
+ private:
+  std::array<Source, 4> few_;
+  std::vector<Source> more_;
+  size_t n_ = 0;
+};
+
+// True if a file whose smallest key is `smallest` may hold keys below the
+// end of the row, i.e. smallest < prefix with its last byte (0x01) raised
+// to 0x02: its first min(len) bytes are at most the prefix's.
+bool StartsAtOrBeforeRow(const std::string& smallest, const Slice& prefix) {
+  const size_t n = std::min(smallest.size(), prefix.size());
+  return std::memcmp(smallest.data(), prefix.data(), n) <= 0;
+}
+
+// Seeks `it` to the row; keeps it when it lands on one of the row's entries.
+Status Probe(std::unique_ptr<InternalIterator> it, std::shared_ptr<sstable::TableReader> reader,
+             const Slice& prefix, Sources* sources) {
+  it->Seek(prefix);
+  if (it->Valid() && it->key().starts_with(prefix)) {
+    sources->Add(Source{std::move(reader), std::move(it)});
+    return Status::OK();
+  }
+  return it->status();
+}
+
+Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
+                 sstable::BlockCache::TenantId tenant, const Slice& prefix, Sources* sources) {
+  Result<std::shared_ptr<sstable::TableReader>> reader = tables->Get(file.meta.number, tenant);
+  if (!reader.ok()) return reader.status();
+  if (!(*reader)->RowPrefixMayMatch(prefix)) return Status::OK();
+  std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
+  return Probe(std::move(it), std::move(reader.value()), prefix, sources);
+}
+
+}  // namespace
+
+Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
+                        sstable::BlockCache::TenantId tenant, const Slice& prefix,
+                        SequenceNumber snapshot,
+                        const ResolvedFilter& filter, const Schema& schema, RowCells* out) {
+  Sources sources;
+  // Memtables: the view keeps them alive for the call.
+  if (view.mem->num_entries() > 0) {
+    STRATA_RETURN_IF_ERROR(Probe(view.mem->NewIterator(), nullptr, prefix, &sources));
+  }
+  for (const auto& imm : view.imms) {
+    if (imm.mem->num_entries() == 0) continue;
+    STRATA_RETURN_IF_ERROR(Probe(imm.mem->NewIterator(), nullptr, prefix, &sources));
+  }
+  for (size_t level = 0; level < view.levels.size(); level++) {
+    const auto& files = view.levels[level];
+    if (level == 0) {
+      // Overlapping ranges: every file may hold the row.
+      for (const auto& f : files) {
+        if (Slice(f->meta.largest).compare(prefix) < 0) continue;
+        if (!StartsAtOrBeforeRow(f->meta.smallest, prefix)) continue;
+        STRATA_RETURN_IF_ERROR(ProbeFile(*f, tables, tenant, prefix, &sources));
+      }
+      continue;
+    }
+    // Disjoint ranges sorted by key: the files that may hold the row are the
+    // run starting at the first one that ends at or after the row's start
+    // (a row may be cut between adjacent files).
+    auto it = std::partition_point(files.begin(), files.end(), [&](const auto& f) {
+      return Slice(f->meta.largest).compare(prefix) < 0;
+    });
+    for (; it != files.end() && StartsAtOrBeforeRow((*it)->meta.smallest, prefix); ++it) {
+      STRATA_RETURN_IF_ERROR(ProbeFile(**it, tables, tenant, prefix, &sources));
+    }
+  }
+  if (sources.size() == 0) return Status::OK();
+  if (sources.size() == 1) {
+    return CollectRowFromHere(sources[0].it.get(), prefix, snapshot, filter, schema, out);
+  }
+  // The row is spread over several sources: merge them in key order.
+  std::vector<std::unique_ptr<InternalIterator>> children;
+  std::vector<std::shared_ptr<const void>> pins;
+  children.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); i++) {
+    children.push_back(std::move(sources[i].it));
+    if (sources[i].reader) pins.push_back(std::move(sources[i].reader));
+  }
+  std::unique_ptr<InternalIterator> merged =
+      NewMergingIterator(std::move(children), std::move(pins));
+  merged->Seek(prefix);
+  return CollectRowFromHere(merged.get(), prefix, snapshot, filter, schema, out);
+}
+
+}  // namespace strata::engine
