@@ -215,6 +215,10 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
     edit.retired_tablets.push_back(tablet->id);
     const uint64_t first_id = catalog_.next_id;
     edit.next_id = first_id + 2;
+    // One TableFile per file for both children: a file is deleted when its
+    // last TableFile marked obsolete goes, so two for one file would let one
+    // child's compaction delete a file the other still reads.
+    std::unordered_map<uint64_t, std::shared_ptr<TableFile>> live;
     for (int c = 0; c < 2; c++) {
       auto child = std::make_unique<TabletState>();
       child->id = first_id + c;
@@ -237,10 +241,11 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
           flushed = parent_group->flushed;
         }
         // The catalog, not the view, says which files the parent holds: a
-        // compaction may have recorded its result and not yet shown it.
-        std::unordered_map<uint64_t, std::shared_ptr<TableFile>> live;
+        // compaction may have recorded its result and not yet shown it, so
+        // its outputs may be in no view yet (and in the view read for the
+        // second child but not the first).
         for (const auto& level : parent_view->levels) {
-          for (const auto& f : level) live[f->meta.number] = f;
+          for (const auto& f : level) live.try_emplace(f->meta.number, f);
         }
         auto listed = catalog_.files.find({tablet->id, parent_group->index});
         for (uint32_t n = 0; n < kNumLevels; n++) {

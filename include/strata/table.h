@@ -17,6 +17,7 @@
 #include "strata/options.h"
 #include "strata/read_session.h"
 #include "strata/row_mutation.h"
+#include "strata/row_store.h"
 #include "strata/status.h"
 
 namespace strata {
@@ -101,6 +102,13 @@ class Table {
   std::shared_ptr<engine::EngineCore> core_;
   std::shared_ptr<engine::TableState> state_;
 };
+
+// `table` as a RowStore (strata/row_store.h): each call forwards to the
+// Table call of the same name, whose documentation gives the details of the
+// contract (the errors of a closed engine, a dropped table and the log). The
+// store holds a copy of the handle; an empty handle makes a store whose every
+// call returns InvalidArgument.
+std::unique_ptr<RowStore> NewTableRowStore(Table table);
 
 }  // namespace strata
 
