@@ -144,4 +144,9 @@ Result<ReadStats> Table::GetReadStats() const {
   return state_->reads.Totals();
 }
 
+Result<std::vector<TabletStats>> Table::GetTabletStats() const {
+  if (!state_) return EmptyHandle("table");
+  return core_->GetTabletStats(*state_);
+}
+
 }  // namespace strata

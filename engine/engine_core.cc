@@ -540,10 +540,18 @@ bool EngineCore::PickCompaction(CompactionJob* job, bool force) {
           {static_cast<double>(view->levels[0].size()) / options_.level0_compaction_trigger, g,
            view, 0});
     }
+    // A manual compaction also pushes every level down into the deepest
+    // one that holds data, so each key ends up in one file.
+    int deepest = 0;
+    for (int n = kNumLevels - 1; n > 0 && deepest == 0; n--) {
+      if (!view->levels[n].empty()) deepest = n;
+    }
     uint64_t max_bytes = options_.level1_max_bytes;
     for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
       const uint64_t bytes = LevelBytes(view->levels[n]);
       if (bytes > max_bytes) {
+        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
+      } else if (force && bytes > 0 && n < deepest) {
         candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
       }
     }
@@ -1721,6 +1729,32 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   }
   if (out.track_families) out.SortByFamily();
   return std::move(out.cells);
+}
+
+Result<std::vector<TabletStats>> EngineCore::GetTabletStats(const TableState& table) const {
+  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  // The gate keeps the tablet list still (a split swaps it exclusively).
+  std::vector<TabletStats> out;
+  for (const auto& tablet : table.tablets) {
+    TabletStats t;
+    t.start_row = tablet->start_row;
+    t.end_row = tablet->end_row;
+    t.level_files.assign(kNumLevels, 0);
+    for (const auto& g : tablet->groups) {
+      std::shared_ptr<const GroupView> v = g->current();
+      t.memtable_bytes += v->mem->ApproximateMemoryUsage();
+      for (const auto& imm : v->imms) t.memtable_bytes += imm.mem->ApproximateMemoryUsage();
+      for (size_t n = 0; n < v->levels.size(); n++) {
+        t.level_files[n] += v->levels[n].size();
+        t.table_files += v->levels[n].size();
+        for (const auto& f : v->levels[n]) t.table_bytes += f->meta.size;
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 EngineStats EngineCore::GetStats() const {

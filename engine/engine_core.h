@@ -186,11 +186,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // Writes every memtable with data to SSTables and waits until all are.
   Status Flush();
-  // Flushes, then compacts until every level-0 file is merged down and no
-  // level is over its size; waits.
+  // Flushes, then compacts until level 0 is empty, no level is over its
+  // size and every level above the deepest one holding data is empty; waits.
   Status Compact();
 
   EngineStats GetStats() const;
+  Result<std::vector<TabletStats>> GetTabletStats(const TableState& table) const;
   Status Close();
 
  private:

@@ -148,9 +148,10 @@ class Engine {
   // are durable, so their log segments can be released.
   Status Flush();
 
-  // Flushes, then compacts until every level-0 file is merged into level 1
-  // and no level is over its size; waits. Compactions also run on their own
-  // in the background.
+  // Flushes, then compacts every level down into the deepest level that
+  // holds data, so each key is in one file and every version and delete
+  // marker nothing can see any more is gone; waits. This rewrites all the
+  // data. Compactions also run on their own in the background.
   Status Compact();
 
   // Waits for writes in flight, syncs and closes the log and releases the

@@ -27,6 +27,17 @@ class EngineCore;
 struct TableState;
 }  // namespace engine
 
+// One tablet of a table as it is now: its rows and what holds them.
+struct TabletStats {
+  std::string start_row;  // inclusive; empty = unbounded
+  std::string end_row;    // exclusive; empty = unbounded
+  uint64_t memtable_bytes = 0;       // active and immutable memtables, all groups
+  uint64_t table_files = 0;          // SSTables, all groups
+  uint64_t table_bytes = 0;          // their size on disk (a file shared with a
+                                     // split sibling counts in both)
+  std::vector<uint64_t> level_files;  // SSTables per level (0 = newest)
+};
+
 class Table {
  public:
   // An empty handle; every call on it returns InvalidArgument.
@@ -93,6 +104,9 @@ class Table {
   // The counters of this table's read sessions that have ended, added up
   // since the engine opened (a session adds its own when it is destroyed).
   Result<ReadStats> GetReadStats() const;
+
+  // The table's tablets in row order. NotFound once the table is dropped.
+  Result<std::vector<TabletStats>> GetTabletStats() const;
 
  private:
   friend class Tenant;

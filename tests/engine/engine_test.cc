@@ -1145,6 +1145,7 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
                     .status()
                     .IsNotFound());
     EXPECT_TRUE(t->CheckAndMutateBatch(WriteOptions(), {}).status().IsNotFound());
+    EXPECT_TRUE(t->GetTabletStats().status().IsNotFound());
   }
   EXPECT_TRUE(tenant_.OpenTable("tab").status().IsNotFound());
   EXPECT_TRUE(tenant_.ListTables()->empty());
@@ -1353,6 +1354,19 @@ TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
   }
   EngineStats st = engine_->GetStats();
   EXPECT_EQ(st.tablets, 1 + st.tablet_splits);
+  // The tablets cover every row once, in order, each holding data.
+  auto tablets = table_.GetTabletStats();
+  ASSERT_TRUE(tablets.ok());
+  ASSERT_EQ(tablets->size(), st.tablets);
+  EXPECT_EQ(tablets->front().start_row, "");
+  EXPECT_EQ(tablets->back().end_row, "");
+  for (size_t i = 0; i < tablets->size(); i++) {
+    EXPECT_GT((*tablets)[i].table_bytes, 0u);
+    if (i > 0) {
+      EXPECT_EQ((*tablets)[i].start_row, (*tablets)[i - 1].end_row);
+      EXPECT_LT((*tablets)[i - 1].start_row, (*tablets)[i].start_row);
+    }
+  }
   ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 1));
   // Deletes and overwrites land in the new tablets; compactions of each
   // tablet keep to its rows.
