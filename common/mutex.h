@@ -1,6 +1,7 @@
 // Mutex, MutexLock and CondVar: thin wrappers over the standard ones that carry
 // clang thread-safety annotations, so GUARDED_BY and friends are checked in the
-// clang build (-Wthread-safety).
+// clang build (-Wthread-safety). SharedGate: a reader/writer lock that
+// prefers writers.
 //
 // Thread-safe, as their names say.
 #ifndef STRATA_COMMON_MUTEX_H_
@@ -10,6 +11,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+
+#include <pthread.h>
 
 #if defined(__clang__)
 #define STRATA_THREAD_ANNOTATION(x) __attribute__((x))
@@ -88,6 +91,33 @@ class CondVar {
  private:
   Mutex* const mu_;
   std::condition_variable cv_;
+};
+
+// A reader/writer lock whose writer, once waiting, gets in before any reader
+// that comes after it (std::shared_mutex on glibc lets a steady stream of
+// readers starve a writer). Usable with std::shared_lock and std::unique_lock.
+// A thread must not take it shared twice: a writer waiting in between would
+// deadlock it.
+class SharedGate {
+ public:
+  SharedGate() {
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&rw_, &attr);
+    pthread_rwlockattr_destroy(&attr);
+  }
+  ~SharedGate() { pthread_rwlock_destroy(&rw_); }
+  SharedGate(const SharedGate&) = delete;
+  SharedGate& operator=(const SharedGate&) = delete;
+
+  void lock() { pthread_rwlock_wrlock(&rw_); }
+  void unlock() { pthread_rwlock_unlock(&rw_); }
+  void lock_shared() { pthread_rwlock_rdlock(&rw_); }
+  void unlock_shared() { pthread_rwlock_unlock(&rw_); }
+
+ private:
+  pthread_rwlock_t rw_;
 };
 
 }  // namespace strata

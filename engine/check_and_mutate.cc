@@ -18,7 +18,7 @@ Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
                                                         std::string_view row,
                                                         const std::vector<Condition>& conditions,
                                                         const RowMutation& mutation) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   std::vector<ConditionalRow> rows{ConditionalRow{row, &conditions, &mutation}};
@@ -31,7 +31,7 @@ Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
 Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
     const TableState& table, const WriteOptions& options,
     const std::vector<ConditionalMutation>& batch) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   std::vector<ConditionalRow> rows;
@@ -47,7 +47,7 @@ Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
 
 Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                                       const std::vector<ConditionalRow>& rows, bool batch,
-                                      std::shared_lock<std::shared_mutex>* gate,
+                                      std::shared_lock<SharedGate>* gate,
                                       std::vector<CheckAndMutateResult>* results) {
   results->assign(rows.size(), CheckAndMutateResult());
   if (rows.empty()) return Status::OK();

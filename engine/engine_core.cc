@@ -1084,7 +1084,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
 }
 
 Status EngineCore::Flush() {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   {
     MutexLock apply(&apply_mu_);
@@ -1107,7 +1107,7 @@ Status EngineCore::Flush() {
 
 Status EngineCore::Compact() {
   STRATA_RETURN_IF_ERROR(Flush());
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   MutexLock l(&bg_mu_);
   manual_compaction_ = true;
@@ -1121,7 +1121,7 @@ Status EngineCore::ClosedError() const {
 }
 
 Status EngineCore::CreateTenant(std::string_view name, const TenantOptions& options) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(ValidateName("tenant", name));
   STRATA_RETURN_IF_ERROR(ValidateTenantOptions(options));
@@ -1149,7 +1149,7 @@ Status EngineCore::CreateTenant(std::string_view name, const TenantOptions& opti
 }
 
 Result<std::shared_ptr<TenantState>> EngineCore::FindTenant(std::string_view name) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   MutexLock l(&mu_);
   auto it = tenants_.find(name);
@@ -1160,7 +1160,7 @@ Result<std::shared_ptr<TenantState>> EngineCore::FindTenant(std::string_view nam
 }
 
 Result<std::vector<std::string>> EngineCore::ListTenants() const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   MutexLock l(&mu_);
   std::vector<std::string> names;
@@ -1170,7 +1170,7 @@ Result<std::vector<std::string>> EngineCore::ListTenants() const {
 
 Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
                                const TableSchema& schema) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   STRATA_RETURN_IF_ERROR(ValidateName("table", name));
@@ -1206,7 +1206,7 @@ Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
 
 Result<std::shared_ptr<TableState>> EngineCore::FindTable(const TenantState& tenant,
                                                           std::string_view name) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   MutexLock l(&mu_);
@@ -1219,7 +1219,7 @@ Result<std::shared_ptr<TableState>> EngineCore::FindTable(const TenantState& ten
 }
 
 Result<std::vector<std::string>> EngineCore::ListTables(const TenantState& tenant) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   MutexLock l(&mu_);
@@ -1250,7 +1250,7 @@ Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
   // Exclusive: every call in flight finishes first, so no write to the table
   // sits between its liveness check and its apply, and later calls see the
   // drop.
-  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  std::unique_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   std::vector<std::shared_ptr<TableState>> dropped;
@@ -1275,7 +1275,7 @@ Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
 }
 
 Status EngineCore::DropTenant(std::string_view name) {
-  std::unique_lock<std::shared_mutex> gate(close_mu_);  // as in DropTable
+  std::unique_lock<SharedGate> gate(close_mu_);  // as in DropTable
   if (closed_) return ClosedError();
   std::shared_ptr<TenantState> tenant;
   std::vector<std::shared_ptr<TableState>> dropped;
@@ -1425,7 +1425,7 @@ Status EngineCore::WriteRows(const WriteOptions& options, const PendingRow* rows
 
 Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
                           std::string_view row, const RowMutation& mutation) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
@@ -1609,7 +1609,7 @@ Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::
 Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<TableState>& table,
                                                       const ReadOptions& options,
                                                       const ScanSpec& spec) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(*table));
   if (!spec.end_row.empty() && spec.start_row > spec.end_row) {
@@ -1664,7 +1664,7 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
 Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
                                               std::string_view row,
                                               const RowFilter& filter) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   Result<std::vector<Cell>> cells = ReadRowOpen(table, row, filter);
@@ -1732,7 +1732,7 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
 }
 
 Result<std::vector<TabletStats>> EngineCore::GetTabletStats(const TableState& table) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   // The gate keeps the tablet list still (a split swaps it exclusively).
@@ -1758,7 +1758,7 @@ Result<std::vector<TabletStats>> EngineCore::GetTabletStats(const TableState& ta
 }
 
 EngineStats EngineCore::GetStats() const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   EngineStats s;
   std::set<uint64_t> counted;  // file numbers
   s.writes = stat_writes_.load(std::memory_order_relaxed);
@@ -1821,7 +1821,7 @@ Status EngineCore::Close() {
   std::call_once(split_join_once_, [this] {
     if (split_thread_.joinable()) split_thread_.join();
   });
-  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  std::unique_lock<SharedGate> gate(close_mu_);
   if (closed_) return Status::OK();
   closed_ = true;
   Status result;

@@ -319,7 +319,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // memtables under its share. REQUIRES: *gate holds close_mu_ shared and
   // !closed_; it holds it again on return.
   Status AdmitWrite(const TableState& table, uint64_t bytes, bool adds_data,
-                    std::shared_lock<std::shared_mutex>* gate);
+                    std::shared_lock<SharedGate>* gate);
   // Waits while the tenant's immutable memtables exceed its share.
   Status WaitForTenantShare(TenantBudget* budget);
   // Brings the active memtable's charge in the tenant's budget up to date.
@@ -344,7 +344,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // shared and !closed_ (as for AdmitWrite).
   Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                             const std::vector<ConditionalRow>& rows, bool batch,
-                            std::shared_lock<std::shared_mutex>* gate,
+                            std::shared_lock<SharedGate>* gate,
                             std::vector<CheckAndMutateResult>* results);
   Status ResolveFilter(const TableState& table, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
@@ -369,7 +369,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // Held shared by every call that uses the log or memtables; Close takes it
   // exclusively, so it waits for calls in flight and later calls see closed_.
-  mutable std::shared_mutex close_mu_;
+  mutable SharedGate close_mu_;
   bool closed_ = false;  // guarded by close_mu_
 
   mutable Mutex mu_;  // the catalog

@@ -43,6 +43,15 @@ bool FileMeetsRows(const FileMeta& f, const std::string& start, const std::strin
          (hi.empty() || EncodedRow(f.smallest).compare(Slice(hi)) < 0);
 }
 
+// Whether every key of the file is a row in [start, end) (empty: unbounded).
+bool FileWithinRows(const FileMeta& f, const std::string& start, const std::string& end) {
+  std::string lo, hi;
+  if (!start.empty()) AppendRowPrefix(&lo, start);
+  if (!end.empty()) AppendRowPrefix(&hi, end);
+  return (lo.empty() || EncodedRow(f.smallest).compare(Slice(lo)) >= 0) &&
+         (hi.empty() || EncodedRow(f.largest).compare(Slice(hi)) < 0);
+}
+
 bool InsideTablet(const std::string& row, const TabletState& t) {
   return row > t.start_row && (t.end_row.empty() || row < t.end_row);
 }
@@ -50,11 +59,17 @@ bool InsideTablet(const std::string& row, const TabletState& t) {
 }  // namespace
 
 uint64_t EngineCore::TabletBytes(const TabletState& tablet) {
+  // Files still shared with a split sibling do not count: their size says
+  // nothing about this tablet's half, and counting them whole would split
+  // the new tablets again at once. Compactions soon rewrite them into files
+  // of the tablet's own.
   uint64_t bytes = 0;
   for (const auto& g : tablet.groups) {
     std::shared_ptr<const GroupView> v = g->current();
     for (const auto& level : v->levels) {
-      for (const auto& f : level) bytes += f->meta.size;
+      for (const auto& f : level) {
+        if (FileWithinRows(f->meta, tablet.start_row, tablet.end_row)) bytes += f->meta.size;
+      }
     }
   }
   return bytes;
@@ -199,7 +214,7 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
   Status s = FlushTabletMemtables(tablet);
   if (!s.ok()) return done(s);
 
-  std::unique_lock<std::shared_mutex> gate(close_mu_);
+  std::unique_lock<SharedGate> gate(close_mu_);
   TableState* table = tablet->table;
   // Relaxed: see TableState::dropped.
   if (closed_ || table->dropped.load(std::memory_order_relaxed)) return done(Status::OK());

@@ -17,7 +17,7 @@
 namespace strata::engine {
 
 Status EngineCore::AdmitWrite(const TableState& table, uint64_t bytes, bool adds_data,
-                              std::shared_lock<std::shared_mutex>* gate) {
+                              std::shared_lock<SharedGate>* gate) {
   TenantBudget* budget = table.budget.get();
   // The quota comes first: a refused write should not wait before failing.
   if (adds_data) STRATA_RETURN_IF_ERROR(budget->CheckDiskQuota(bytes));
@@ -155,7 +155,7 @@ void EngineCore::RefreshTenantDiskUsage() {
 }
 
 Status EngineCore::SetTenantOptions(std::string_view name, const TenantOptions& options) {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(ValidateTenantOptions(options));
   {
@@ -175,7 +175,7 @@ Status EngineCore::SetTenantOptions(std::string_view name, const TenantOptions& 
 }
 
 Result<TenantOptions> EngineCore::GetTenantOptions(std::string_view name) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   MutexLock l(&mu_);
   auto it = tenants_.find(name);
@@ -184,7 +184,7 @@ Result<TenantOptions> EngineCore::GetTenantOptions(std::string_view name) const 
 }
 
 Result<TenantStats> EngineCore::GetTenantStats(const TenantState& tenant) const {
-  std::shared_lock<std::shared_mutex> gate(close_mu_);
+  std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   TenantStats s = tenant.budget->Stats();

@@ -675,41 +675,10 @@ TEST(CheckAndMutateCrashTest, SigkillDuringBatchesKeepsEachBatchWhole) {
   const int rounds = test::LongTests() ? 60 : 6;
   std::vector<std::map<int, int>> acked;  // per round: thread -> highest acknowledged batch
   for (int round = 0; round < rounds; round++) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      RunBatchChild(dir.path(), round, fds[1]);
-    }
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    std::string acks;
-    char buf[4096];
-    auto drain = [&] {
-      ssize_t n;
-      while ((n = read(fds[0], buf, sizeof(buf))) > 0) acks.append(buf, n);
-    };
-    for (int waited_ms = 0; acks.find('\n') == std::string::npos && waited_ms < 60000;
-         waited_ms++) {
-      drain();
-      usleep(1000);
-    }
-    ASSERT_NE(acks.find('\n'), std::string::npos) << "child acknowledged nothing in 60 s";
-    const int delay_ms = static_cast<int>(rnd.Uniform(100));
-    for (int waited = 0; waited < delay_ms; waited++) {
-      drain();
-      usleep(1000);
-    }
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status))
-        << "child exited on its own with status " << WEXITSTATUS(status) << " in round " << round;
-    fcntl(fds[0], F_SETFL, 0);
-    drain();
-    close(fds[0]);
+    const test::KilledChild killed = test::RunChildUntilKilled(
+        [&](int fd) { RunBatchChild(dir.path(), round, fd); }, static_cast<int>(rnd.Uniform(100)));
+    ASSERT_TRUE(killed.error.empty()) << "round " << round << ": " << killed.error;
+    const std::string& acks = killed.output;
     std::map<int, int> max_acked;
     for (int t = 0; t < kCrashThreads; t++) max_acked[t] = -1;
     for (size_t pos = 0, nl; (nl = acks.find('\n', pos)) != std::string::npos; pos = nl + 1) {

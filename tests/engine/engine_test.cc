@@ -1354,10 +1354,11 @@ TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
   }
   EngineStats st = engine_->GetStats();
   EXPECT_EQ(st.tablets, 1 + st.tablet_splits);
-  // The tablets cover every row once, in order, each holding data.
+  // The tablets cover every row once, in order, each holding data (more
+  // splits may have come since the stats were read).
   auto tablets = table_.GetTabletStats();
   ASSERT_TRUE(tablets.ok());
-  ASSERT_EQ(tablets->size(), st.tablets);
+  ASSERT_GE(tablets->size(), st.tablets);
   EXPECT_EQ(tablets->front().start_row, "");
   EXPECT_EQ(tablets->back().end_row, "");
   for (size_t i = 0; i < tablets->size(); i++) {

@@ -1,5 +1,7 @@
 #include "util/test_util.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +99,56 @@ bool LongTests() {
   const char* s = std::getenv("STRATA_LONG_TESTS");
   return s != nullptr && s[0] == '1';
 #endif
+}
+
+KilledChild RunChildUntilKilled(const std::function<void(int fd)>& child, int delay_ms) {
+  KilledChild result;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    result.error = "pipe failed";
+    return result;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    result.error = "fork failed";
+    return result;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child(fds[1]);
+    _exit(99);  // the child must not return
+  }
+  close(fds[1]);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  char buf[4096];
+  auto drain = [&] {
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof(buf))) > 0) result.output.append(buf, n);
+  };
+  // The first acknowledgement may take a while on a loaded machine (opening
+  // recovers the log); after it the child runs for `delay_ms` more.
+  for (int waited_ms = 0; result.output.find('\n') == std::string::npos && waited_ms < 60000;
+       waited_ms++) {
+    drain();
+    usleep(1000);
+  }
+  const bool acknowledged = result.output.find('\n') != std::string::npos;
+  for (int waited_ms = 0; acknowledged && waited_ms < delay_ms; waited_ms++) {
+    drain();
+    usleep(1000);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  fcntl(fds[0], F_SETFL, 0);
+  drain();
+  close(fds[0]);
+  if (!acknowledged) {
+    result.error = "child acknowledged nothing in 60 s";
+  } else if (!WIFSIGNALED(status)) {
+    result.error = "child exited on its own with status " + std::to_string(WEXITSTATUS(status));
+  }
+  return result;
 }
 
 }  // namespace strata::test

@@ -5,6 +5,7 @@
 #define STRATA_TESTS_UTIL_TEST_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace strata::test {
@@ -45,6 +46,17 @@ struct RunResult {
 RunResult RunCommand(const std::string& command);
 // `s` quoted for the shell.
 std::string ShellQuote(const std::string& s);
+
+// Crash tests: forks a child that runs `child(fd)`, which writes a line to
+// `fd` for each write it has had acknowledged and never returns; waits (up
+// to 60 s) for its first line, lets it run `delay_ms` longer, kills it with
+// SIGKILL and returns everything it wrote. Nothing written, or a child that
+// exits on its own, is an error whose message says so.
+struct KilledChild {
+  std::string output;
+  std::string error;  // empty when the child was killed as planned
+};
+KilledChild RunChildUntilKilled(const std::function<void(int fd)>& child, int delay_ms);
 
 // True in ASan or TSan builds, where randomized tests run fewer operations
 // (the instrumented code is 5-20x slower; the interleavings are what matter).
