@@ -137,10 +137,7 @@ Result<std::unique_ptr<ReadSession>> Table::NewReadSession(
 
 Result<ReadStats> Table::GetReadStats() const {
   if (!state_) return EmptyHandle("table");
-  // Relaxed: a flag set once; a call racing the drop may still be answered.
-  if (state_->dropped.load(std::memory_order_relaxed)) {
-    return Status::NotFound("table '" + state_->name + "' was dropped");
-  }
+  STRATA_RETURN_IF_ERROR(core_->CheckUsable(*state_));
   return state_->reads.Totals();
 }
 

@@ -1731,6 +1731,12 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   return std::move(out.cells);
 }
 
+Status EngineCore::CheckUsable(const TableState& table) const {
+  std::shared_lock<SharedGate> gate(close_mu_);
+  if (closed_) return ClosedError();
+  return CheckLive(table);
+}
+
 Result<std::vector<TabletStats>> EngineCore::GetTabletStats(const TableState& table) const {
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();

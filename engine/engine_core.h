@@ -191,6 +191,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status Compact();
 
   EngineStats GetStats() const;
+  // OK while the engine is open and the table not dropped; the error a call
+  // on the table would get otherwise.
+  Status CheckUsable(const TableState& table) const;
   Result<std::vector<TabletStats>> GetTabletStats(const TableState& table) const;
   Status Close();
 

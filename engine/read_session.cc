@@ -243,7 +243,7 @@ Result<std::unique_ptr<ReadSession>> NewReadSession(std::shared_ptr<EngineCore> 
   if (options.max_versions == 0) {
     return Status::InvalidArgument("read session's max_versions is 0");
   }
-  if (Dropped(*table)) return DroppedError(*table);
+  STRATA_RETURN_IF_ERROR(core->CheckUsable(*table));
   return std::unique_ptr<ReadSession>(
       new ReadSessionImpl(std::move(core), std::move(table), options));
 }

@@ -415,6 +415,9 @@ TEST_F(ReadSessionTest, LookupsAfterCloseFail) {
   EXPECT_TRUE(s->Get("r", "f", Q(1)).status().IsInvalidArgument());
   EXPECT_OK(s->Get("r", "f", Q(0)));
   s.reset();
+  // New sessions and the table's counters go the way of every Table call.
+  EXPECT_TRUE(table_.NewReadSession().status().IsInvalidArgument());
+  EXPECT_TRUE(table_.GetReadStats().status().IsInvalidArgument());
 }
 
 }  // namespace
