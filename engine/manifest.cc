@@ -84,17 +84,13 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kTagNextId);
     PutVarint64(dst, *next_id);
   }
-  for (uint64_t id : dropped_tables) {
-    PutVarint32(dst, kTagDroppedTable);
-    PutVarint64(dst, id);
-  }
-  for (uint64_t id : dropped_tenants) {
-    PutVarint32(dst, kTagDroppedTenant);
-    PutVarint64(dst, id);
-  }
-  for (uint64_t id : retired_tablets) {
-    PutVarint32(dst, kTagRetiredTablet);
-    PutVarint64(dst, id);
+  for (const auto& [tag, ids] : {std::pair{kTagDroppedTable, &dropped_tables},
+                                  std::pair{kTagDroppedTenant, &dropped_tenants},
+                                  std::pair{kTagRetiredTablet, &retired_tablets}}) {
+    for (uint64_t id : *ids) {
+      PutVarint32(dst, tag);
+      PutVarint64(dst, id);
+    }
   }
   for (const auto& t : tenants) {
     PutVarint32(dst, kTagNewTenant);
