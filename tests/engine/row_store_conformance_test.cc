@@ -1197,11 +1197,16 @@ TEST(RowStoreDifferentialTest, RandomOperationsGiveTheSameAnswersOnBothStores) {
   TableHarness table;
   auto model = ModelRowStore::ForSchema(Schema(), Options());
   RandomOps ops(seed, &table, model.get());
-  ops.Run(test::LongTests() ? 200000 : test::UnderSanitizer() ? 2000 : 15000);
+  const int count = test::LongTests() ? 200000 : test::UnderSanitizer() ? 2000 : 15000;
+  ops.Run(count);
   if (HasFailure()) return;
   ops.CompareEverything();
   EXPECT_GT(table.engine()->GetStats().table_files, 0u);
-  EXPECT_GT(ops.prefetched_columns(), 0u);
+  // The predictor needs a few hundred sessions to learn: the short runs of
+  // sanitizer builds may end before it predicts.
+  if (count >= 15000) {
+    EXPECT_GT(ops.prefetched_columns(), 0u);
+  }
 }
 
 }  // namespace
