@@ -882,6 +882,15 @@ TEST(EngineBackpressureTest, BadTriggersAreRejected) {
   EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
 }
 
+// Rows "row<i>" for i in [begin, end) by `step` hold one cell each.
+void ExpectOneCellPerRow(const Table& t, int begin, int end, int step) {
+  for (int i = begin; i < end; i += step) {
+    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_TRUE(cells.ok()) << i;
+    ASSERT_EQ(cells->size(), 1u) << i;
+  }
+}
+
 // A file system whose new SSTables wait at creation until the test opens the
 // gate: flushes and compactions stall while the log keeps working.
 class GatedTableFileSystem : public test::ForwardingFileSystem {
@@ -946,11 +955,7 @@ TEST(EngineBackpressureTest, WritesWaitWhileTooManyMemtablesAwaitFlush) {
   st = (*e)->GetStats();
   EXPECT_GT(st.memtable_stops, 0u);
   EXPECT_GT(st.write_stall_micros, 0u);
-  for (int i = 0; i < kRows; i++) {
-    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
-    ASSERT_TRUE(cells.ok());
-    ASSERT_EQ(cells->size(), 1u) << i;
-  }
+  ExpectOneCellPerRow(t, 0, kRows, 1);
 }
 
 TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
@@ -1077,11 +1082,7 @@ TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   e = Engine::Open(dir.path(), EngineOptions());
   ASSERT_TRUE(e.ok());
   t = *(*e)->OpenTenant("t")->OpenTable("tab");
-  for (int i = 0; i < 8000; i += 333) {
-    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
-    ASSERT_TRUE(cells.ok());
-    EXPECT_EQ(cells->size(), 1u) << i;
-  }
+  ExpectOneCellPerRow(t, 0, 8000, 333);
 }
 
 TEST(EngineBackpressureTest, TightTriggersLoseNothing) {

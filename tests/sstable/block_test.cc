@@ -26,6 +26,17 @@ std::unique_ptr<Block> BuildBlock(const std::map<std::string, std::string>& kvs,
   return std::move(*block);
 }
 
+// A forward walk from the first entry gives exactly `kvs`, in order.
+void ExpectWalksInOrder(InternalIterator* it, const std::map<std::string, std::string>& kvs) {
+  auto m = kvs.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+    ASSERT_NE(m, kvs.end());
+    EXPECT_EQ(it->key().ToString(), m->first);
+    EXPECT_EQ(it->value().ToString(), m->second);
+  }
+  EXPECT_EQ(m, kvs.end());
+}
+
 TEST(BlockTest, EmptyBlock) {
   auto block = BuildBlock({}, 16);
   auto it = block->NewIterator();
@@ -50,13 +61,7 @@ TEST(BlockTest, RandomRoundTripAndSeek) {
     }
     auto block = BuildBlock(kvs, restart);
     auto it = block->NewIterator();
-    auto m = kvs.begin();
-    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
-      ASSERT_NE(m, kvs.end());
-      EXPECT_EQ(it->key().ToString(), m->first);
-      EXPECT_EQ(it->value().ToString(), m->second);
-    }
-    EXPECT_EQ(m, kvs.end());
+    ExpectWalksInOrder(it.get(), kvs);
     EXPECT_OK(it->status());
     if (!kvs.empty()) {
       it->SeekToLast();
@@ -94,13 +99,7 @@ TEST(BlockTest, KeysLongerThanTheInlineBufferRoundTrip) {
   for (int restart : {1, 16}) {
     auto block = BuildBlock(kvs, restart);
     auto it = block->NewIterator();
-    auto m = kvs.begin();
-    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
-      ASSERT_NE(m, kvs.end());
-      EXPECT_EQ(it->key().ToString(), m->first);
-      EXPECT_EQ(it->value().ToString(), m->second);
-    }
-    EXPECT_EQ(m, kvs.end());
+    ExpectWalksInOrder(it.get(), kvs);
     for (const auto& [k, v] : kvs) {
       it->Seek(k);
       ASSERT_TRUE(it->Valid());
