@@ -96,7 +96,8 @@ class PrefetchPredictor {
   class Snapshot {
    public:
     // The columns predicted to be read with `column` from the same row, most
-    // often read together first; empty when there are none.
+    // often read together first; empty when there are none. The vector lives
+    // as long as the snapshot: hold the shared_ptr while using it.
     const std::vector<ColumnId>& Predict(ColumnRef column) const;
 
    private:

@@ -29,7 +29,8 @@ Record OneRow(const std::vector<std::string_view>& columns) {
 
 std::vector<std::string> Predicted(const PrefetchPredictor& p, std::string_view column) {
   std::vector<std::string> out;
-  for (const ColumnId& c : p.snapshot()->Predict(Col(column))) {
+  const auto snapshot = p.snapshot();
+  for (const ColumnId& c : snapshot->Predict(Col(column))) {
     EXPECT_EQ(c.family, 1);
     out.push_back(c.qualifier);
   }
@@ -185,7 +186,9 @@ TEST(PrefetchPredictorTest, ConcurrentRecordsAndPredictions) {
         rec.push_back({Col(names[0]), Col(names[1]), Col(names[2 + (s * 7 + t) % 22])});
         rec.push_back({Col(names[(s + t) % 24])});
         if (p.Record(rec)) recorded++;
-        for (const ColumnId& c : p.snapshot()->Predict(Col(names[s % 24]))) {
+        // Held for the loop: another thread's Record may replace it meanwhile.
+        const auto snapshot = p.snapshot();
+        for (const ColumnId& c : snapshot->Predict(Col(names[s % 24]))) {
           ASSERT_FALSE(c.qualifier.empty());
         }
       }
