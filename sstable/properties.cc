@@ -44,6 +44,7 @@ enum Tag : uint32_t {
   kTagBlockSize = 30,
   kTagRestartInterval = 31,
   kTagBloomBitsPerKey = 32,
+  kTagFamilyIds = 33,  // varint32 per id, ascending
 };
 
 void PutInt(std::string* dst, uint32_t tag, uint64_t v) {
@@ -92,6 +93,11 @@ void TableProperties::EncodeTo(std::string* dst) const {
   PutInt(dst, kTagBlockSize, block_size);
   PutInt(dst, kTagRestartInterval, restart_interval);
   PutInt(dst, kTagBloomBitsPerKey, bloom_bits_per_key);
+  if (has_family_ids) {
+    std::string ids;
+    for (uint16_t id : family_ids) PutVarint32(&ids, id);
+    PutBytes(dst, kTagFamilyIds, ids);
+  }
 }
 
 Result<TableProperties> TableProperties::Decode(const Slice& input) {
@@ -151,6 +157,18 @@ Result<TableProperties> TableProperties::Decode(const Slice& input) {
       case kTagBlockSize: ok = get_int(&p.block_size); break;
       case kTagRestartInterval: ok = get_int(&p.restart_interval); break;
       case kTagBloomBitsPerKey: ok = get_int(&p.bloom_bits_per_key); break;
+      case kTagFamilyIds: {
+        p.has_family_ids = true;
+        p.family_ids.clear();
+        Slice f = field;
+        while (ok && !f.empty()) {
+          uint32_t id;
+          ok = GetVarint32(&f, &id) && id <= UINT16_MAX &&
+               (p.family_ids.empty() || id > p.family_ids.back());
+          if (ok) p.family_ids.push_back(static_cast<uint16_t>(id));
+        }
+        break;
+      }
       default: break;  // a field from a newer writer
     }
     if (!ok) {
@@ -202,6 +220,14 @@ std::string TableProperties::ToString() const {
   num("block_size", block_size);
   num("restart_interval", restart_interval);
   num("bloom_bits_per_key", bloom_bits_per_key);
+  if (has_family_ids) {
+    std::string ids;
+    for (uint16_t id : family_ids) {
+      if (!ids.empty()) ids.push_back(',');
+      ids += std::to_string(id);
+    }
+    line("family_ids", ids);
+  }
   return r;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strata/slice.h"
 #include "strata/status.h"
@@ -58,6 +59,11 @@ struct TableProperties {
   uint32_t block_size = 0;
   uint32_t restart_interval = 0;
   uint32_t bloom_bits_per_key = 0;
+  // The distinct family ids of its cell keys, ascending (row-delete markers
+  // are family 0). Files written before the field existed do not carry it:
+  // has_family_ids is false and family_ids empty.
+  bool has_family_ids = false;
+  std::vector<uint16_t> family_ids;
 
   // The contents of a properties block.
   void EncodeTo(std::string* dst) const;

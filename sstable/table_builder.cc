@@ -99,6 +99,7 @@ TableBuilder::TableBuilder(const TableBuilderOptions& options, WritableFile* fil
   props_.block_size = options_.block_size;
   props_.restart_interval = static_cast<uint32_t>(std::max(1, options_.restart_interval));
   props_.bloom_bits_per_key = static_cast<uint32_t>(std::max(0, options_.bloom_bits_per_key));
+  props_.has_family_ids = true;
 }
 
 TableBuilder::~TableBuilder() {
@@ -143,6 +144,11 @@ Status TableBuilder::Add(const Slice& key, const Slice& value) {
   if (new_column) {
     props_.num_columns++;
     if (filter_) filter_->AddColumn(Slice(key.data(), column_len));
+    // Families change only between columns; a table holds few of them.
+    const uint16_t family = DecodeBigEndian16(key.data() + row_len);
+    std::vector<uint16_t>& ids = props_.family_ids;
+    auto pos = std::lower_bound(ids.begin(), ids.end(), family);
+    if (pos == ids.end() || *pos != family) ids.insert(pos, family);
   }
 
   const uint64_t ts = CellKeyTimestamp(key);

@@ -236,6 +236,40 @@ TEST(TableTest, PropertiesAreComplete) {
   EXPECT_FALSE((*table)->RowMayMatch("nope-not-here") && (*table)->RowMayMatch("nor-this") &&
                (*table)->RowMayMatch("nor-that"));
   EXPECT_NE(p.ToString().find("tablet_id: 12"), std::string::npos);
+  EXPECT_TRUE(p.has_family_ids);
+  EXPECT_EQ(p.family_ids, (std::vector<uint16_t>{0, 1, 2}));
+  EXPECT_NE(p.ToString().find("family_ids: 0,1,2"), std::string::npos);
+}
+
+TEST(TableTest, FamilyIdsRoundTripAndStayOptional) {
+  TableProperties p;
+  p.has_family_ids = true;
+  p.family_ids = {0, 3, 300, 65535};
+  std::string enc;
+  p.EncodeTo(&enc);
+  auto d = TableProperties::Decode(enc);
+  ASSERT_OK(d);
+  EXPECT_TRUE(d->has_family_ids);
+  EXPECT_EQ(d->family_ids, p.family_ids);
+  // A file from before the field: nothing said about its families.
+  TableProperties old;
+  std::string old_enc;
+  old.EncodeTo(&old_enc);
+  auto o = TableProperties::Decode(old_enc);
+  ASSERT_OK(o);
+  EXPECT_FALSE(o->has_family_ids);
+  EXPECT_TRUE(o->family_ids.empty());
+  // Ids out of order, repeated or over 16 bits are Corruption.
+  for (const std::vector<uint32_t>& bad :
+       {std::vector<uint32_t>{2, 1}, std::vector<uint32_t>{1, 1}, std::vector<uint32_t>{70000}}) {
+    std::string b;
+    old.EncodeTo(&b);
+    std::string ids;
+    for (uint32_t id : bad) PutVarint32(&ids, id);
+    PutVarint32(&b, 33);
+    PutLengthPrefixedSlice(&b, ids);
+    EXPECT_TRUE(TableProperties::Decode(b).status().IsCorruption());
+  }
 }
 
 TEST(TableTest, PropertiesSkipUnknownFields) {
