@@ -70,6 +70,11 @@ Status Tenant::CreateTable(std::string_view name, const TableSchema& schema) {
   return core_->CreateTable(*state_, name, schema);
 }
 
+Status Tenant::AlterTable(std::string_view name, const TableSchema& new_schema) {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->AlterTable(*state_, name, new_schema);
+}
+
 Result<Table> Tenant::OpenTable(std::string_view name) const {
   if (!state_) return EmptyHandle("tenant");
   Result<std::shared_ptr<engine::TableState>> t = core_->FindTable(*state_, name);
@@ -144,6 +149,11 @@ Result<ReadStats> Table::GetReadStats() const {
 Result<std::vector<TabletStats>> Table::GetTabletStats() const {
   if (!state_) return EmptyHandle("table");
   return core_->GetTabletStats(*state_);
+}
+
+Result<TableSchema> Table::GetSchema() const {
+  if (!state_) return EmptyHandle("table");
+  return core_->GetSchema(*state_);
 }
 
 }  // namespace strata

@@ -57,24 +57,31 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
   bool adds_data = false;
   std::vector<uint64_t> bytes(rows.size(), 0);
   uint64_t total_bytes = 0;
+  std::shared_ptr<const Schema> schema = table.schema();
+  auto validate = [&]() -> Status {
+    for (size_t i = 0; i < rows.size(); i++) {
+      const ConditionalRow& r = rows[i];
+      Status s;
+      if (r.conditions->empty() && r.mutation->empty()) {
+        s = Status::InvalidArgument("no conditions and an empty mutation");
+      } else if (r.mutation->empty()) {
+        s = ValidateRowKey(r.row);
+      } else {
+        s = ValidateMutation(table, *schema, r.row, *r.mutation);
+      }
+      if (s.ok()) s = ValidateConditions(*schema, table.name, options_, *r.conditions);
+      if (!s.ok()) return batch ? s.WithContext("batch entry " + std::to_string(i)) : s;
+    }
+    return Status::OK();
+  };
+  STRATA_RETURN_IF_ERROR(validate());
   for (size_t i = 0; i < rows.size(); i++) {
     const ConditionalRow& r = rows[i];
-    Status s;
-    if (r.conditions->empty() && r.mutation->empty()) {
-      s = Status::InvalidArgument("no conditions and an empty mutation");
-    } else if (r.mutation->empty()) {
-      s = ValidateRowKey(r.row);
-    } else {
-      s = ValidateMutation(table, r.row, *r.mutation);
-      writes = true;
-      adds_data = adds_data || MutationAddsData(*r.mutation);
-      bytes[i] = MutationPayloadBytes(r.row, *r.mutation);
-      total_bytes += bytes[i];
-    }
-    if (s.ok()) s = ValidateConditions(table.schema, table.name, options_, *r.conditions);
-    if (!s.ok()) {
-      return batch ? s.WithContext("batch entry " + std::to_string(i)) : s;
-    }
+    if (r.mutation->empty()) continue;
+    writes = true;
+    adds_data = adds_data || MutationAddsData(*r.mutation);
+    bytes[i] = MutationPayloadBytes(r.row, *r.mutation);
+    total_bytes += bytes[i];
   }
   if (batch) {
     std::vector<size_t> order(rows.size());
@@ -94,11 +101,18 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
   // Admitted for the bytes every write would add, whether or not its
   // conditions hold: waits must come before the row locks.
   if (writes) STRATA_RETURN_IF_ERROR(AdmitWrite(table, total_bytes, adds_data, gate));
-  // Resolved after the admission, which may have let go of the close gate.
+  // Resolved after the admission, which may have let go of the close gate;
+  // a schema change that came meanwhile applies (as in Mutate). The gate is
+  // held from here on, so the schema stays.
+  if (std::shared_ptr<const Schema> now = table.schema(); now != schema) {
+    schema = std::move(now);
+    STRATA_RETURN_IF_ERROR(validate());
+  }
   std::vector<PendingRow> pending(rows.size());
   for (size_t i = 0; i < rows.size(); i++) {
     if (rows[i].mutation->empty()) continue;
-    STRATA_RETURN_IF_ERROR(MakePendingRow(table, rows[i].row, *rows[i].mutation, &pending[i]));
+    STRATA_RETURN_IF_ERROR(
+        MakePendingRow(table, *schema, rows[i].row, *rows[i].mutation, &pending[i]));
   }
 
   std::vector<size_t> stripes(rows.size());
@@ -115,7 +129,7 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
       continue;
     }
     Result<std::vector<Cell>> cells =
-        ReadRowOpen(table, rows[i].row, ConditionReadFilter(conditions));
+        ReadRowOpen(table, *schema, rows[i].row, ConditionReadFilter(conditions));
     if (!cells.ok()) {
       return batch ? cells.status().WithContext("batch entry " + std::to_string(i))
                    : cells.status();

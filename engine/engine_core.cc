@@ -56,6 +56,20 @@ std::string RowBound(const std::string& row) {
 
 }  // namespace
 
+std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
+                                                  bool resident) {
+  auto group = std::make_unique<LocalityGroupState>();
+  group->index = index;
+  group->tablet = tablet;
+  auto view = std::make_shared<GroupView>();
+  view->mem = std::make_shared<memtable::MemTable>();
+  view->levels.resize(kNumLevels);
+  MutexLock l(&group->mu);
+  group->view = std::move(view);
+  group->resident = resident;
+  return group;
+}
+
 TabletState* TableState::FindTablet(const Slice& row) const {
   // Tablets are sorted by start_row and cover the whole key space.
   auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
@@ -136,23 +150,19 @@ std::shared_ptr<TableState> EngineCore::MakeTable(
   t->id = table.id;
   t->tenant_id = table.tenant_id;
   t->name = table.name;
-  t->schema = table.schema;
+  auto schema = std::make_shared<const Schema>(table.schema);
+  {
+    MutexLock l(&t->schema_mu);
+    t->current_schema = schema;
+  }
   for (const auto& tab : tablets) {
     auto ts = std::make_unique<TabletState>();
     ts->id = tab.id;
     ts->table = t.get();
     ts->start_row = tab.start_row;
     ts->end_row = tab.end_row;
-    for (uint32_t g = 0; g < t->schema.locality_groups().size(); g++) {
-      auto group = std::make_unique<LocalityGroupState>();
-      group->index = g;
-      group->tablet = ts.get();
-      auto view = std::make_shared<GroupView>();
-      view->mem = std::make_shared<memtable::MemTable>();
-      view->levels.resize(kNumLevels);
-      MutexLock l(&group->mu);
-      group->view = std::move(view);
-      ts->groups.push_back(std::move(group));
+    for (uint32_t g = 0; g < schema->locality_groups().size(); g++) {
+      ts->groups.push_back(NewGroupState(ts.get(), g, schema->locality_groups()[g].in_memory));
     }
     t->tablets.push_back(std::move(ts));
   }
@@ -224,8 +234,9 @@ Status EngineCore::Recover() {
   table_cache_ = std::make_unique<sstable::TableCache>(std::move(tco));
   for (const auto& [id, tablet] : tablets_by_id_) {
     for (const auto& g : tablet->groups) {
+      bool pinned = false;
       for (const auto& level : g->current()->levels) {
-        for (const auto& f : level) STRATA_RETURN_IF_ERROR(MakeResident(*g, f->meta));
+        for (const auto& f : level) STRATA_RETURN_IF_ERROR(MakeResidentIfNeeded(*g, f->meta, &pinned));
       }
     }
   }
@@ -314,23 +325,28 @@ Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, S
       return Status::Corruption("log record at sequence " + std::to_string(seq) +
                                 " names unknown tablet " + std::to_string(r.tablet_id));
     }
+    // Replay runs alone, before the core is shared: the schema is the last
+    // one the manifest holds. A family id it lacks but once gave out belongs
+    // to a family removed since, which held no data then: InsertEntries
+    // skips its entries, as it skips those logged before a family moved.
+    std::shared_ptr<const Schema> schema = it->second->table->schema();
     for (const auto& e : r.entries) {
-      if (e.type != CellType::kDeleteRow && it->second->table->schema.FamilyById(e.family) == nullptr) {
+      if (e.type != CellType::kDeleteRow && schema->FamilyById(e.family) == nullptr &&
+          (e.family == kRowMarkerFamily || e.family >= schema->next_family_id())) {
         return Status::Corruption("log record at sequence " + std::to_string(seq) +
                                   " names unknown family id " + std::to_string(e.family));
       }
     }
-    InsertEntries(*it->second, r.row, r.entries, seq, /*replay=*/true, nullptr);
+    InsertEntries(*it->second, *schema, r.row, r.entries, seq, /*replay=*/true, nullptr);
     seq += r.entries.size();
   }
   return Status::OK();
 }
 
-void EngineCore::InsertEntries(const TabletState& tablet, const Slice& row,
+void EngineCore::InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
                                const std::vector<CellEntry>& entries,
                                SequenceNumber first_sequence, bool replay,
                                std::vector<LocalityGroupState*>* touched) {
-  const Schema& schema = tablet.table->schema;
   auto insert = [&](LocalityGroupState* g, SequenceNumber seq, const CellEntry& e,
                     uint16_t family) NO_THREAD_SAFETY_ANALYSIS {
     std::shared_ptr<const GroupView> view;
@@ -346,13 +362,21 @@ void EngineCore::InsertEntries(const TabletState& tablet, const Slice& row,
     }
   };
   SequenceNumber seq = first_sequence;
+  const size_t slots = std::min(schema.locality_groups().size(), tablet.groups.size());
   for (const auto& e : entries) {
     if (e.type == CellType::kDeleteRow) {
-      // A row marker goes to every group, so each group's reads see it.
-      for (const auto& g : tablet.groups) insert(g.get(), seq, e, kRowMarkerFamily);
+      // A row marker goes to every group that holds a family, so each
+      // group's reads see it; it has nothing to hide in the others.
+      for (uint32_t g = 0; g < slots; g++) {
+        if (schema.GroupHasFamilies(g)) insert(tablet.groups[g].get(), seq, e, kRowMarkerFamily);
+      }
     } else {
       const FamilyInfo* f = schema.FamilyById(e.family);
-      insert(tablet.groups[f->locality_group].get(), seq, e, e.family);
+      // Only replay meets these: an entry of a family removed since, or
+      // logged before the family moved to its group (engine/schema.h).
+      if (f != nullptr && !(replay && seq <= f->moved_at)) {
+        insert(tablet.groups[f->locality_group].get(), seq, e, e.family);
+      }
     }
     seq++;
   }
@@ -369,7 +393,8 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
     SequenceNumber seq = requests[i]->first_sequence;
     for (size_t r = 0; r < w->count; r++) {
       const PendingRow& row = w->rows[r];
-      InsertEntries(*row.tablet, row.row, row.entries, seq, /*replay=*/false, &touched);
+      InsertEntries(*row.tablet, *row.schema, row.row, row.entries, seq, /*replay=*/false,
+                    &touched);
       seq += row.entries.size();
       cells += row.entries.size();
     }
@@ -651,6 +676,10 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   LocalityGroupState* group = job->group;
   const TabletState& tablet = *group->tablet;
   const int out_level = job->level + 1;
+  // The job's schema: output files take the options of the group as the
+  // compaction starts.
+  const std::shared_ptr<const Schema> schema = tablet.table->schema();
+  const LocalityGroupOptions& group_options = schema->locality_groups()[group->index];
   if (job->trivial_move && job->bottommost) {
     // At the bottom a rewrite drops delete markers (and what they hide in
     // the same file); move only files that hold none.
@@ -756,8 +785,8 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       if (options_.compaction_rate_limit > 0) {
         file = std::make_unique<RateLimitedFile>(std::move(file), compaction_limiter_.get());
       }
-      sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(
-          tablet.table->schema.locality_groups()[group->index]);
+      sstable::TableBuilderOptions bo =
+          sstable::TableBuilderOptions::FromLocalityGroup(group_options);
       bo.table_id = tablet.table->id;
       bo.tablet_id = tablet.id;
       bo.locality_group_id = group->index;
@@ -778,10 +807,10 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   CompactionFilter::Context ctx;
   ctx.tablet_id = tablet.id;
   ctx.table = tablet.table->name;
-  ctx.locality_group = tablet.table->schema.locality_groups()[group->index].name;
+  ctx.locality_group = group_options.name;
   ctx.bottommost = job->bottommost;
-  CompactionStream stream(job->bottommost, options_.compaction_filter.get(), ctx,
-                          &tablet.table->schema, emit);
+  CompactionStream stream(job->bottommost, options_.compaction_filter.get(), ctx, schema.get(),
+                          emit);
   Status s;
   for (input->SeekToFirst(); input->Valid() && s.ok(); input->Next()) {
     // Relaxed: a hint to stop early; Close joins this thread afterwards.
@@ -795,7 +824,10 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   if (s.ok()) s = stream.Finish();
   if (s.ok()) s = finish_output();
   if (s.ok()) s = fs_->SyncDir(TableDir());
-  for (size_t i = 0; i < outputs.size() && s.ok(); i++) s = MakeResident(*group, outputs[i]);
+  bool pinned = false;
+  for (size_t i = 0; i < outputs.size() && s.ok(); i++) {
+    s = MakeResidentIfNeeded(*group, outputs[i], &pinned);
+  }
   if (!s.ok()) {
     cleanup();
     return s;
@@ -828,8 +860,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     cleanup();  // the outputs of a dropped table's compaction go at once
     return s;
   }
-  {
-    MutexLock l(&group->mu);
+  s = ShowNewFiles(group, outputs, pinned, [&]() NO_THREAD_SAFETY_ANALYSIS {
     auto view = std::make_shared<GroupView>(*group->view);
     for (int i = 0; i < 2; i++) {
       auto& level = view->levels[job->level + i];
@@ -844,7 +875,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       return a->meta.smallest < b->meta.smallest;
     });
     group->view = std::move(view);
-  }
+  });
   stat_compactions_.fetch_add(1, std::memory_order_relaxed);
   uint64_t read = 0, written = 0;
   for (const auto& inputs : job->inputs) {
@@ -853,7 +884,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   for (const auto& m : outputs) written += m.size;
   stat_compaction_read_.fetch_add(read, std::memory_order_relaxed);
   stat_compaction_written_.fetch_add(written, std::memory_order_relaxed);
-  return Status::OK();
+  return s;
 }
 
 void EngineCore::UpdateLevel0Count() {
@@ -907,17 +938,67 @@ Status EngineCore::WaitForWriteRoom() {
   return Status::OK();
 }
 
-Status EngineCore::MakeResident(const LocalityGroupState& group, const FileMeta& meta) {
-  const TableState& table = *group.tablet->table;
-  if (!table.schema.locality_groups()[group.index].in_memory) return Status::OK();
+Status EngineCore::MakeResident(const TableState& table, uint64_t file_number) {
   Result<std::shared_ptr<sstable::TableReader>> reader =
-      table_cache_->Pin(meta.number, table.budget->cache_id());
+      table_cache_->Pin(file_number, table.budget->cache_id());
   if (!reader.ok()) return reader.status();
   // One pass loads every data block into the cache as resident.
   std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
   }
   return it->status();
+}
+
+std::vector<LocalityGroupState*> EngineCore::GroupsOf(const TabletState& tablet) const {
+  MutexLock l(&mu_);
+  std::vector<LocalityGroupState*> groups;
+  groups.reserve(tablet.groups.size());
+  for (const auto& g : tablet.groups) groups.push_back(g.get());
+  return groups;
+}
+
+void EngineCore::Unpin(uint64_t file_number) {
+  // The next read opens the file again, unpinned, and caches its blocks
+  // like any other file's.
+  table_cache_->Evict(file_number);
+  block_cache_->EraseFile(file_number);
+}
+
+Status EngineCore::MakeResidentIfNeeded(const LocalityGroupState& group, const FileMeta& meta,
+                                        bool* pinned) {
+  {
+    MutexLock l(&group.mu);
+    if (!group.resident) return Status::OK();
+  }
+  *pinned = true;
+  return MakeResident(*group.tablet->table, meta.number);
+}
+
+Status EngineCore::ShowNewFiles(LocalityGroupState* group, const std::vector<FileMeta>& files,
+                                bool pinned, const std::function<void()>& show) {
+  Status s;
+  bool resident = false;
+  for (;;) {
+    {
+      MutexLock l(&group->mu);
+      resident = group->resident;
+      // Shown under the same lock that AlterTable sets `resident` under, so
+      // either AlterTable's pass over the view sees these files or this
+      // sees the flag it set.
+      if (pinned || !resident || files.empty() || !s.ok()) {
+        show();
+        break;
+      }
+    }
+    for (const FileMeta& m : files) {
+      if (s.ok()) s = MakeResident(*group->tablet->table, m.number);
+    }
+    pinned = true;
+  }
+  if (pinned && !resident) {
+    for (const FileMeta& m : files) Unpin(m.number);
+  }
+  return s;
 }
 
 void EngineCore::PurgeObsoleteFiles() {
@@ -938,8 +1019,10 @@ Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, Int
   const std::string path = sstable::TableFileName(TableDir(), meta->number);
   std::unique_ptr<WritableFile> file;
   STRATA_RETURN_IF_ERROR(fs_->NewWritableFile(path, FileOpenOptions(), &file));
-  sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(
-      tablet.table->schema.locality_groups()[group]);
+  // The options of the group as the flush starts apply to its file.
+  const std::shared_ptr<const Schema> schema = tablet.table->schema();
+  const LocalityGroupOptions& group_options = schema->locality_groups()[group];
+  sstable::TableBuilderOptions bo = sstable::TableBuilderOptions::FromLocalityGroup(group_options);
   bo.table_id = tablet.table->id;
   bo.tablet_id = tablet.id;
   bo.locality_group_id = group;
@@ -963,9 +1046,8 @@ Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, Int
   CompactionFilter::Context ctx;
   ctx.tablet_id = tablet.id;
   ctx.table = tablet.table->name;
-  ctx.locality_group = tablet.table->schema.locality_groups()[group].name;
-  CompactionStream stream(/*bottommost=*/false, /*filter=*/nullptr, ctx, &tablet.table->schema,
-                          emit);
+  ctx.locality_group = group_options.name;
+  CompactionStream stream(/*bottommost=*/false, /*filter=*/nullptr, ctx, schema.get(), emit);
   for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
     s = stream.Add(it->key(), it->value());
   }
@@ -1007,10 +1089,11 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   }
   const TabletState& tablet = *group->tablet;
   FileMeta meta;
+  bool pinned = false;
   if (imm.mem->num_entries() > 0) {
     std::unique_ptr<InternalIterator> it = imm.mem->NewIterator();
     STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), &meta));
-    Status s = MakeResident(*group, meta);
+    Status s = MakeResidentIfNeeded(*group, meta, &pinned);
     if (!s.ok()) {
       fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
       return s;
@@ -1042,8 +1125,9 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   }
   bool popped = false;
   bool orphaned = false;
-  {
-    MutexLock l(&group->mu);
+  std::vector<FileMeta> shown;
+  if (meta.entries > 0) shown.push_back(meta);
+  Status shown_status = ShowNewFiles(group, shown, pinned, [&]() NO_THREAD_SAFETY_ANALYSIS {
     auto view = std::make_shared<GroupView>(*group->view);
     // A drop that came after the check above has emptied the view already
     // (or is about to); the file then belongs to no table.
@@ -1059,7 +1143,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     }
     group->view = std::move(view);
     group->flushed = std::max(group->flushed, imm.last_sequence);
-  }
+  });
   if (orphaned && meta.entries > 0) {
     table_cache_->Evict(meta.number);
     block_cache_->EraseFile(meta.number);
@@ -1069,6 +1153,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   if (popped) tablet.table->budget->ImmutableFlushed(imm.charge);
   stat_flushes_.fetch_add(1, std::memory_order_relaxed);
   stat_flush_bytes_.fetch_add(meta.size, std::memory_order_relaxed);
+  STRATA_RETURN_IF_ERROR(shown_status);
   // The manifest now says what the log no longer has to hold.
   const SequenceNumber floor = LogFloor(visible);
   {
@@ -1348,8 +1433,8 @@ Status EngineCore::ValidateRowKey(std::string_view row) const {
   return Status::OK();
 }
 
-Status EngineCore::ValidateMutation(const TableState& table, std::string_view row,
-                                    const RowMutation& mutation) const {
+Status EngineCore::ValidateMutation(const TableState& table, const Schema& schema,
+                                    std::string_view row, const RowMutation& mutation) const {
   STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
   if (mutation.empty()) return Status::InvalidArgument("mutation has no entries");
   for (const auto& e : mutation.entries()) {
@@ -1358,7 +1443,7 @@ Status EngineCore::ValidateMutation(const TableState& table, std::string_view ro
                                      " is reserved; use 1 to 2^64-2");
     }
     if (e.kind == RowMutation::Kind::kDeleteRow) continue;
-    if (table.schema.FindFamily(e.family) == nullptr) {
+    if (schema.FindFamily(e.family) == nullptr) {
       return Status::InvalidArgument("table '" + table.name + "' has no column family '" +
                                      EscapeBytes(e.family) + "'");
     }
@@ -1389,20 +1474,25 @@ Status EngineCore::WaitToWrite() {
   return WaitForWriteRoom();
 }
 
-Status EngineCore::MakePendingRow(const TableState& table, std::string_view row,
-                                  const RowMutation& mutation, PendingRow* out) const {
+Status EngineCore::MakePendingRow(const TableState& table, const Schema& schema,
+                                  std::string_view row, const RowMutation& mutation,
+                                  PendingRow* out) const {
   out->tablet = table.FindTablet(row);
   if (out->tablet == nullptr) {
     return Status::Corruption("table '" + table.name + "' has no tablet for row '" +
                               EscapeBytes(row) + "'");
   }
   out->row = row;
+  out->schema = &schema;
   out->entries.clear();
   out->entries.reserve(mutation.size());
   for (const auto& e : mutation.entries()) {
-    const FamilyInfo* f = e.kind == RowMutation::Kind::kDeleteRow
-                              ? nullptr
-                              : table.schema.FindFamily(e.family);
+    const FamilyInfo* f =
+        e.kind == RowMutation::Kind::kDeleteRow ? nullptr : schema.FindFamily(e.family);
+    if (e.kind != RowMutation::Kind::kDeleteRow && f == nullptr) {
+      return Status::InvalidArgument("table '" + table.name + "' has no column family '" +
+                                     EscapeBytes(e.family) + "'");
+    }
     out->entries.push_back(CellEntry{ToCellType(e.kind), f ? f->id : kRowMarkerFamily,
                                      e.qualifier, e.timestamp, e.value});
   }
@@ -1428,11 +1518,19 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
-  STRATA_RETURN_IF_ERROR(ValidateMutation(table, row, mutation));
+  std::shared_ptr<const Schema> schema = table.schema();
+  STRATA_RETURN_IF_ERROR(ValidateMutation(table, *schema, row, mutation));
   const uint64_t bytes = MutationPayloadBytes(row, mutation);
   STRATA_RETURN_IF_ERROR(AdmitWrite(table, bytes, MutationAddsData(mutation), &gate));
+  // The admission may have let go of the close gate, and a schema change may
+  // have come meanwhile: the write then goes by the new schema. From here
+  // to the apply the gate is held, so the schema stays.
+  if (std::shared_ptr<const Schema> now = table.schema(); now != schema) {
+    schema = std::move(now);
+    STRATA_RETURN_IF_ERROR(ValidateMutation(table, *schema, row, mutation));
+  }
   PendingRow w;
-  STRATA_RETURN_IF_ERROR(MakePendingRow(table, row, mutation, &w));
+  STRATA_RETURN_IF_ERROR(MakePendingRow(table, *schema, row, mutation, &w));
   // Shared: plain writes of one row may share a group commit; a
   // CheckAndMutate of the row waits for them and they for it.
   SharedRowLock row_lock(&row_locks_, table.id, w.row);
@@ -1441,8 +1539,8 @@ Status EngineCore::Mutate(const TableState& table, const WriteOptions& options,
   return Status::OK();
 }
 
-Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filter,
-                                 ResolvedFilter* resolved) const {
+Status EngineCore::ResolveFilter(const TableState& table, const Schema& schema,
+                                 const RowFilter& filter, ResolvedFilter* resolved) const {
   if (filter.min_timestamp > filter.max_timestamp) {
     return Status::InvalidArgument("filter's min_timestamp is above its max_timestamp");
   }
@@ -1452,9 +1550,9 @@ Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filte
   resolved->max_versions = filter.max_versions;
   resolved->all_families = filter.families.empty() && filter.columns.empty();
   if (resolved->all_families) return Status::OK();
-  resolved->families.assign(table.schema.families().size() + 1, false);
+  resolved->families.assign(schema.next_family_id(), false);
   auto find = [&](const std::string& name) -> Result<uint16_t> {
-    const FamilyInfo* f = table.schema.FindFamily(name);
+    const FamilyInfo* f = schema.FindFamily(name);
     if (f == nullptr) {
       return Status::InvalidArgument("table '" + table.name + "' has no column family '" +
                                      EscapeBytes(name) + "'");
@@ -1485,10 +1583,12 @@ class ScanIterator final : public RowIterator {
   };
 
   ScanIterator(std::shared_ptr<const EngineCore> core, std::shared_ptr<TableState> table,
-               std::vector<GroupInput> inputs, std::string start_prefix, std::string end_prefix,
-               ResolvedFilter filter, SequenceNumber snapshot)
+               std::shared_ptr<const Schema> schema, std::vector<GroupInput> inputs,
+               std::string start_prefix, std::string end_prefix, ResolvedFilter filter,
+               SequenceNumber snapshot)
       : core_(std::move(core)),
         table_(std::move(table)),
+        schema_(std::move(schema)),
         inputs_(std::move(inputs)),
         end_prefix_(std::move(end_prefix)),
         filter_(std::move(filter)),
@@ -1545,8 +1645,7 @@ class ScanIterator final : public RowIterator {
       cells.track_families = inputs_.size() > 1;
       for (auto& in : inputs_) {
         if (PrefixOf(in.it.get()) != Slice(smallest)) continue;
-        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, table_->schema,
-                                      &cells);
+        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, *schema_, &cells);
         if (!s.ok()) {
           status_ = s;
           return;
@@ -1567,6 +1666,9 @@ class ScanIterator final : public RowIterator {
 
   const std::shared_ptr<const EngineCore> core_;  // outlives the readers the inputs hold
   const std::shared_ptr<TableState> table_;
+  // The schema of the call that made the iterator: a later schema change
+  // does not reach it.
+  const std::shared_ptr<const Schema> schema_;
   std::vector<GroupInput> inputs_;
   const std::string end_prefix_;
   const ResolvedFilter filter_;
@@ -1615,9 +1717,10 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   if (!spec.end_row.empty() && spec.start_row > spec.end_row) {
     return Status::InvalidArgument("scan's start_row is after its end_row");
   }
+  std::shared_ptr<const Schema> schema_ref = table->schema();
+  const Schema& schema = *schema_ref;
   ResolvedFilter resolved;
-  STRATA_RETURN_IF_ERROR(ResolveFilter(*table, spec.filter, &resolved));
-  const Schema& schema = table->schema;
+  STRATA_RETURN_IF_ERROR(ResolveFilter(*table, schema, spec.filter, &resolved));
   std::vector<bool> group_needed(schema.locality_groups().size(), false);
   for (const auto& f : schema.families()) {
     if (resolved.MayWantFamily(f.id)) group_needed[f.locality_group] = true;
@@ -1657,22 +1760,28 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   }
   table->budget->CountScan();
   return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
-                                                       std::move(inputs), lo, hi,
-                                                       std::move(resolved), snapshot));
+                                                       std::move(schema_ref), std::move(inputs),
+                                                       lo, hi, std::move(resolved), snapshot));
 }
 
 Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
-                                              std::string_view row,
-                                              const RowFilter& filter) const {
+                                              std::string_view row, const RowFilter& filter,
+                                              const Schema* schema) const {
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
-  Result<std::vector<Cell>> cells = ReadRowOpen(table, row, filter);
+  std::shared_ptr<const Schema> current;
+  if (schema == nullptr) {
+    current = table.schema();
+    schema = current.get();
+  }
+  Result<std::vector<Cell>> cells = ReadRowOpen(table, *schema, row, filter);
   if (cells.ok()) table.budget->CountRowRead();
   return cells;
 }
 
-Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::string_view row,
+Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, const Schema& schema,
+                                                  std::string_view row,
                                                   const RowFilter& filter) const {
   if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > options_.max_row_key_size) {
@@ -1681,7 +1790,7 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
                                    std::to_string(options_.max_row_key_size));
   }
   ResolvedFilter resolved;
-  STRATA_RETURN_IF_ERROR(ResolveFilter(table, filter, &resolved));
+  STRATA_RETURN_IF_ERROR(ResolveFilter(table, schema, filter, &resolved));
   const TabletState* tablet = table.FindTablet(row);
   if (tablet == nullptr) return std::vector<Cell>();
 
@@ -1689,7 +1798,6 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   // the snapshot: every file and memtable entry a view holds was visible
   // before the snapshot was read. Most tables have few groups, whose views
   // are held without allocating.
-  const Schema& schema = table.schema;
   const size_t num_groups = schema.locality_groups().size();
   std::array<std::shared_ptr<const GroupView>, 4> few_views;
   std::vector<std::shared_ptr<const GroupView>> many_views;

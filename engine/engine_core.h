@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <thread>
 #include <map>
 #include <mutex>
@@ -91,6 +92,12 @@ struct LocalityGroupState {
   // Bytes of the active memtable counted in the tenant's budget. Read and
   // written only under EngineCore::apply_mu_ (or before the log opens).
   uint64_t memtable_charge = 0;
+  // The group is in_memory: every file `view` shows has been made resident
+  // (EngineCore::MakeResident). Set from the schema when the group state is
+  // made, and by AlterTable, which then makes the files resident (or lets
+  // them go); a flush or compaction that shows new files checks it when it
+  // does (EngineCore::ShowNewFiles).
+  bool resident GUARDED_BY(mu) = false;
 
   std::shared_ptr<const GroupView> current() const LOCKS_EXCLUDED(mu) {
     MutexLock l(&mu);
@@ -104,7 +111,11 @@ struct TabletState {
   TableState* table = nullptr;  // owns this tablet
   std::string start_row;        // inclusive; empty = unbounded
   std::string end_row;          // exclusive; empty = unbounded
-  std::vector<std::unique_ptr<LocalityGroupState>> groups;  // like Schema::locality_groups()
+  // One per slot of the table's schema (Schema::locality_groups()), free
+  // slots included. Only grows: AlterTable appends slots with the close gate
+  // held exclusively and the engine's mu_, so it is read under either (or
+  // before the core is shared); a group's address and index never change.
+  std::vector<std::unique_ptr<LocalityGroupState>> groups;
   // Set under the engine's mu_ once the tablet is split away; background
   // work checks it there before recording anything for it. Relaxed.
   std::atomic<bool> retired{false};
@@ -114,7 +125,18 @@ struct TableState {
   uint64_t id = 0;
   uint64_t tenant_id = 0;
   std::string name;
-  Schema schema;
+
+  // The current schema: an immutable snapshot that AlterTable replaces (with
+  // the close gate held exclusively and the engine's mu_). Every operation
+  // takes its own reference once, at its start, and uses only that one; a
+  // call holding the close gate shared therefore sees the schema of the
+  // whole call.
+  std::shared_ptr<const Schema> schema() const LOCKS_EXCLUDED(schema_mu) {
+    MutexLock l(&schema_mu);
+    return current_schema;
+  }
+  mutable Mutex schema_mu;
+  std::shared_ptr<const Schema> current_schema GUARDED_BY(schema_mu);
   // Sorted by start_row, covering every row; never empty. Replaced by a
   // split only with the close gate held exclusively (and mu_), so calls that
   // hold the gate shared read it freely.
@@ -131,6 +153,10 @@ struct TableState {
   // The prefetch predictor and counters of the table's read sessions.
   TableReadState reads;
 };
+
+// A new, empty group state for slot `index` of `tablet`.
+std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
+                                                  bool resident);
 
 struct TenantState {
   uint64_t id = 0;
@@ -163,6 +189,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status DropTenant(std::string_view name);
 
   Status CreateTable(const TenantState& tenant, std::string_view name, const TableSchema& schema);
+  // Tenant::AlterTable (engine/alter_table.cc).
+  Status AlterTable(const TenantState& tenant, std::string_view name,
+                    const TableSchema& new_schema);
+  // Table::GetSchema.
+  Result<TableSchema> GetSchema(const TableState& table) const;
   Result<std::shared_ptr<TableState>> FindTable(const TenantState& tenant,
                                                 std::string_view name) const;
   Result<std::vector<std::string>> ListTables(const TenantState& tenant) const;
@@ -178,8 +209,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const TableState& table, const WriteOptions& options,
       const std::vector<ConditionalMutation>& batch);
+  // With `schema`, the filter's names and the cells' families go by that
+  // snapshot of the table's schema (a read session's, taken when its Get
+  // started) instead of the current one. Ids and slots stay valid across
+  // schema changes, and a family that moved or went held no data then, so
+  // each column read is what the row held at some moment since.
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
-                                    std::string_view row, const RowFilter& filter) const;
+                                    std::string_view row, const RowFilter& filter,
+                                    const Schema* schema = nullptr) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
                                             const ReadOptions& options,
                                             const ScanSpec& spec) const;
@@ -202,6 +239,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // row key and RowMutation.
   struct PendingRow {
     const TabletState* tablet = nullptr;
+    // The schema the entries' family ids come from; the writer holds it.
+    const Schema* schema = nullptr;
     Slice row;
     std::vector<CellEntry> entries;
   };
@@ -225,7 +264,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ApplyGroup(wal::WriteRequest* const* requests, size_t n) LOCKS_EXCLUDED(apply_mu_);
   // Inserts entries; groups that received some are added to *touched (when
   // not null). With `replay`, entries a group already has in files are skipped.
-  static void InsertEntries(const TabletState& tablet, const Slice& row,
+  // Family ids resolve through `schema`; a row marker goes to every group
+  // that holds a family.
+  static void InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
                             const std::vector<struct CellEntry>& entries,
                             SequenceNumber first_sequence, bool replay,
                             std::vector<LocalityGroupState*>* touched);
@@ -271,9 +312,33 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ReleaseInputs(const CompactionJob& job) EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
   Status RunCompaction(CompactionJob* job);
   void PurgeObsoleteFiles();
-  // For a file of an in-memory group: opens it for good and loads all of
-  // its blocks as resident, so reading the group never touches the disk.
-  Status MakeResident(const LocalityGroupState& group, const FileMeta& meta);
+  // Opens a file for good and loads all of its blocks as resident, so
+  // reading it never touches the disk (for in-memory groups); Unpin undoes
+  // it. `table` is the owner whose tenant the blocks are charged to.
+  Status MakeResident(const TableState& table, uint64_t file_number);
+  void Unpin(uint64_t file_number);
+  // MakeResident when the group is resident; *pinned says whether it was.
+  Status MakeResidentIfNeeded(const LocalityGroupState& group, const FileMeta& meta,
+                              bool* pinned) LOCKS_EXCLUDED(group.mu);
+  // Runs `show` (which replaces group->view by one showing `files`) under
+  // group->mu once the files' residency matches the group's, which an
+  // AlterTable may have changed since they were written: pins them first if
+  // the group became resident, unpins them after if it stopped being.
+  // `pinned` says whether they are pinned now. A pin error is returned
+  // after `show` has run (the files are recorded; only residency failed).
+  Status ShowNewFiles(LocalityGroupState* group, const std::vector<FileMeta>& files, bool pinned,
+                      const std::function<void()>& show) LOCKS_EXCLUDED(group->mu);
+  // The tablet's groups as they are now (the list may grow).
+  std::vector<LocalityGroupState*> GroupsOf(const TabletState& tablet) const LOCKS_EXCLUDED(mu_);
+  // AlterTable's check that nothing `change` takes away holds data, in every
+  // tablet: FailedPrecondition naming the family or group otherwise.
+  // REQUIRES: close_mu_ held exclusively.
+  Status CheckNothingLost(const TableState& table, const Schema& current,
+                          const SchemaChange& change) const;
+  // Whether `view`, a view of one of the tablet's groups, holds a cell key
+  // of family `family` in the tablet's rows.
+  Result<bool> GroupHoldsFamily(const TabletState& tablet, const GroupView& view,
+                                uint16_t family) const;
   // Recomputes max_level0_files_ and wakes writers waiting on it.
   void UpdateLevel0Count();
   // Applies backpressure to a write about to be logged: level-0 slowdowns
@@ -301,11 +366,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                           const std::string& lo, const std::string& hi,
                           std::unique_ptr<InternalIterator>* result) const;
   Status ValidateRowKey(std::string_view row) const;
-  Status ValidateMutation(const TableState& table, std::string_view row,
+  Status ValidateMutation(const TableState& table, const Schema& schema, std::string_view row,
                           const RowMutation& mutation) const;
   // The row's tablet and the mutation's entries, names resolved to ids.
-  // REQUIRES: ValidateMutation passed.
-  Status MakePendingRow(const TableState& table, std::string_view row,
+  // REQUIRES: ValidateMutation passed with `schema`, which outlives *out.
+  Status MakePendingRow(const TableState& table, const Schema& schema, std::string_view row,
                         const RowMutation& mutation, PendingRow* out) const;
   // Logs `rows` as one record (one group-commit submission) and returns once
   // they are applied to the memtables and visible.
@@ -340,8 +405,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Recounts every tenant's live SSTable bytes from the current views.
   void RefreshTenantDiskUsage() LOCKS_EXCLUDED(mu_, disk_usage_mu_);
   // ReadRow without the close gate. REQUIRES: close_mu_ held shared and !closed_.
-  Result<std::vector<Cell>> ReadRowOpen(const TableState& table, std::string_view row,
-                                        const RowFilter& filter) const;
+  Result<std::vector<Cell>> ReadRowOpen(const TableState& table, const Schema& schema,
+                                        std::string_view row, const RowFilter& filter) const;
   // Checks and applies `rows` (one per distinct row); `batch` only changes
   // error messages (they name the entry). REQUIRES: *gate holds close_mu_
   // shared and !closed_ (as for AdmitWrite).
@@ -349,7 +414,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                             const std::vector<ConditionalRow>& rows, bool batch,
                             std::shared_lock<SharedGate>* gate,
                             std::vector<CheckAndMutateResult>* results);
-  Status ResolveFilter(const TableState& table, const RowFilter& filter,
+  Status ResolveFilter(const TableState& table, const Schema& schema, const RowFilter& filter,
                        ResolvedFilter* resolved) const;
   Status ClosedError() const;
   // NotFound when the table or its tenant was dropped. REQUIRES: close_mu_
@@ -374,6 +439,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // exclusively, so it waits for calls in flight and later calls see closed_.
   mutable SharedGate close_mu_;
   bool closed_ = false;  // guarded by close_mu_
+
+  // Held by AlterTable from start to end (it lets go of the close gate
+  // before it makes files resident), so schema changes come one at a time.
+  // Taken before close_mu_.
+  Mutex alter_mu_;
 
   mutable Mutex mu_;  // the catalog
   std::unique_ptr<FileLock> lock_;

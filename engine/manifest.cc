@@ -32,6 +32,7 @@ enum Tag : uint32_t {
   kTagDroppedTenant = 11,
   kTagRetiredTablet = 12,
   kTagTenantOptions = 13,
+  kTagAlteredTable = 14,
 };
 
 // Version of the body of a tenant_options field (engine/MANIFEST.md).
@@ -107,6 +108,13 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, t.tenant_id);
     PutVarint64(dst, t.id);
     PutLengthPrefixedSlice(dst, t.name);
+    std::string schema;
+    t.schema.EncodeTo(&schema);
+    PutLengthPrefixedSlice(dst, schema);
+  }
+  for (const auto& t : altered_tables) {
+    PutVarint32(dst, kTagAlteredTable);
+    PutVarint64(dst, t.table_id);
     std::string schema;
     t.schema.EncodeTo(&schema);
     PutLengthPrefixedSlice(dst, schema);
@@ -196,6 +204,16 @@ Status VersionEdit::DecodeFrom(Slice input) {
         STRATA_RETURN_IF_ERROR(Schema::DecodeFrom(&b, &t.schema));
         if (!b.empty()) return bad("trailing bytes after a schema");
         tables.push_back(std::move(t));
+        break;
+      }
+      case kTagAlteredTable: {
+        AlteredTable t;
+        if (!GetVarint64(&input, &t.table_id) || !GetLengthPrefixedSlice(&input, &a)) {
+          return bad("truncated altered table");
+        }
+        STRATA_RETURN_IF_ERROR(Schema::DecodeFrom(&a, &t.schema));
+        if (!a.empty()) return bad("trailing bytes after a schema");
+        altered_tables.push_back(std::move(t));
         break;
       }
       case kTagNewTablet: {
@@ -332,6 +350,19 @@ Status Catalog::Apply(const VersionEdit& edit) {
     if (!tenants.count(t.tenant_id)) return bad("table " + t.name + " of unknown tenant");
     tables[t.id] = t;
   }
+  for (const auto& t : edit.altered_tables) {
+    auto it = tables.find(t.table_id);
+    if (it == tables.end()) {
+      return bad("schema change of unknown table " + std::to_string(t.table_id));
+    }
+    // Slots and family ids are never taken back (engine/schema.h).
+    if (t.schema.locality_groups().size() < it->second.schema.locality_groups().size() ||
+        t.schema.next_family_id() < it->second.schema.next_family_id()) {
+      return bad("schema change of table " + it->second.name +
+                 " drops group slots or family ids");
+    }
+  }
+  for (const auto& t : edit.altered_tables) tables[t.table_id].schema = t.schema;
   for (const auto& t : edit.tablets) {
     if (!tables.count(t.table_id)) return bad("tablet of unknown table");
     tablets[t.id] = t;

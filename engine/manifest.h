@@ -85,6 +85,13 @@ struct VersionEdit {
   // Apply after `tenants`, so one edit can create a tenant with its budget.
   std::vector<SetTenantOptions> tenant_options;
   std::vector<NewTable> tables;
+  // A table's schema replaced by AlterTable (engine/schema.h says what may
+  // change). Apply after `tables`.
+  struct AlteredTable {
+    uint64_t table_id = 0;
+    Schema schema;
+  };
+  std::vector<AlteredTable> altered_tables;
   std::vector<NewTablet> tablets;
   // Deletions apply before additions, so one edit can move a file.
   std::vector<DeletedFile> deleted_files;

@@ -89,8 +89,9 @@ class ReadSessionImpl final : public ReadSession {
 
   // One lookup of `row`: the column asked for and the columns predicted with
   // it that `cached` (the row's cache entry; null when there is none) lacks.
-  Result<std::vector<Cell>> Fetch(std::string_view row, const FamilyInfo& family,
-                                  std::string_view qualifier, CachedRow* cached);
+  Result<std::vector<Cell>> Fetch(const Schema& schema, std::string_view row,
+                                  const FamilyInfo& family, std::string_view qualifier,
+                                  CachedRow* cached);
 
   const std::shared_ptr<EngineCore> core_;
   const std::shared_ptr<TableState> table_;
@@ -135,7 +136,10 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
                                                std::string_view qualifier) {
   stats_.gets++;
   if (Dropped(*table_)) return DroppedError(*table_);
-  const FamilyInfo* f = table_->schema.FindFamily(family);
+  // The schema as this Get starts: its lookup reads by it, even if the
+  // schema changes meanwhile (EngineCore::ReadRow).
+  const std::shared_ptr<const Schema> schema = table_->schema();
+  const FamilyInfo* f = schema->FindFamily(family);
   if (f == nullptr) {
     return Status::InvalidArgument("table '" + table_->name + "' has no column family '" +
                                    EscapeBytes(family) + "'");
@@ -150,10 +154,11 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
       return cached->CellsOf(*c);
     }
   }
-  return Fetch(row, *f, qualifier, cached);
+  return Fetch(*schema, row, *f, qualifier, cached);
 }
 
-Result<std::vector<Cell>> ReadSessionImpl::Fetch(std::string_view row, const FamilyInfo& family,
+Result<std::vector<Cell>> ReadSessionImpl::Fetch(const Schema& schema, std::string_view row,
+                                                 const FamilyInfo& family,
                                                  std::string_view qualifier, CachedRow* cached) {
   struct Wanted {
     const FamilyInfo* family;
@@ -171,7 +176,7 @@ Result<std::vector<Cell>> ReadSessionImpl::Fetch(std::string_view row, const Fam
   if (predicted != nullptr) {
     for (const ColumnId& c : *predicted) {
       if (cached != nullptr && cached->Find(c) != nullptr) continue;
-      const FamilyInfo* f = table_->schema.FamilyById(c.family);
+      const FamilyInfo* f = schema.FamilyById(c.family);
       if (f != nullptr) wanted.push_back(Wanted{f, c.qualifier, true});
     }
   }
@@ -181,7 +186,8 @@ Result<std::vector<Cell>> ReadSessionImpl::Fetch(std::string_view row, const Fam
   filter.max_versions = options_.max_versions;
   filter.columns.reserve(wanted.size());
   for (const Wanted& w : wanted) filter.columns.emplace_back(w.family->name, w.qualifier);
-  Result<std::vector<Cell>> cells = core_->ReadRow(*table_, ReadOptions(), row, filter);
+  Result<std::vector<Cell>> cells =
+      core_->ReadRow(*table_, ReadOptions(), row, filter, &schema);
   if (!cells.ok()) return cells.status();
   stats_.lookups++;
 

@@ -1,5 +1,6 @@
 #include "engine/schema.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/coding.h"
@@ -24,11 +25,17 @@ Status ValidateName(std::string_view what, std::string_view name) {
 }
 
 Result<Schema> Schema::FromUser(const TableSchema& input) {
+  bool implicit_default = false;
+  return FromUserImpl(input, &implicit_default);
+}
+
+Result<Schema> Schema::FromUserImpl(const TableSchema& input, bool* implicit_default) {
   Schema s;
+  *implicit_default = false;
   if (input.families.empty()) return Status::InvalidArgument("schema has no column families");
-  if (input.families.size() > 4096) {
+  if (input.families.size() > kMaxFamilies) {
     return Status::InvalidArgument("schema has " + std::to_string(input.families.size()) +
-                                   " families; the limit is 4096");
+                                   " families; the limit is " + std::to_string(kMaxFamilies));
   }
   std::set<std::string, std::less<>> group_names;
   for (const auto& g : input.locality_groups) {
@@ -69,19 +76,124 @@ Result<Schema> Schema::FromUser(const TableSchema& input) {
       def.name = "default";
       s.groups_.push_back(def);
       group_names.insert(group);
+      *implicit_default = true;
     }
     uint32_t index = 0;
     while (s.groups_[index].name != group) index++;
     s.families_.push_back(
-        FamilyInfo{f.name, static_cast<uint16_t>(s.families_.size() + 1), index});
+        FamilyInfo{f.name, static_cast<uint16_t>(s.families_.size() + 1), index, 0});
   }
+  s.next_family_id_ = static_cast<uint32_t>(s.families_.size() + 1);
   s.BuildIndex();
   return s;
 }
 
+Result<Schema> Schema::Alter(const Schema& current, const TableSchema& input, uint64_t sequence,
+                             SchemaChange* change) {
+  *change = SchemaChange();
+  bool implicit_default = false;
+  Result<Schema> resolved = FromUserImpl(input, &implicit_default);
+  if (!resolved.ok()) return resolved.status();
+  const Schema& in = *resolved;
+
+  // Groups, by name: a group the table has keeps its slot and takes the new
+  // options; a new one takes a slot that was free before this change, or a
+  // new slot at the end; a group left out frees its slot.
+  Schema out;
+  out.groups_ = current.groups_;
+  std::vector<uint32_t> slot_of(in.groups_.size());
+  std::vector<bool> kept(current.groups_.size(), false);
+  std::vector<size_t> added;  // indexes into in.groups_
+  for (size_t i = 0; i < in.groups_.size(); i++) {
+    const LocalityGroupOptions& g = in.groups_[i];
+    auto it = std::find_if(current.groups_.begin(), current.groups_.end(),
+                           [&](const LocalityGroupOptions& c) { return c.name == g.name; });
+    if (it == current.groups_.end()) {
+      added.push_back(i);
+      continue;
+    }
+    const uint32_t slot = static_cast<uint32_t>(it - current.groups_.begin());
+    slot_of[i] = slot;
+    kept[slot] = true;
+    // A "default" group the input only implies keeps the options it has.
+    if (!(implicit_default && g.name == "default")) out.groups_[slot] = g;
+  }
+  for (uint32_t slot = 0; slot < current.groups_.size(); slot++) {
+    if (!current.IsFreeSlot(slot) && !kept[slot]) {
+      out.groups_[slot] = LocalityGroupOptions();
+      out.groups_[slot].name.clear();
+      change->removed_groups.push_back(slot);
+    }
+  }
+  for (size_t i : added) {
+    // Slots freed by this very change stay free until the next one.
+    auto reusable = [&](uint32_t slot) {
+      return slot < current.groups_.size() && current.IsFreeSlot(slot) && out.IsFreeSlot(slot);
+    };
+    uint32_t slot = 0;
+    while (slot < out.groups_.size() && !reusable(slot)) slot++;
+    if (slot == out.groups_.size()) out.groups_.emplace_back();
+    out.groups_[slot] = in.groups_[i];
+    slot_of[i] = slot;
+  }
+
+  // Families, by name: the ones the table keeps keep their ids (so their
+  // order) and must be listed in that order; new ones come after them.
+  out.next_family_id_ = current.next_family_id_;
+  const FamilyInfo* last_kept = nullptr;
+  const FamilyInfo* first_new = nullptr;
+  for (const FamilyInfo& f : in.families_) {
+    const uint32_t slot = slot_of[f.locality_group];
+    const FamilyInfo* had = current.FindFamily(f.name);
+    if (had == nullptr) {
+      if (out.next_family_id_ > kMaxFamilyId) {
+        return Status::InvalidArgument("cannot add column family '" + f.name +
+                                       "': the table has used all " +
+                                       std::to_string(kMaxFamilyId) + " family ids");
+      }
+      if (first_new == nullptr) first_new = &f;
+      out.families_.push_back(
+          FamilyInfo{f.name, static_cast<uint16_t>(out.next_family_id_++), slot, 0});
+      continue;
+    }
+    if (first_new != nullptr) {
+      return Status::InvalidArgument(
+          "column family '" + f.name + "' is listed after the new family '" + first_new->name +
+          "': the families the table has keep their order, and new ones go after them");
+    }
+    if (last_kept != nullptr && had->id < last_kept->id) {
+      return Status::InvalidArgument("column family '" + f.name + "' is listed after '" +
+                                     last_kept->name +
+                                     "', which comes after it in the table: families cannot "
+                                     "be reordered");
+    }
+    last_kept = had;
+    FamilyInfo info = *had;
+    info.locality_group = slot;
+    if (slot != had->locality_group) {
+      info.moved_at = sequence;
+      change->families.push_back({had->name, had->id, had->locality_group, /*removed=*/false});
+    }
+    out.families_.push_back(std::move(info));
+  }
+  for (const FamilyInfo& f : current.families_) {
+    if (in.FindFamily(f.name) == nullptr) {
+      change->families.push_back({f.name, f.id, f.locality_group, /*removed=*/true});
+    }
+  }
+  out.BuildIndex();
+  return out;
+}
+
 void Schema::BuildIndex() {
   by_name_.clear();
-  for (size_t i = 0; i < families_.size(); i++) by_name_[families_[i].name] = i;
+  by_id_.assign(next_family_id_, 0);
+  group_has_families_.assign(groups_.size(), false);
+  for (size_t i = 0; i < families_.size(); i++) {
+    by_name_[families_[i].name] = i;
+    by_id_[families_[i].id] = static_cast<uint16_t>(i + 1);
+    group_has_families_[families_[i].locality_group] = true;
+  }
 }
 
 const FamilyInfo* Schema::FindFamily(std::string_view name) const {
@@ -90,12 +202,38 @@ const FamilyInfo* Schema::FindFamily(std::string_view name) const {
 }
 
 const FamilyInfo* Schema::FamilyById(uint16_t id) const {
-  if (id == 0 || id > families_.size()) return nullptr;
-  return &families_[id - 1];
+  if (id >= by_id_.size() || by_id_[id] == 0) return nullptr;
+  return &families_[by_id_[id] - 1];
+}
+
+TableSchema Schema::ToUser() const {
+  TableSchema s;
+  for (const auto& g : groups_) {
+    if (!g.name.empty()) s.locality_groups.push_back(g);
+  }
+  for (const auto& f : families_) {
+    s.families.push_back({.name = f.name, .locality_group = groups_[f.locality_group].name});
+  }
+  return s;
+}
+
+bool Schema::operator==(const Schema& other) const {
+  std::string a, b;
+  EncodeTo(&a);
+  other.EncodeTo(&b);
+  return a == b;
 }
 
 void Schema::EncodeTo(std::string* dst) const {
-  PutVarint32(dst, 1);  // schema encoding version
+  // Version 1 cannot say "free slot", "no family has this id" or "moved";
+  // a schema that needs none of that is written as version 1, so tables
+  // never altered keep a manifest older readers understand.
+  bool v1 = next_family_id_ == families_.size() + 1;
+  for (size_t i = 0; i < families_.size() && v1; i++) {
+    v1 = families_[i].id == i + 1 && families_[i].moved_at == 0;
+  }
+  for (const auto& g : groups_) v1 = v1 && !g.name.empty();
+  PutVarint32(dst, v1 ? 1 : 2);  // schema encoding version
   PutVarint32(dst, static_cast<uint32_t>(groups_.size()));
   for (const auto& g : groups_) {
     PutLengthPrefixedSlice(dst, g.name);
@@ -110,14 +248,16 @@ void Schema::EncodeTo(std::string* dst) const {
     PutLengthPrefixedSlice(dst, f.name);
     PutVarint32(dst, f.id);
     PutVarint32(dst, f.locality_group);
+    if (!v1) PutVarint64(dst, f.moved_at);
   }
+  if (!v1) PutVarint32(dst, next_family_id_);
 }
 
 Status Schema::DecodeFrom(Slice* input, Schema* schema) {
   auto bad = [](const char* what) { return Status::Corruption(std::string("schema: ") + what); };
   uint32_t version, ngroups, nfamilies;
   if (!GetVarint32(input, &version)) return bad("truncated version");
-  if (version != 1) return bad("unknown schema encoding version");
+  if (version != 1 && version != 2) return bad("unknown schema encoding version");
   if (!GetVarint32(input, &ngroups)) return bad("truncated group count");
   Schema s;
   for (uint32_t i = 0; i < ngroups; i++) {
@@ -125,6 +265,7 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     Slice name;
     uint32_t level, block, bloom;
     if (!GetLengthPrefixedSlice(input, &name) || input->size() < 2) return bad("truncated group");
+    if (name.empty() && version == 1) return bad("free group slot in a version 1 schema");
     g.name = name.ToString();
     g.in_memory = (*input)[0] != 0;
     g.compression = static_cast<Compression>((*input)[1]);
@@ -141,14 +282,28 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
   for (uint32_t i = 0; i < nfamilies; i++) {
     Slice name;
     uint32_t id, group;
+    uint64_t moved_at = 0;
     if (!GetLengthPrefixedSlice(input, &name) || !GetVarint32(input, &id) ||
-        !GetVarint32(input, &group)) {
+        !GetVarint32(input, &group) || (version == 2 && !GetVarint64(input, &moved_at))) {
       return bad("truncated family");
     }
-    if (id != i + 1 || group >= s.groups_.size()) return bad("family id or group out of range");
-    s.families_.push_back(FamilyInfo{name.ToString(), static_cast<uint16_t>(id), group});
+    const bool id_ok = version == 1 ? id == i + 1
+                                    : id >= 1 && id <= kMaxFamilyId &&
+                                          (s.families_.empty() || id > s.families_.back().id);
+    if (!id_ok || group >= s.groups_.size() || s.IsFreeSlot(group)) {
+      return bad("family id or group out of range");
+    }
+    s.families_.push_back(FamilyInfo{name.ToString(), static_cast<uint16_t>(id), group, moved_at});
+  }
+  if (version == 1) {
+    s.next_family_id_ = nfamilies + 1;
+  } else if (!GetVarint32(input, &s.next_family_id_) || s.next_family_id_ < 1 ||
+             s.next_family_id_ > kMaxFamilyId + 1 ||
+             (!s.families_.empty() && s.next_family_id_ <= s.families_.back().id)) {
+    return bad("next family id missing or out of range");
   }
   s.BuildIndex();
+  if (s.by_name_.size() != s.families_.size()) return bad("duplicate family name");
   *schema = std::move(s);
   return Status::OK();
 }

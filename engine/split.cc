@@ -122,14 +122,14 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
   // where half its bytes lie before.
   const LocalityGroupState* largest = nullptr;
   uint64_t largest_bytes = 0;
-  for (const auto& g : tablet.groups) {
+  for (const LocalityGroupState* g : GroupsOf(tablet)) {
     std::shared_ptr<const GroupView> v = g->current();
     uint64_t bytes = 0;
     for (const auto& level : v->levels) {
       for (const auto& f : level) bytes += f->meta.size;
     }
     if (bytes > largest_bytes) {
-      largest = g.get();
+      largest = g;
       largest_bytes = bytes;
     }
   }
@@ -189,17 +189,20 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
 }
 
 Status EngineCore::FlushTabletMemtables(TabletState* tablet) {
+  // Groups an AlterTable adds later are flushed by the second call, which
+  // runs with the close gate held exclusively.
+  const std::vector<LocalityGroupState*> groups = GroupsOf(*tablet);
   {
     MutexLock apply(&apply_mu_);
     const SequenceNumber last = visible_sequence_.load(std::memory_order_acquire);
-    for (const auto& g : tablet->groups) {
-      if (g->current()->mem->num_entries() > 0) SwitchMemTable(g.get(), last);
+    for (LocalityGroupState* g : groups) {
+      if (g->current()->mem->num_entries() > 0) SwitchMemTable(g, last);
     }
   }
   MutexLock l(&bg_mu_);
   while (bg_error_.ok() && !bg_stop_ && !split_stop_) {
     bool pending = false;
-    for (const auto& g : tablet->groups) pending |= !g->current()->imms.empty();
+    for (const LocalityGroupState* g : groups) pending |= !g->current()->imms.empty();
     if (!pending) return Status::OK();
     bg_cv_.Wait();
   }
@@ -250,10 +253,12 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
         view->levels.resize(kNumLevels);
         std::shared_ptr<const GroupView> parent_view;
         SequenceNumber flushed;
+        bool resident;
         {
           MutexLock gl(&parent_group->mu);
           parent_view = parent_group->view;
           flushed = parent_group->flushed;
+          resident = parent_group->resident;
         }
         // The catalog, not the view, says which files the parent holds: a
         // compaction may have recorded its result and not yet shown it, so
@@ -283,6 +288,7 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
           MutexLock gl(&group->mu);
           group->view = std::move(view);
           group->flushed = flushed;
+          group->resident = resident;
         }
         child->groups.push_back(std::move(group));
       }

@@ -64,6 +64,40 @@ class Tenant {
   // families, duplicate or badly formed names, a family naming an unknown
   // group), AlreadyExists when the name is taken.
   Status CreateTable(std::string_view name, const TableSchema& schema);
+  // Changes a table's schema to `new_schema`, the whole new schema in the
+  // form CreateTable takes (Table::GetSchema gives the current one to edit).
+  // Locality groups are matched by name, families by name. It may:
+  //   - add column families, to groups the table has or to new ones;
+  //   - add locality groups, and change a group's options: compression,
+  //     compression_level, block_size and bloom_bits_per_key apply to the
+  //     files flushes and compactions write from then on; in_memory turned
+  //     on makes the group's files resident before the call returns (reads
+  //     of the group then never touch the disk), turned off lets them go;
+  //   - remove a family, or move it to another group, only while it holds
+  //     no data: no cell and no delete marker of it in any memtable or file
+  //     of any tablet (delete its cells, then Engine::Compact drops them and
+  //     their markers). Writes naming a removed family then fail with
+  //     InvalidArgument, as for a family the table never had;
+  //   - remove a locality group once no family is left in it and it holds
+  //     nothing (row-delete markers count; Engine::Compact drops the ones
+  //     nothing needs).
+  // Cells come back ordered by family in schema order, which a change
+  // cannot rearrange: `new_schema` must list the families the table keeps
+  // in their present order, then the new ones, which go after them. Groups
+  // may be listed in any order. A family a group "default" is implied for
+  // (no group named, none listed) keeps the default group's options.
+  // The change is one manifest edit: after a crash the table has the old
+  // schema or the new one. Waits for calls in flight on the engine, like
+  // DropTable; a write is checked against the schema before or after the
+  // change, never a mix. Handles of the table see the new schema at once;
+  // an iterator keeps the schema of its Scan call. A new_schema equal to the
+  // current one changes nothing.
+  // Errors, with nothing changed: InvalidArgument for a bad name or schema
+  // (as CreateTable) or a reordering of families; NotFound when there is no
+  // such table; FailedPrecondition, naming the family or group, when a
+  // family or group to be removed or moved holds data. An error loading an
+  // in-memory group's files comes after the change is made and says so.
+  Status AlterTable(std::string_view name, const TableSchema& new_schema);
   // NotFound when there is no such table.
   Result<Table> OpenTable(std::string_view name) const;
   // Names of the tenant's tables, sorted.

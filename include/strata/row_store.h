@@ -12,9 +12,11 @@
 //
 // Rows and cells. A row key is 1 or more bytes, up to the store's limit; rows
 // order bytewise (as memcmp, shorter first on a tie). A cell's family is one of
-// the store's families, a fixed, ordered list; its qualifier and value are any
-// bytes up to the store's limits; its timestamp lies in [kMinTimestamp,
-// kMaxTimestamp]. A row with no visible cell cannot be told from one never
+// the store's families, an ordered list that changes only when the store's
+// owner changes its schema (Tenant::AlterTable for the Table store, where the
+// families kept keep their order and new ones come after them); its qualifier
+// and value are any bytes up to the store's limits; its timestamp lies in
+// [kMinTimestamp, kMaxTimestamp]. A row with no visible cell cannot be told from one never
 // written.
 //
 // What a reader sees. The entries of a mutation take effect in order, each

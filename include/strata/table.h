@@ -108,6 +108,12 @@ class Table {
   // The table's tablets in row order. NotFound once the table is dropped.
   Result<std::vector<TabletStats>> GetTabletStats() const;
 
+  // The table's schema as it is now (Tenant::AlterTable changes it): every
+  // locality group with its options (the implicit "default" one included),
+  // and the families in schema order, each naming its group. NotFound once
+  // the table is dropped.
+  Result<TableSchema> GetSchema() const;
+
  private:
   friend class Tenant;
   Table(std::shared_ptr<engine::EngineCore> core, std::shared_ptr<engine::TableState> state)
