@@ -1,0 +1,247 @@
+// Schema (engine/schema.h): the ids and slots Schema::Alter hands out and
+// keeps, what it reports as taken away, and the manifest encoding of both
+// schema versions and of tag 14 (engine/MANIFEST.md).
+#include "engine/schema.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/coding.h"
+#include "engine/manifest.h"
+#include "util/status_matchers.h"
+
+namespace strata::engine {
+namespace {
+
+// Groups by slot (free slots as "-"), then families as name=id@slot.
+std::string Ids(const Schema& s) {
+  std::string out;
+  for (uint32_t i = 0; i < s.locality_groups().size(); i++) {
+    out += (s.IsFreeSlot(i) ? std::string("-") : s.locality_groups()[i].name) + " ";
+  }
+  out += "|";
+  for (const FamilyInfo& f : s.families()) {
+    out += " " + f.name + "=" + std::to_string(f.id) + "@" + std::to_string(f.locality_group);
+    if (f.moved_at != 0) out += "^" + std::to_string(f.moved_at);
+  }
+  return out + " next=" + std::to_string(s.next_family_id());
+}
+
+TableSchema Base() {
+  TableSchema s;
+  s.locality_groups = {{.name = "g1"}, {.name = "g2", .in_memory = true}};
+  s.families = {{.name = "a", .locality_group = "g1"},
+                {.name = "b", .locality_group = "g2"},
+                {.name = "c", .locality_group = "g1"}};
+  return s;
+}
+
+Schema RoundTrip(const Schema& s) {
+  std::string enc;
+  s.EncodeTo(&enc);
+  Slice in(enc);
+  Schema out;
+  EXPECT_OK(Schema::DecodeFrom(&in, &out));
+  EXPECT_TRUE(in.empty());
+  EXPECT_TRUE(out == s);
+  return out;
+}
+
+TEST(SchemaTest, AlterKeepsIdsAndSlotsAndNeverReusesIds) {
+  auto base = Schema::FromUser(Base());
+  ASSERT_OK(base);
+  EXPECT_EQ(Ids(*base), "g1 g2 | a=1@0 b=2@1 c=3@0 next=4");
+
+  // Remove b and g2, add d to a new group.
+  TableSchema in = Base();
+  in.locality_groups = {{.name = "g1"}, {.name = "g3"}};
+  in.families = {{.name = "a", .locality_group = "g1"},
+                 {.name = "c", .locality_group = "g1"},
+                 {.name = "d", .locality_group = "g3"}};
+  SchemaChange change;
+  auto s1 = Schema::Alter(*base, in, 50, &change);
+  ASSERT_OK(s1);
+  // g2's slot is freed by this change and stays free until the next one.
+  EXPECT_EQ(Ids(*s1), "g1 - g3 | a=1@0 c=3@0 d=4@2 next=5");
+  ASSERT_EQ(change.families.size(), 1u);
+  EXPECT_EQ(change.families[0].name, "b");
+  EXPECT_EQ(change.families[0].old_group, 1u);
+  EXPECT_TRUE(change.families[0].removed);
+  EXPECT_EQ(change.removed_groups, std::vector<uint32_t>{1});
+  EXPECT_EQ(Ids(RoundTrip(*s1)), Ids(*s1));
+
+  // b again: a new id; a new group takes the free slot; c moves.
+  in.locality_groups.push_back({.name = "g4"});
+  in.families[1].locality_group = "g4";
+  in.families.push_back({.name = "b", .locality_group = "g1"});
+  auto s2 = Schema::Alter(*s1, in, 60, &change);
+  ASSERT_OK(s2);
+  EXPECT_EQ(Ids(*s2), "g1 g4 g3 | a=1@0 c=3@1^60 d=4@2 b=5@0 next=6");
+  ASSERT_EQ(change.families.size(), 1u);
+  EXPECT_EQ(change.families[0].name, "c");
+  EXPECT_FALSE(change.families[0].removed);
+  EXPECT_EQ(change.families[0].old_group, 0u);
+  EXPECT_TRUE(change.removed_groups.empty());
+  EXPECT_EQ(Ids(RoundTrip(*s2)), Ids(*s2));
+  EXPECT_EQ(s2->FamilyById(2), nullptr);
+  EXPECT_EQ(s2->FamilyById(5)->name, "b");
+  EXPECT_EQ(s2->FindFamily("c")->moved_at, 60u);
+
+  // As the public API shows it: slot order, families in id order.
+  const TableSchema user = s2->ToUser();
+  ASSERT_EQ(user.locality_groups.size(), 3u);
+  EXPECT_EQ(user.locality_groups[1].name, "g4");
+  ASSERT_EQ(user.families.size(), 4u);
+  EXPECT_EQ(user.families[3].name, "b");
+  EXPECT_EQ(user.families[1].locality_group, "g4");
+  // Altering to the schema as shown changes nothing.
+  auto same = Schema::Alter(*s2, user, 70, &change);
+  ASSERT_OK(same);
+  EXPECT_TRUE(*same == *s2);
+  EXPECT_TRUE(change.families.empty() && change.removed_groups.empty());
+}
+
+TEST(SchemaTest, AlterRefusesReorderingAndKeepsImpliedDefaultOptions) {
+  TableSchema plain;
+  plain.locality_groups = {{.name = "default", .compression = Compression::kZstd}};
+  plain.families = {{.name = "x"}, {.name = "y"}};
+  auto base = Schema::FromUser(plain);
+  ASSERT_OK(base);
+  SchemaChange change;
+  TableSchema in;
+  in.families = {{.name = "y"}, {.name = "x"}};
+  EXPECT_TRUE(Schema::Alter(*base, in, 1, &change).status().IsInvalidArgument());
+  in.families = {{.name = "x"}, {.name = "new"}, {.name = "y"}};
+  EXPECT_TRUE(Schema::Alter(*base, in, 1, &change).status().IsInvalidArgument());
+  // "default" only implied: its options stay.
+  in.families = {{.name = "x"}, {.name = "y"}, {.name = "z"}};
+  auto s = Schema::Alter(*base, in, 1, &change);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->locality_groups()[0].compression, Compression::kZstd);
+  EXPECT_EQ(Ids(*s), "default | x=1@0 y=2@0 z=3@0 next=4");
+}
+
+TEST(SchemaTest, EncodingVersionsAndBadInput) {
+  auto base = Schema::FromUser(Base());
+  ASSERT_OK(base);
+  std::string v1;
+  base->EncodeTo(&v1);
+  EXPECT_EQ(v1[0], 1) << "a schema never altered stays version 1";
+
+  // Version 2 bytes: one group "g", families id 2 and 5, next id 7.
+  auto v2 = [](uint32_t next, uint32_t id2, uint32_t group2, bool free_slot) {
+    std::string e;
+    PutVarint32(&e, 2);
+    PutVarint32(&e, 2);
+    for (const char* name : {"g", free_slot ? "" : "h"}) {
+      PutLengthPrefixedSlice(&e, name);
+      e.push_back(0);
+      e.push_back(0);
+      PutVarint32(&e, 3);
+      PutVarint32(&e, 4096);
+      PutVarint32(&e, 10);
+    }
+    PutVarint32(&e, 2);
+    PutLengthPrefixedSlice(&e, "f");
+    PutVarint32(&e, 2);
+    PutVarint32(&e, 0);
+    PutVarint64(&e, 0);
+    PutLengthPrefixedSlice(&e, "k");
+    PutVarint32(&e, id2);
+    PutVarint32(&e, group2);
+    PutVarint64(&e, 9);
+    PutVarint32(&e, next);
+    return e;
+  };
+  auto decode = [](const std::string& e) {
+    Slice in(e);
+    Schema s;
+    return Schema::DecodeFrom(&in, &s);
+  };
+  {
+    std::string good = v2(7, 5, 0, /*free_slot=*/true);
+    Slice in(good);
+    Schema s;
+    ASSERT_OK(Schema::DecodeFrom(&in, &s));
+    EXPECT_EQ(Ids(s), "g - | f=2@0 k=5@0^9 next=7");
+  }
+  EXPECT_TRUE(decode(v2(5, 5, 0, true)).IsCorruption());   // next id not above the ids
+  EXPECT_TRUE(decode(v2(7, 2, 0, true)).IsCorruption());   // ids not ascending
+  EXPECT_TRUE(decode(v2(7, 5, 1, true)).IsCorruption());   // family in a free slot
+  EXPECT_OK(decode(v2(7, 5, 1, false)));
+  EXPECT_TRUE(decode(v2(70000, 5, 0, true)).IsCorruption());  // past 16-bit ids
+  std::string truncated = v2(7, 5, 0, true);
+  truncated.pop_back();
+  EXPECT_TRUE(decode(truncated).IsCorruption());
+  // Version 1 cannot hold a free slot or an id gap.
+  std::string free_v1 = v2(7, 5, 0, true);
+  free_v1[0] = 1;
+  EXPECT_TRUE(decode(free_v1).IsCorruption());
+  std::string gap_v1;
+  PutVarint32(&gap_v1, 1);
+  PutVarint32(&gap_v1, 1);
+  PutLengthPrefixedSlice(&gap_v1, "g");
+  gap_v1.append("\0\0\x03\x80\x20\x0a", 6);
+  PutVarint32(&gap_v1, 2);
+  for (uint32_t id : {1u, 3u}) {
+    PutLengthPrefixedSlice(&gap_v1, id == 1 ? "f" : "k");
+    PutVarint32(&gap_v1, id);
+    PutVarint32(&gap_v1, 0);
+  }
+  EXPECT_TRUE(decode(gap_v1).IsCorruption());
+  gap_v1[gap_v1.size() - 2] = 2;  // ids 1, 2: fine
+  EXPECT_OK(decode(gap_v1));
+}
+
+TEST(SchemaTest, ManifestTag14ReplacesTheSchema) {
+  auto base = Schema::FromUser(Base());
+  ASSERT_OK(base);
+  Catalog catalog;
+  VersionEdit create;
+  create.tenants.push_back({1, "t"});
+  create.tables.push_back({1, 2, "tab", *base});
+  create.tablets.push_back({2, 3, "", ""});
+  create.next_id = 4;
+  ASSERT_OK(catalog.Apply(create));
+
+  TableSchema in = Base();
+  in.families.erase(in.families.begin());
+  SchemaChange change;
+  auto altered = Schema::Alter(*base, in, 5, &change);
+  ASSERT_OK(altered);
+  VersionEdit edit;
+  edit.altered_tables.push_back({2, *altered});
+  edit.last_sequence = 5;
+  std::string enc;
+  edit.EncodeTo(&enc);
+  EXPECT_EQ(static_cast<uint8_t>(enc[0]), 14);
+  VersionEdit decoded;
+  ASSERT_OK(decoded.DecodeFrom(enc));
+  ASSERT_EQ(decoded.altered_tables.size(), 1u);
+  EXPECT_TRUE(decoded.altered_tables[0].schema == *altered);
+  ASSERT_OK(catalog.Apply(decoded));
+  EXPECT_TRUE(catalog.tables[2].schema == *altered);
+  EXPECT_EQ(catalog.last_sequence, 5u);
+  // A snapshot carries the new schema in tag 3.
+  VersionEdit snap = catalog.Snapshot();
+  ASSERT_EQ(snap.tables.size(), 1u);
+  EXPECT_TRUE(snap.tables[0].schema == *altered);
+  EXPECT_TRUE(snap.altered_tables.empty());
+
+  // An unknown table, or a schema that gives back ids, is Corruption.
+  VersionEdit unknown;
+  unknown.altered_tables.push_back({99, *altered});
+  EXPECT_TRUE(catalog.Apply(unknown).IsCorruption());
+  VersionEdit back;
+  back.altered_tables.push_back({2, *base});  // next_family_id 4, as the altered one
+  EXPECT_OK(catalog.Apply(back));             // (ids were not given back: same counter)
+  TableSchema one;
+  one.families = {{.name = "a"}};
+  VersionEdit shrink;
+  shrink.altered_tables.push_back({2, *Schema::FromUser(one)});  // one slot, next id 2
+  EXPECT_TRUE(catalog.Apply(shrink).IsCorruption());
+}
+
+}  // namespace
+}  // namespace strata::engine
