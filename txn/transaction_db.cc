@@ -191,6 +191,10 @@ class TransactionImpl final : public Transaction {
     // Per condition of the last attempt: its key, and whether it is about
     // the write column (else the lock column).
     std::vector<std::pair<size_t, bool>> condition_keys;
+    // Waiting for an older transaction's lock (TransactionOptions::lock_wait_millis).
+    uint64_t wait_until = 0;
+    uint64_t backoff_micros = 200;
+    bool waited = false;  // the last failure was waited out: not a round
   };
   ConditionalMutation PrewriteOf(const RowWrites& rw, PrewriteState* state) const;
   RowMutation CommitOf(const RowWrites& rw, uint64_t commit_ts) const;
@@ -654,6 +658,16 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
               key, lock, older ? LockResolver::Intent::kCheck : LockResolver::Intent::kWound,
               start_ts_));
       if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
+        // An older transaction is committing: wait for it if the options
+        // allow, else give way at once (older transactions win).
+        const uint64_t now = db_->resolver()->NowMillis();
+        if (state->wait_until == 0) state->wait_until = now + options_.lock_wait_millis;
+        if (now < state->wait_until) {
+          db_->clock()->SleepMicros(state->backoff_micros);
+          state->backoff_micros = std::min<uint64_t>(state->backoff_micros * 2, 20'000);
+          state->waited = true;
+          return Status::OK();
+        }
         return Fail(TransactionError::Kind::kKeyLocked, &key, lock.start_ts, 0,
                     Status::Aborted("key locked: " + key.ToString() +
                                     " is locked by the older transaction " +
@@ -687,6 +701,10 @@ Status TransactionImpl::PrewriteRow(RowStore& store, const RowWrites& rw,
     }
     if (result.applied) return Status::OK();
     STRATA_RETURN_IF_ERROR(HandlePrewriteFailure(rw, result, state));
+    if (state->waited) {
+      state->waited = false;
+      --round;
+    }
     if (std::all_of(state->done.begin(), state->done.end(), [](bool d) { return d; })) {
       return Status::OK();
     }

@@ -119,11 +119,16 @@ struct TransactionDBOptions {
 };
 
 struct TransactionOptions {
-  // When a read meets the lock of a transaction that is still alive, wait up
-  // to this long (milliseconds, with backoff) for it to go away before
-  // pushing the lock's min_commit_ts above this transaction's start_ts (so
-  // the writer commits after this snapshot and the read goes on). 0 pushes
-  // at once.
+  // How long (milliseconds, with backoff) to wait for the lock of another
+  // transaction that is alive and undecided:
+  //   - a read waits for it to go away, then pushes the lock's
+  //     min_commit_ts above this transaction's start_ts (so the writer
+  //     commits after this snapshot) and reads on;
+  //   - a commit that meets the lock of an older transaction waits for it,
+  //     then aborts (kKeyLocked): older transactions win. (A younger
+  //     transaction's lock is rolled back at once.)
+  // 0 pushes or aborts at once. Waiting trades latency for fewer retries
+  // when transactions contend for the same keys.
   uint64_t lock_wait_millis = 0;
 };
 
