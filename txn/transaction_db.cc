@@ -720,9 +720,18 @@ Status TransactionImpl::CommitPrimary(RowStore& store, const RowWrites& rw) {
   const TxnKey& pk = *primary_;
   for (int round = 0; round < kMaxRounds; ++round) {
     std::string expected;
+    uint64_t min_commit_ts = 0;
     {
       MutexLock l(&hb_->mu);
       expected = hb_->primary_lock_bytes;
+      min_commit_ts = hb_->primary_lock.min_commit_ts;
+    }
+    // The lock we commit against may carry a reader's push, taken over by
+    // the heartbeat or by the previous round: commit above it.
+    while (commit_ts_ < min_commit_ts) {
+      Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+      if (!ts.ok()) return Fail(TransactionError::Kind::kStorage, &pk, 0, 0, ts.status());
+      commit_ts_ = *ts;
     }
     Result<CheckAndMutateResult> r = store.CheckAndMutate(
         wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, start_ts_, expected)},
@@ -757,11 +766,6 @@ Status TransactionImpl::CommitPrimary(RowStore& store, const RowWrites& rw) {
       MutexLock l(&hb_->mu);
       hb_->primary_lock = status->lock;
       hb_->primary_lock_bytes = status->lock_bytes;
-    }
-    while (commit_ts_ < status->lock.min_commit_ts) {
-      Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
-      if (!ts.ok()) return Fail(TransactionError::Kind::kStorage, &pk, 0, 0, ts.status());
-      commit_ts_ = *ts;
     }
   }
   return Fail(TransactionError::Kind::kKeyLocked, &pk, 0, 0,
