@@ -135,6 +135,13 @@ class TransactionImpl final : public Transaction {
   }
   Result<std::shared_ptr<RowStore>> StoreFor(const std::string& table);
   const WriteMap& writes() const { return writes_; }
+  // A lock of kind kLock (GetForUpdate) hides no value, so reads never wait
+  // for one; but one left by a dead coordinator is resolved here, once per
+  // transaction, so that reading passes leave no dead lock behind.
+  Status CleanUpLockKind(const TxnKey& key, const LockRecord& lock) {
+    if (!lock_kind_checked_.insert(lock.start_ts).second) return Status::OK();
+    return db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, start_ts_).status();
+  }
 
  private:
   enum class State { kOpen, kCommitted, kAborted, kStopped };
@@ -220,6 +227,7 @@ class TransactionImpl final : public Transaction {
   TransactionError error_;
   WriteMap writes_;
   std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed
+  std::set<uint64_t> lock_kind_checked_;  // kLock locks' transactions looked at
   std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_;
 
   // Commit state.
@@ -310,6 +318,10 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
       }
       LockRecord lock;
       STRATA_RETURN_IF_ERROR(DecodeLock(cell.value, &lock));
+      if (lock.kind == MutationKind::kLock) {
+        STRATA_RETURN_IF_ERROR(CleanUpLockKind(key, lock));
+        continue;
+      }
       if (!LockBlocksRead(lock)) continue;
       if (options_.lock_wait_millis > 0 && db_->resolver()->NowMillis() < wait_until) {
         STRATA_ASSIGN_OR_RETURN(
@@ -408,6 +420,13 @@ class TxnIterator final : public TransactionIterator {
           if (!s.ok()) {
             status_ = s;
             return;
+          }
+          if (lock.kind == MutationKind::kLock) {
+            s = txn_->CleanUpLockKind(key, lock);
+            if (!s.ok()) {
+              status_ = s;
+              return;
+            }
           }
           reread = txn_->LockBlocksRead(lock);
         }

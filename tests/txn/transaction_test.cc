@@ -436,6 +436,29 @@ TEST_F(TransactionTest, GetForUpdatePreventsWriteSkew) {
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
 }
 
+// A GetForUpdate lock hides no value, so readers never wait for it; but one
+// left by a dead coordinator is cleaned up by the reads that meet it.
+TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
+  Open();
+  std::unique_ptr<Transaction> init = Begin();
+  ASSERT_OK(init->Set("bank", "a", "c", "1"));
+  ASSERT_OK(init->Set("bank", "b", "c", "1"));
+  ASSERT_OK(init->Commit());
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_EQ(*t->GetForUpdate("bank", "a", "c"), "1");  // "a" is the primary: a lock kind
+  ASSERT_OK(t->Set("bank", "b", "c", "2"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    return p == FailPoint::kAfterSecondaryBatch && ts == t->start_ts();
+  };
+  ASSERT_EQ(t->Commit().code(), Status::Code::kAborted);
+  hook_ = nullptr;
+  EXPECT_EQ(LockAt("bank", "a", t->start_ts()).kind, MutationKind::kLock);
+  // A live GetForUpdate lock would be left alone; this owner is dead.
+  EXPECT_EQ(Read("bank", "a", "c"), "1");
+  EXPECT_EQ(Read("bank", "b", "c"), "1");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
 TEST_F(TransactionTest, NoUpdateIsLostUnderConcurrentIncrements) {
   Open();
   constexpr int kThreads = 8;
