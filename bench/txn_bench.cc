@@ -85,7 +85,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -99,7 +98,6 @@
 #include "strata/engine.h"
 #include "strata/table.h"
 #include "strata/transaction.h"
-#include "txn/records.h"
 #include "txn/transaction_db.h"
 
 #ifdef STRATA_HAVE_ROCKSDB
