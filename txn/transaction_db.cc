@@ -1099,10 +1099,11 @@ Status TxnDB::Close() {
     if (stopping_) return Status::OK();
     // Background commits finish first: their transactions are committed and
     // readers would otherwise have to roll them forward.
-    while (!jobs_.empty() || job_running_) cv_.Wait();
+    while (!jobs_.empty() || job_running_) jobs_cv_.Wait();
     stopping_ = true;
     closed_.store(true, std::memory_order_release);
     cv_.SignalAll();
+    jobs_cv_.SignalAll();
   }
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (background_thread_.joinable()) background_thread_.join();
@@ -1182,7 +1183,7 @@ void TxnDB::HeartbeatThread() {
 void TxnDB::EnqueueSecondaries(SecondaryJob job) {
   MutexLock l(&mu_);
   jobs_.push_back(std::move(job));
-  cv_.SignalAll();
+  jobs_cv_.SignalAll();
 }
 
 bool TxnDB::CommitSecondaries(const SecondaryJob& job, Status* status) {
@@ -1205,7 +1206,9 @@ bool TxnDB::CommitSecondaries(const SecondaryJob& job, Status* status) {
         s = (*store)->CheckAndMutateBatch(wo, batch).status();
       }
       if (!s.ok() && status->ok()) *status = s;
-      if (FailPointHit(FailPoint::kAfterSecondaryCommit, job.start_ts)) return false;
+      if (job.start_ts != 0 && FailPointHit(FailPoint::kAfterSecondaryCommit, job.start_ts)) {
+        return false;
+      }
     }
   }
   return true;
@@ -1214,19 +1217,52 @@ bool TxnDB::CommitSecondaries(const SecondaryJob& job, Status* status) {
 void TxnDB::BackgroundThread() {
   MutexLock l(&mu_);
   while (true) {
-    while (jobs_.empty() && !stopping_) cv_.Wait();
+    while (jobs_.empty() && !stopping_) jobs_cv_.Wait();
     if (jobs_.empty()) break;
-    SecondaryJob job = std::move(jobs_.front());
-    jobs_.pop_front();
+    std::deque<SecondaryJob> jobs;
+    jobs.swap(jobs_);
     job_running_ = true;
     mu_.Unlock();
+    // Every queued transaction's rows together. (A fail point there stops
+    // nothing more: the background thread has no transaction of its own.)
     Status s;
-    CommitSecondaries(job, &s);
+    CommitSecondaries(MergeJobs(jobs), &s);
     if (!s.ok()) stats_.background_failures.fetch_add(1, std::memory_order_relaxed);
     mu_.Lock();
     job_running_ = false;
-    cv_.SignalAll();
+    jobs_cv_.SignalAll();
   }
+}
+
+// The rows of several transactions' secondaries as one job: one batch (and
+// one log record) per table for all of them. Commits of different
+// transactions to one row go into one mutation: they touch different
+// timestamps, so their order does not matter.
+TxnDB::SecondaryJob TxnDB::MergeJobs(const std::deque<SecondaryJob>& jobs) {
+  std::map<std::string, std::map<std::string, RowMutation>> tables;
+  for (const SecondaryJob& job : jobs) {
+    for (const auto& [table, rows] : job.tables) {
+      auto& by_row = tables[table];
+      for (const ConditionalMutation& cm : rows) {
+        RowMutation& m = by_row[cm.row];
+        for (const RowMutation::Entry& e : cm.mutation.entries()) {
+          if (e.kind == RowMutation::Kind::kPut) {
+            m.Put(e.family, e.qualifier, e.timestamp, e.value);
+          } else {
+            m.DeleteCell(e.family, e.qualifier, e.timestamp);
+          }
+        }
+      }
+    }
+  }
+  SecondaryJob merged;
+  for (auto& [table, by_row] : tables) {
+    std::vector<ConditionalMutation> rows;
+    rows.reserve(by_row.size());
+    for (auto& [row, m] : by_row) rows.push_back(ConditionalMutation{row, {}, std::move(m)});
+    merged.tables.emplace_back(table, std::move(rows));
+  }
+  return merged;
 }
 
 }  // namespace strata::txn

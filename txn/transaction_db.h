@@ -50,7 +50,8 @@ enum class FailPoint {
   kAfterSecondaryBatch,    // after each batch of other rows' prewrites
   kAfterCommitTs,          // every row prewritten, commit_ts taken
   kAfterPrimaryCommit,     // committed; no secondary committed yet
-  kAfterSecondaryCommit,   // after each batch of secondaries' commits
+  kAfterSecondaryCommit,   // after each batch of secondaries' commits, in the
+                           // foreground (background commits merge transactions)
 };
 const char* FailPointName(FailPoint point);
 
@@ -129,6 +130,7 @@ class TxnDB final : public TransactionDB {
     // Per table, per row, the mutation that commits the row.
     std::vector<std::pair<std::string, std::vector<ConditionalMutation>>> tables;
   };
+  // start_ts 0: several transactions merged (no fail points).
   // Commits the rows of `job`, in batches; false when a fail point stopped it.
   bool CommitSecondaries(const SecondaryJob& job, Status* status);
   void EnqueueSecondaries(SecondaryJob job);
@@ -143,6 +145,7 @@ class TxnDB final : public TransactionDB {
   void HeartbeatThread();
   void BackgroundThread();
   void RefreshPrimary(HeartbeatState* state);
+  static SecondaryJob MergeJobs(const std::deque<SecondaryJob>& jobs);
 
   const TxnDBConfig config_;
   Clock* const clock_;
@@ -152,7 +155,8 @@ class TxnDB final : public TransactionDB {
   Stats stats_;
 
   Mutex mu_;
-  CondVar cv_{&mu_};
+  CondVar cv_{&mu_};       // the heartbeat thread: stopping_
+  CondVar jobs_cv_{&mu_};  // jobs_, job_running_, stopping_
   bool stopping_ GUARDED_BY(mu_) = false;
   std::set<std::shared_ptr<HeartbeatState>> live_ GUARDED_BY(mu_);
   std::deque<SecondaryJob> jobs_ GUARDED_BY(mu_);
