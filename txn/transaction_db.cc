@@ -858,35 +858,20 @@ Status TransactionImpl::Commit() {
   hb_->primary = *primary_;
   lock_wall_millis_ = db_->resolver()->NowMillis();
 
-  // 1. The primary's row.
+  // 1–2. Prewrite: the primary's row first, on its own, then the other rows
+  // in batches per table.
   STRATA_ASSIGN_OR_RETURN(primary_store_, StoreFor(primary_->table));
-  PrewriteState primary_state(primary_row.keys.size());
-  Status s = PrewriteRow(*primary_store_, primary_row, nullptr, &primary_state);
-  if (!s.ok()) {
-    Finish(State::kAborted);
-    return s;
-  }
-  primary_prewritten_ = true;
-  {
-    MutexLock l(&hb_->mu);
-    hb_->prewritten = true;
-    hb_->primary_lock = MakeLock(*primary_, writes_.begin()->second);
-    hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
-  }
-  db_->StartHeartbeat(hb_);
-  if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
-    return StopAt(FailPoint::kAfterPrimaryPrewrite);
-  }
-
-  // 2. The other rows, in batches per table.
   WriteOptions wo;
   wo.sync = db_->config().options.sync && !db_->config().single_log;
   const size_t max_rows = std::max<uint32_t>(1, db_->config().options.max_batch_rows);
+  Status s;
   for (size_t t = 0; t < tables.size(); ++t) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(tables[t].first));
     const std::vector<RowWrites>& rows = tables[t].second;
-    for (size_t begin = (t == 0 ? 1 : 0); begin < rows.size(); begin += max_rows) {
-      const size_t end = std::min(rows.size(), begin + max_rows);
+    for (size_t begin = 0; begin < rows.size();) {
+      const bool with_primary = t == 0 && begin == 0;
+      size_t end = std::min(rows.size(), begin + max_rows);
+      if (with_primary) end = 1;
       std::vector<ConditionalMutation> batch;
       std::vector<PrewriteState> states;
       states.reserve(end - begin);
@@ -897,28 +882,47 @@ Status TransactionImpl::Commit() {
       // One row goes alone (PrewriteRow); more go as one batch.
       Result<std::vector<CheckAndMutateResult>> results = std::vector<CheckAndMutateResult>();
       if (end - begin > 1) results = store->CheckAndMutateBatch(wo, batch);
-      for (size_t i = begin; i < end && s.ok(); ++i) {
-        const CheckAndMutateResult* first = nullptr;
-        if (results.ok() && results->size() == end - begin) first = &(*results)[i - begin];
-        if (first != nullptr && first->applied) {
+      const bool have_results = results.ok() && results->size() == end - begin;
+      auto prewritten = [&](size_t i) {
+        if (with_primary && i == 0) {
+          primary_prewritten_ = true;
+        } else {
           prewritten_.emplace_back(store, &rows[i]);
-          continue;
         }
-        if (!results.ok() && results.status().code() == Status::Code::kInvalidArgument) {
-          s = Fail(TransactionError::Kind::kStorage, &rows[i].keys[0]->first, 0, 0,
-                   results.status());
-          break;
-        }
-        // A failed batch is retried row by row.
+      };
+      // What applied first, so that an abort below undoes all of it.
+      for (size_t i = begin; have_results && i < end; ++i) {
+        if ((*results)[i - begin].applied) prewritten(i);
+      }
+      if (!results.ok() && results.status().code() == Status::Code::kInvalidArgument) {
+        s = Fail(TransactionError::Kind::kStorage, &rows[begin].keys[0]->first, 0, 0,
+                 results.status());
+      }
+      // Rows that met a conflict, or a failed batch, go again row by row.
+      for (size_t i = begin; i < end && s.ok(); ++i) {
+        const CheckAndMutateResult* first = have_results ? &(*results)[i - begin] : nullptr;
+        if (first != nullptr && first->applied) continue;
         s = PrewriteRow(*store, rows[i], first, &states[i - begin]);
-        if (s.ok()) prewritten_.emplace_back(store, &rows[i]);
+        if (s.ok()) prewritten(i);
       }
       if (!s.ok()) {
         UndoPrewrites();
         Finish(State::kAborted);
         return s;
       }
-      if (db_->FailPointHit(FailPoint::kAfterSecondaryBatch, start_ts_)) {
+      begin = end;
+      if (with_primary) {
+        {
+          MutexLock l(&hb_->mu);
+          hb_->prewritten = true;
+          hb_->primary_lock = MakeLock(*primary_, writes_.begin()->second);
+          hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
+        }
+        db_->StartHeartbeat(hb_);
+        if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
+          return StopAt(FailPoint::kAfterPrimaryPrewrite);
+        }
+      } else if (db_->FailPointHit(FailPoint::kAfterSecondaryBatch, start_ts_)) {
         return StopAt(FailPoint::kAfterSecondaryBatch);
       }
     }

@@ -451,6 +451,7 @@ TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
     return p == FailPoint::kAfterSecondaryBatch && ts == t->start_ts();
   };
   ASSERT_EQ(t->Commit().code(), Status::Code::kAborted);
+  ASSERT_EQ(LockAt("bank", "b", t->start_ts()).kind, MutationKind::kPut);
   hook_ = nullptr;
   EXPECT_EQ(LockAt("bank", "a", t->start_ts()).kind, MutationKind::kLock);
   // A live GetForUpdate lock would be left alone; this owner is dead.
