@@ -1,5 +1,6 @@
 #include "txn/lock_resolver.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/coding.h"
@@ -24,12 +25,18 @@ std::string TxnKey::ToString() const {
          EscapeBytes(Slice(column.data(), column.size()));
 }
 
-Result<TxnStatus> ReadTxnStatus(const RowStore& store, std::string_view row,
-                                std::string_view column, uint64_t start_ts) {
+namespace {
+
+// ReadTxnStatus, also giving the cells it decided on: the column's lock and
+// write cells at or above start_ts.
+Result<TxnStatus> ReadTxnStatusCells(const RowStore& store, std::string_view row,
+                                     std::string_view column, uint64_t start_ts,
+                                     std::vector<Cell>* cells_out) {
   RowFilter filter;
   filter.columns = {Column(kLockFamily, column), Column(kWriteFamily, column)};
   filter.min_timestamp = start_ts;
-  STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), row, filter));
+  STRATA_ASSIGN_OR_RETURN(*cells_out, store.ReadRow(ReadOptions(), row, filter));
+  const std::vector<Cell>& cells = *cells_out;
   TxnStatus status;
   for (const Cell& cell : cells) {
     if (cell.family == kLockFamily && cell.timestamp == start_ts) {
@@ -58,6 +65,39 @@ Result<TxnStatus> ReadTxnStatus(const RowStore& store, std::string_view row,
   status.record.kind = WriteKind::kRollback;
   status.record.start_ts = start_ts;
   return status;
+}
+
+// Conditions that hold while `column`'s write cells at or above start_ts are
+// exactly `cells` (those of ReadTxnStatusCells; other families are skipped):
+// each cell seen still there with its value, and none in the gaps between.
+void AppendWritesUnchanged(std::string_view column, uint64_t start_ts,
+                           const std::vector<Cell>& cells, std::vector<Condition>* conditions) {
+  std::vector<const Cell*> writes;
+  for (const Cell& cell : cells) {
+    if (cell.family == kWriteFamily) writes.push_back(&cell);
+  }
+  std::sort(writes.begin(), writes.end(),
+            [](const Cell* a, const Cell* b) { return a->timestamp < b->timestamp; });
+  uint64_t from = start_ts;
+  for (const Cell* cell : writes) {
+    if (cell->timestamp > from) {
+      conditions->push_back(
+          Condition::NoCellInRange(kWriteFamily, column, from, cell->timestamp - 1));
+    }
+    conditions->push_back(
+        Condition::ValueEquals(kWriteFamily, column, cell->timestamp, cell->value));
+    if (cell->timestamp == kMaxTimestamp) return;
+    from = cell->timestamp + 1;
+  }
+  conditions->push_back(Condition::NoCellInRange(kWriteFamily, column, from, kMaxTimestamp));
+}
+
+}  // namespace
+
+Result<TxnStatus> ReadTxnStatus(const RowStore& store, std::string_view row,
+                                std::string_view column, uint64_t start_ts) {
+  std::vector<Cell> cells;
+  return ReadTxnStatusCells(store, row, column, start_ts, &cells);
 }
 
 WriteRecord CommitRecordFor(const LockRecord& lock) {
@@ -115,7 +155,18 @@ Result<TxnStatus> LockResolver::RollbackPrimary(RowStore& store, std::string_vie
           Condition::ValueEquals(kLockFamily, column, start_ts, expected_lock_bytes));
     } else {
       // No lock: a rollback record keeps a late prewrite of the primary out.
+      // "No lock" alone is not enough: the transaction may prewrite and
+      // commit the primary after the caller found it missing, and the commit
+      // removes the lock again. So the status is read here, and the rollback
+      // holds only while the write column is as that read saw it, without a
+      // record of start_ts (a commit record lands at a commit_ts above it).
+      std::vector<Cell> cells;
+      STRATA_ASSIGN_OR_RETURN(TxnStatus status,
+                              ReadTxnStatusCells(store, row, column, start_ts, &cells));
+      if (status.state == TxnStatus::State::kLocked) return status;  // decide again
+      if (status.state == TxnStatus::State::kCommitted || status.has_record) return status;
       conditions.push_back(Condition::NoCellInRange(kLockFamily, column, start_ts, start_ts));
+      AppendWritesUnchanged(column, start_ts, cells, &conditions);
     }
     AddRollback(&m, column, start_ts, rolled_back_by);
     STRATA_ASSIGN_OR_RETURN(CheckAndMutateResult r, store.CheckAndMutate(wo, row, conditions, m));
@@ -128,12 +179,12 @@ Result<TxnStatus> LockResolver::RollbackPrimary(RowStore& store, std::string_vie
       status.record.rolled_back_by = rolled_back_by;
       return status;
     }
+    if (expected_lock_bytes.empty()) continue;  // the next round reads what changed
     STRATA_ASSIGN_OR_RETURN(TxnStatus status, ReadTxnStatus(store, row, column, start_ts));
     if (status.state == TxnStatus::State::kLocked) return status;  // changed: decide again
     if (status.state == TxnStatus::State::kCommitted || status.has_record) return status;
     // The lock went away without a record (it cannot without one; be safe
     // and write the record against a missing lock).
-    if (expected_lock_bytes.empty()) continue;
     return RollbackPrimary(store, row, column, start_ts, rolled_back_by, std::string());
   }
   return Status::Busy("rolling back the primary " + std::string(column) + " of transaction " +

@@ -126,6 +126,12 @@ class LockResolver {
   // (kCommitted or kRolledBack). `expected_lock_bytes`, when non-empty, is the
   // lock the caller decided on: if the lock changed meanwhile (a heartbeat),
   // the call re-reads and gives kLocked back for the caller to decide again.
+  // When empty, the primary has no lock: the call reads the primary itself
+  // and writes the rollback record only while its write column is as read,
+  // with no record of start_ts, so a prewrite and commit of the primary
+  // after the caller's read (which leaves no lock either) gives kCommitted,
+  // never a rollback record beside the commit; a lock that appeared gives
+  // kLocked.
   Result<TxnStatus> RollbackPrimary(RowStore& store, std::string_view row, std::string_view column,
                                     uint64_t start_ts, uint64_t rolled_back_by,
                                     const std::string& expected_lock_bytes);
