@@ -2,26 +2,37 @@
 //
 // Opens an engine in a fresh directory, creates a tenant and a table, writes
 // rows, reads them back, closes, reopens (recovering from the log) and checks
-// that every row survived. Prints each step; exits non-zero on any mismatch.
+// that every row survived. Then runs bank transfers as snapshot-isolation
+// transactions on several threads while an auditor checks that every
+// snapshot sums to the opening total, and checks it again after a reopen.
+// Prints each step; exits non-zero on any mismatch.
 //
-//   quickstart [--dir DIR] [--rows N] [--help]
+//   quickstart [--dir DIR] [--rows N] [--transfers N] [--help]
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "strata/engine.h"
+#include "strata/transaction.h"
 
 namespace {
 
 void Usage(const char* argv0) {
   std::printf(
-      "Usage: %s [--dir DIR] [--rows N]\n"
+      "Usage: %s [--dir DIR] [--rows N] [--transfers N]\n"
       "Writes N rows (default 10000) into a new Strata engine in DIR (default: a fresh\n"
       "directory under the system temp dir), reads them back, reopens the engine and\n"
-      "verifies every row again. DIR must not exist yet.\n",
+      "verifies every row again. Then makes --transfers transactions (default 2000)\n"
+      "moving money between 100 accounts on 4 threads, audits the total while they\n"
+      "run and after a reopen. DIR must not exist yet.\n",
       argv0);
 }
 
@@ -66,11 +77,106 @@ int Verify(strata::Table& table, int rows, const char* when) {
   return 0;
 }
 
+
+constexpr int kAccounts = 100;
+constexpr int kInitialBalance = 1000;
+constexpr int kThreads = 4;
+
+std::string AccountKey(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "acct%03d", i);
+  return buf;
+}
+
+// The sum of every balance in one snapshot.
+strata::Result<int64_t> Audit(strata::TransactionDB* db) {
+  auto t = db->Begin();
+  if (!t.ok()) return t.status();
+  auto it = (*t)->Scan("accounts", "", "", {"balance"});
+  if (!it.ok()) return it.status();
+  int64_t sum = 0;
+  for (; (*it)->Valid(); (*it)->Next()) sum += std::stoll(std::string((*it)->value()));
+  if (!(*it)->status().ok()) return (*it)->status();
+  return sum;
+}
+
+struct TransferResult {
+  strata::Status status;
+  int retries = 0;
+  int audits = 0;
+};
+
+// kThreads threads move random amounts between random accounts, retrying
+// transactions that conflict; one more thread audits the total meanwhile.
+TransferResult RunTransfers(strata::TransactionDB* db, int transfers) {
+  std::atomic<int> next{0};
+  std::atomic<int> retries{0};
+  std::atomic<int> audits{0};
+  std::atomic<bool> done{false};
+  std::mutex mu;
+  TransferResult result;
+  auto fail = [&](const strata::Status& s) {
+    std::lock_guard<std::mutex> l(mu);
+    if (result.status.ok()) result.status = s;
+    done = true;
+  };
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; w++) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      while (!done && next.fetch_add(1) < transfers) {
+        const int from = static_cast<int>(rng() % kAccounts);
+        const int to = (from + 1 + static_cast<int>(rng() % (kAccounts - 1))) % kAccounts;
+        const int amount = static_cast<int>(rng() % 50);
+        // Wait a little for a conflicting transaction rather than retry at once.
+        strata::TransactionOptions options;
+        options.lock_wait_millis = 20;
+        while (!done) {
+          auto t = db->Begin(options);
+          if (!t.ok()) return fail(t.status());
+          auto a = (*t)->Get("accounts", AccountKey(from), "balance");
+          auto b = (*t)->Get("accounts", AccountKey(to), "balance");
+          if (!a.ok()) return fail(a.status());
+          if (!b.ok()) return fail(b.status());
+          strata::Status s = (*t)->Set("accounts", AccountKey(from), "balance",
+                                       std::to_string(std::stoll(*a) - amount));
+          if (s.ok()) {
+            s = (*t)->Set("accounts", AccountKey(to), "balance",
+                          std::to_string(std::stoll(*b) + amount));
+          }
+          if (s.ok()) s = (*t)->Commit();
+          if (s.ok()) break;
+          if (s.code() != strata::Status::Code::kAborted) return fail(s);
+          retries++;
+        }
+      }
+    });
+  }
+  std::thread auditor([&] {
+    while (!done) {
+      auto sum = Audit(db);
+      if (!sum.ok()) return fail(sum.status());
+      if (*sum != kAccounts * kInitialBalance) {
+        return fail(strata::Status::Corruption("an audit saw the total " +
+                                               std::to_string(*sum)));
+      }
+      audits++;
+    }
+  });
+  for (std::thread& t : threads) t.join();
+  done = true;
+  auditor.join();
+  result.retries = retries;
+  result.audits = audits;
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir;
   int rows = 10000;
+  int transfers = 2000;
   for (int i = 1; i < argc; i++) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       Usage(argv[0]);
@@ -81,6 +187,12 @@ int main(int argc, char** argv) {
       rows = std::atoi(argv[++i]);
       if (rows <= 0) {
         std::fprintf(stderr, "--rows wants a positive number\n");
+        return 2;
+      }
+    } else if (std::strcmp(argv[i], "--transfers") == 0 && i + 1 < argc) {
+      transfers = std::atoi(argv[++i]);
+      if (transfers <= 0) {
+        std::fprintf(stderr, "--transfers wants a positive number\n");
         return 2;
       }
     } else {
@@ -161,10 +273,68 @@ int main(int argc, char** argv) {
   std::printf("7. stats: last sequence %llu, memtables %llu bytes\n",
               static_cast<unsigned long long>(st.last_sequence),
               static_cast<unsigned long long>(st.memtable_bytes));
+
+  std::printf("8. transactions: %d accounts of %d, %d threads making %d transfers, synced\n",
+              kAccounts, kInitialBalance, kThreads, transfers);
+  auto services = strata::TransactionServices::Open(dir + "/txn");
+  if (!services.ok()) return Fail("open transaction services", services.status());
+  auto db = strata::TransactionDB::Open(*services, *tenant);
+  if (!db.ok()) return Fail("open transaction db", db.status());
+  s = (*db)->CreateTable("accounts");
+  if (!s.ok()) return Fail("create table accounts", s);
+  {
+    auto t = (*db)->Begin();
+    if (!t.ok()) return Fail("begin", t.status());
+    for (int i = 0; i < kAccounts; i++) {
+      s = (*t)->Set("accounts", AccountKey(i), "balance", std::to_string(kInitialBalance));
+      if (!s.ok()) return Fail("set", s);
+    }
+    s = (*t)->Commit();
+    if (!s.ok()) return Fail("commit the opening balances", s);
+  }
+  start = std::chrono::steady_clock::now();
+  TransferResult result = RunTransfers(db->get(), transfers);
+  secs = Seconds(start);
+  if (!result.status.ok()) return Fail("transfers", result.status);
+  std::printf("  %d transfers committed in %.3f s (%.0f/s), %d retried after conflicts;\n"
+              "  %d audits during the run each saw the total %d\n",
+              transfers, secs, transfers / secs, result.retries, result.audits,
+              kAccounts * kInitialBalance);
+
+  std::printf("9. close and reopen, audit again\n");
+  s = (*db)->Close();
+  if (!s.ok()) return Fail("close transaction db", s);
+  db->reset();
+  services->reset();
+  s = (*engine)->Close();
+  if (!s.ok()) return Fail("close", s);
+  engine->reset();
+  engine = strata::Engine::Open(dir);
+  if (!engine.ok()) return Fail("reopen", engine.status());
+  tenant = (*engine)->OpenTenant("demo");
+  if (!tenant.ok()) return Fail("open tenant after reopen", tenant.status());
+  services = strata::TransactionServices::Open(dir + "/txn");
+  if (!services.ok()) return Fail("reopen transaction services", services.status());
+  db = strata::TransactionDB::Open(*services, *tenant);
+  if (!db.ok()) return Fail("reopen transaction db", db.status());
+  auto total = Audit(db->get());
+  if (!total.ok()) return Fail("audit after reopen", total.status());
+  if (*total != kAccounts * kInitialBalance) {
+    std::fprintf(stderr, "FAILED: the accounts sum to %lld after reopen, not %d\n",
+                 static_cast<long long>(*total), kAccounts * kInitialBalance);
+    return 1;
+  }
+  std::printf("  the accounts still sum to %lld\n", static_cast<long long>(*total));
+  s = (*db)->Close();
+  if (!s.ok()) return Fail("close transaction db", s);
+  db->reset();
+  services->reset();
+
   s = (*engine)->Close();
   if (!s.ok()) return Fail("close", s);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  std::printf("OK: all %d rows survived the reopen\n", rows);
+  std::printf("OK: all %d rows survived the reopen, and %d transfers kept the total\n", rows,
+              transfers);
   return 0;
 }

@@ -150,4 +150,16 @@ class [[nodiscard]] Result {
     if (!_strata_s.ok()) return _strata_s;    \
   } while (0)
 
+// Evaluates `expr`, a Result<T>; returns its Status from the enclosing
+// function when not OK, else assigns its value to `lhs` (a declaration or
+// an lvalue).
+#define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
+  STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_CONCAT_(_strata_result_, __LINE__), lhs, expr)
+#define STRATA_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                                  \
+  if (!result.ok()) return std::move(result).status();   \
+  lhs = std::move(result).value()
+#define STRATA_CONCAT_(a, b) STRATA_CONCAT_INNER_(a, b)
+#define STRATA_CONCAT_INNER_(a, b) a##b
+
 #endif  // STRATA_STATUS_H_

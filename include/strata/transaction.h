@@ -1,0 +1,248 @@
+// Snapshot-isolation transactions across rows and tables of one tenant, as
+// Google's Percolator builds them on Bigtable: every read sees the snapshot of
+// the transaction's start timestamp; Commit writes every row through a
+// conditional mutation (prewrite), takes a commit timestamp and commits the
+// primary cell first, which is the commit point; locks left behind by a
+// coordinator that stopped are resolved lazily by whoever meets them.
+//
+//   TransactionServices  the timestamp oracle and the liveness registry, kept
+//                        in one directory; one per process, shared by every
+//                        TransactionDB (of any tenant) of the process.
+//   TransactionDB        transactions over one tenant's transactional tables.
+//   Transaction          Begin → Get/BatchGet/Scan/GetForUpdate, Set/Erase →
+//                        Commit or Rollback.
+//
+// A transactional table stores each user column in Percolator's columns
+// (txn/FORMAT.md): its value in `data`, commit records in `write`, locks in
+// `lock` (an in-memory locality group). Create it with
+// TransactionDB::CreateTable and write it only through transactions.
+//
+// Isolation is snapshot isolation: write-write conflicts abort, but two
+// transactions that read what the other writes may both commit (write skew).
+// GetForUpdate makes a read conflict like a write, which prevents it.
+//
+// Errors: every call returns a Status; a transaction that failed says why in
+// error() (the key and the conflicting transaction's timestamps):
+//   Aborted   a write conflict, a lock held by an older transaction, rolled
+//             back by an older transaction or by a lock resolver, too old
+//             (start_ts below the GC safepoint); retry with a new transaction
+//   Busy      a read met a lock it may not resolve and could not push
+//   InvalidArgument  bad input (empty row or column, unknown table, a
+//             transaction that is no longer open); nothing changes
+//   NotFound  from Get: no value (also the table was dropped: see the message)
+//   others    the store failed; for Commit the outcome may be unknown
+//             (error().kind == kUnknownOutcome)
+//
+// Thread safety: TransactionServices and TransactionDB are thread-safe; a
+// Transaction is used by one thread at a time.
+#ifndef STRATA_TRANSACTION_H_
+#define STRATA_TRANSACTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/engine.h"
+#include "strata/options.h"
+#include "strata/status.h"
+
+namespace strata {
+
+namespace txn {
+class TxnServicesImpl;
+}  // namespace txn
+
+struct TransactionServicesOptions {
+  // How far ahead of the clock each durable oracle ceiling reaches
+  // (milliseconds). Larger: fewer fsyncs; smaller: less of a jump ahead of
+  // the clock after a crash.
+  uint64_t oracle_window_millis = 3000;
+  // How long a coordinator stays alive without a heartbeat (microseconds).
+  // The TransactionDB heartbeats its live transactions a few times per
+  // timeout. Longer: a hung coordinator blocks readers of its locks longer.
+  uint64_t liveness_timeout_micros = 10'000'000;
+};
+
+// The timestamp oracle and the liveness registry of one directory. Open locks
+// the directory; every open is a new liveness instance, so the coordinators
+// of an earlier open (a crashed process) are dead at once.
+class TransactionServices {
+ public:
+  static Result<std::shared_ptr<TransactionServices>> Open(
+      const std::string& dir, const TransactionServicesOptions& options = {});
+
+  ~TransactionServices();
+  TransactionServices(const TransactionServices&) = delete;
+  TransactionServices& operator=(const TransactionServices&) = delete;
+
+  // A fresh timestamp: above every timestamp handed out before.
+  Result<uint64_t> GetTimestamp();
+
+  txn::TxnServicesImpl* impl() const { return impl_.get(); }
+
+ private:
+  explicit TransactionServices(std::unique_ptr<txn::TxnServicesImpl> impl);
+  std::unique_ptr<txn::TxnServicesImpl> impl_;
+};
+
+struct TransactionalTableOptions {
+  // Options of the locality group holding values (`data`); the `write`
+  // group uses them too, except in_memory. The `lock` and `notify` groups are
+  // always in memory.
+  Compression compression = Compression::kNone;
+  int compression_level = 3;
+  uint32_t block_size = 16 << 10;
+  int bloom_bits_per_key = 10;
+};
+
+struct TransactionDBOptions {
+  // Wait for commits to be durable. Prewrites are never waited for on their
+  // own: the primary's synced commit, later in the engine's one log, makes
+  // them durable with it.
+  bool sync = true;
+  // A lock's time to live (milliseconds of wall time). A lock older than this
+  // whose transaction has not refreshed it may be rolled back by anyone. Live
+  // transactions refresh it with a heartbeat every third of it.
+  uint64_t lock_ttl_millis = 3000;
+  // Values up to this many bytes are stored in the commit record itself, so
+  // a read of them needs no second lookup. 0 stores every value in `data`.
+  uint32_t max_inline_value = 64;
+  // Commit the secondaries on a background thread and return from Commit
+  // once the primary is committed. Faster; readers that meet a secondary not
+  // yet committed roll it forward themselves.
+  bool commit_secondaries_in_background = true;
+  // Most rows one prewrite or commit batch carries.
+  uint32_t max_batch_rows = 256;
+};
+
+struct TransactionOptions {
+  // How long (milliseconds, with backoff) to wait for the lock of another
+  // transaction that is alive and undecided:
+  //   - a read waits for it to go away, then pushes the lock's
+  //     min_commit_ts above this transaction's start_ts (so the writer
+  //     commits after this snapshot) and reads on;
+  //   - a commit that meets the lock of an older transaction waits for it,
+  //     then aborts (kKeyLocked): older transactions win. (A younger
+  //     transaction's lock is rolled back at once.)
+  // 0 pushes or aborts at once. Waiting trades latency for fewer retries
+  // when transactions contend for the same keys.
+  uint64_t lock_wait_millis = 0;
+};
+
+// What stopped a transaction; kind kNone while nothing has.
+struct TransactionError {
+  enum class Kind {
+    kNone,
+    kWriteConflict,       // another transaction committed the key after start_ts
+    kKeyLocked,           // an older live transaction holds the key's lock
+    kAbortedByOlder,      // an older transaction rolled this one back (priority)
+    kRolledBack,          // a lock resolver rolled this one back (TTL ran out, owner dead)
+    kTooOld,              // start_ts is below the GC safepoint
+    kCoordinatorDead,     // the liveness registry declared this coordinator dead
+    kUnknownOutcome,      // the store failed while committing the primary
+    kStorage,             // the store failed; nothing was committed
+  };
+  Kind kind = Kind::kNone;
+  // The key the error is about, when there is one.
+  std::string table;
+  std::string row;
+  std::string column;
+  // The other transaction: its start_ts, and commit_ts for a write conflict.
+  uint64_t other_start_ts = 0;
+  uint64_t other_commit_ts = 0;
+};
+
+const char* TransactionErrorKindName(TransactionError::Kind kind);
+
+// One (row, column, value) of a transactional scan.
+class TransactionIterator {
+ public:
+  virtual ~TransactionIterator() = default;
+  virtual bool Valid() const = 0;
+  virtual void Next() = 0;
+  virtual std::string_view row() const = 0;
+  virtual std::string_view column() const = 0;
+  virtual std::string_view value() const = 0;
+  // Not OK if the scan failed; Valid() is then false.
+  virtual Status status() const = 0;
+};
+
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+
+  virtual uint64_t start_ts() const = 0;
+  // The commit timestamp once Commit has succeeded, else 0.
+  virtual uint64_t commit_ts() const = 0;
+
+  // The value of (row, column) in the snapshot at start_ts, or this
+  // transaction's own buffered write. NotFound when there is none.
+  virtual Result<std::string> Get(std::string_view table, std::string_view row,
+                                  std::string_view column) = 0;
+  struct Key {
+    std::string row;
+    std::string column;
+  };
+  // Get for each key; std::nullopt where there is no value.
+  virtual Result<std::vector<std::optional<std::string>>> BatchGet(
+      std::string_view table, const std::vector<Key>& keys) = 0;
+  // Every (row, column) with a value in [start_row, end_row) (an empty
+  // bound is open), in row then column order; `columns` empty means every
+  // column. Includes this transaction's buffered writes.
+  virtual Result<std::unique_ptr<TransactionIterator>> Scan(
+      std::string_view table, std::string_view start_row, std::string_view end_row,
+      const std::vector<std::string>& columns = {}) = 0;
+  // Get, and make the key conflict as if it were written: Commit aborts if
+  // another transaction commits the key after start_ts, and one that tries
+  // to commit it later conflicts with this one.
+  virtual Result<std::string> GetForUpdate(std::string_view table, std::string_view row,
+                                           std::string_view column) = 0;
+
+  // Buffered until Commit.
+  virtual Status Set(std::string_view table, std::string_view row, std::string_view column,
+                     std::string_view value) = 0;
+  virtual Status Erase(std::string_view table, std::string_view row,
+                       std::string_view column) = 0;
+
+  // Prewrites, takes commit_ts, commits the primary. OK means committed
+  // (durable with TransactionDBOptions::sync). A transaction with no writes
+  // commits without touching the store. A second Commit after success is a
+  // no-op returning OK.
+  virtual Status Commit() = 0;
+  // Ends the transaction without committing, undoing any prewrite.
+  virtual Status Rollback() = 0;
+
+  virtual const TransactionError& error() const = 0;
+};
+
+class TransactionDB {
+ public:
+  // Transactions over `tenant`'s transactional tables. Keeps a reference to
+  // `services`.
+  static Result<std::unique_ptr<TransactionDB>> Open(std::shared_ptr<TransactionServices> services,
+                                                     Tenant tenant,
+                                                     const TransactionDBOptions& options = {});
+
+  virtual ~TransactionDB() = default;
+
+  // Creates a table with the transactional schema (txn/FORMAT.md).
+  virtual Status CreateTable(std::string_view name,
+                             const TransactionalTableOptions& options = {}) = 0;
+
+  virtual Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options = {}) = 0;
+
+  // Raises the GC safepoint: transactions that started below it can no
+  // longer read or commit (kTooOld). Never lowers it.
+  virtual void AdvanceSafepoint(uint64_t safepoint) = 0;
+
+  // Waits for background commits, stops the heartbeat. Transactions still
+  // open fail their later calls. Idempotent.
+  virtual Status Close() = 0;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_TRANSACTION_H_

@@ -1,0 +1,704 @@
+// Transactions on in-memory stores: the paper's bank example cell by cell,
+// snapshot isolation, write skew with and without GetForUpdate, priority
+// between writers, coordinators stopped at every fail point, and the
+// idempotence of prewrite and commit.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "txn/lock_resolver.h"
+#include "txn/records.h"
+#include "txn/transaction_db.h"
+#include "txn_test_util.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata::txn {
+namespace {
+
+using test::CellsOf;
+using test::CountLocks;
+
+// A store that forwards to another, remembers every CheckAndMutate it was
+// sent, and can fail one after applying it (an unknown outcome).
+class RecordingStore final : public RowStore {
+ public:
+  explicit RecordingStore(std::shared_ptr<RowStore> base) : base_(std::move(base)) {}
+
+  struct Call {
+    std::string row;
+    std::vector<Condition> conditions;
+    RowMutation mutation;
+  };
+
+  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
+                                    const RowFilter& f) const override {
+    return base_->ReadRow(o, row, f);
+  }
+  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
+    return base_->Mutate(o, row, m);
+  }
+  Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
+                                              const std::vector<Condition>& c,
+                                              const RowMutation& m) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      calls_.push_back(Call{std::string(row), c, m});
+    }
+    Result<CheckAndMutateResult> r = base_->CheckAndMutate(o, row, c, m);
+    if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
+    return r;
+  }
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
+      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (const ConditionalMutation& cm : batch) {
+        calls_.push_back(Call{cm.row, cm.conditions, cm.mutation});
+      }
+    }
+    Result<std::vector<CheckAndMutateResult>> r = base_->CheckAndMutateBatch(o, batch);
+    if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
+    return r;
+  }
+  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
+                                            const ScanSpec& spec) const override {
+    return base_->Scan(o, spec);
+  }
+  Result<std::unique_ptr<ReadSession>> NewReadSession(
+      const ReadSessionOptions& o) const override {
+    return base_->NewReadSession(o);
+  }
+
+  void FailNextAfterApply() { fail_after_apply_ = true; }
+  std::vector<Call> calls() {
+    std::lock_guard<std::mutex> l(mu_);
+    return calls_;
+  }
+
+ private:
+  std::shared_ptr<RowStore> base_;
+  std::mutex mu_;
+  std::vector<Call> calls_;
+  std::atomic<bool> fail_after_apply_{false};
+};
+
+// Tables whose stores are RecordingStores over ModelRowStores.
+class RecordingTables final : public TableResolver {
+ public:
+  Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = stores_.find(std::string(table));
+    if (it == stores_.end()) return Status::NotFound("no table " + std::string(table));
+    return std::shared_ptr<RowStore>(it->second);
+  }
+  void Create(const std::string& table) {
+    std::lock_guard<std::mutex> l(mu_);
+    stores_[table] = std::make_shared<RecordingStore>(
+        std::shared_ptr<RowStore>(test::ModelRowStore::ForSchema(TransactionalSchema({}))));
+  }
+  RecordingStore* Get(const std::string& table) {
+    std::lock_guard<std::mutex> l(mu_);
+    return stores_.at(table).get();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<RecordingStore>> stores_;
+};
+
+class TransactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LocalLivenessRegistryOptions ro;
+    ASSERT_OK(LocalLivenessRegistry::Open(dir_.path(), ro, &registry_));
+    tables_ = std::make_shared<RecordingTables>();
+    tables_->Create("bank");
+    tables_->Create("other");
+    options_.sync = false;
+    options_.commit_secondaries_in_background = false;
+  }
+
+  void Open() {
+    TxnDBConfig config;
+    config.options = options_;
+    config.oracle = &oracle_;
+    config.registry = registry_.get();
+    config.tables = tables_;
+    config.fail_point = [this](FailPoint p, uint64_t ts) { return hook_ ? hook_(p, ts) : false; };
+    Result<std::unique_ptr<TxnDB>> db = TxnDB::Make(std::move(config));
+    ASSERT_OK(db.status());
+    db_ = std::move(db).value();
+  }
+
+  std::unique_ptr<Transaction> Begin(const TransactionOptions& o = {}) {
+    Result<std::unique_ptr<Transaction>> t = db_->Begin(o);
+    EXPECT_OK(t.status());
+    return t.ok() ? std::move(t).value() : nullptr;
+  }
+
+  // The committed value of (table, row, column) as a new transaction reads
+  // it; "<none>" when there is none.
+  std::string Read(const std::string& table, const std::string& row, const std::string& column) {
+    std::unique_ptr<Transaction> t = Begin();
+    Result<std::string> v = t->Get(table, row, column);
+    if (v.status().code() == Status::Code::kNotFound) return "<none>";
+    EXPECT_OK(v.status());
+    return v.ok() ? *v : "<error>";
+  }
+
+  RowStore& Store(const std::string& table) { return *tables_->Get(table); }
+
+  LockRecord LockAt(const std::string& table, const std::string& row, uint64_t ts) {
+    for (const Cell& c : CellsOf(Store(table), row, kLockFamily)) {
+      if (c.timestamp == ts) {
+        LockRecord lock;
+        EXPECT_OK(DecodeLock(c.value, &lock));
+        return lock;
+      }
+    }
+    ADD_FAILURE() << "no lock at " << ts << " in " << row;
+    return LockRecord();
+  }
+
+  // Kills the owner of the lock at (table, row, ts), as if its process died.
+  void KillOwner(const std::string& table, const std::string& row, uint64_t ts) {
+    EXPECT_OK(registry_->Unregister(LockAt(table, row, ts).owner));
+  }
+
+  test::ScratchDir dir_{"txn"};
+  test::CountingOracle oracle_;
+  std::unique_ptr<LocalLivenessRegistry> registry_;
+  std::shared_ptr<RecordingTables> tables_;
+  TransactionDBOptions options_;
+  std::function<bool(FailPoint, uint64_t)> hook_;
+  std::unique_ptr<TxnDB> db_;
+};
+
+// Cells of one column as (timestamp, value) pairs, newest first.
+std::vector<std::pair<uint64_t, std::string>> Versions(const RowStore& store, const std::string& row,
+                                                       std::string_view family) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  for (const Cell& c : CellsOf(store, row, family)) out.emplace_back(c.timestamp, c.value);
+  return out;
+}
+
+WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) {
+  for (const Cell& c : CellsOf(store, row, kWriteFamily)) {
+    if (c.timestamp == ts) {
+      WriteRecord w;
+      EXPECT_OK(DecodeWrite(c.value, &w));
+      return w;
+    }
+  }
+  ADD_FAILURE() << "no write record at " << ts << " in " << row;
+  return WriteRecord();
+}
+
+// The bank example of the Percolator paper (its Figure 4): Bob has $10 and
+// Joe $2; a transaction with start_ts 7 moves $7 from Bob to Joe and commits
+// at 8. The cells are checked after every step against the figure.
+TEST_F(TransactionTest, PaperBankExampleCellByCell) {
+  options_.max_inline_value = 0;  // values live in `data`, as in the paper
+  Open();
+  RowStore& bank = Store("bank");
+
+  // Initial state: data at 5, commit records at 6.
+  oracle_.SetNext(5);
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    ASSERT_EQ(t->start_ts(), 5u);
+    ASSERT_OK(t->Set("bank", "Bob", "bal", "10"));
+    ASSERT_OK(t->Set("bank", "Joe", "bal", "2"));
+    ASSERT_OK(t->Commit());
+    ASSERT_EQ(t->commit_ts(), 6u);
+  }
+  using V = std::vector<std::pair<uint64_t, std::string>>;
+  EXPECT_EQ(Versions(bank, "Bob", kDataFamily), (V{{5, "10"}}));
+  EXPECT_EQ(Versions(bank, "Joe", kDataFamily), (V{{5, "2"}}));
+  EXPECT_EQ(WriteAt(bank, "Bob", 6).start_ts, 5u);
+  EXPECT_EQ(WriteAt(bank, "Joe", 6).start_ts, 5u);
+  EXPECT_TRUE(CellsOf(bank, "Bob", kLockFamily).empty());
+
+  std::vector<FailPoint> seen;
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    EXPECT_EQ(ts, 7u);
+    seen.push_back(p);
+    switch (p) {
+      case FailPoint::kAfterPrimaryPrewrite: {
+        // (b) Bob's row: a primary lock and the new balance at 7.
+        EXPECT_EQ(Versions(bank, "Bob", kDataFamily), (V{{7, "3"}, {5, "10"}}));
+        LockRecord lock = LockAt("bank", "Bob", 7);
+        EXPECT_EQ(lock.primary_row, "Bob");
+        EXPECT_EQ(lock.primary_column, "bal");
+        EXPECT_EQ(lock.kind, MutationKind::kPut);
+        EXPECT_TRUE(CellsOf(bank, "Joe", kLockFamily).empty());
+        EXPECT_EQ(Versions(bank, "Joe", kDataFamily), (V{{5, "2"}}));
+        break;
+      }
+      case FailPoint::kAfterSecondaryBatch: {
+        // (c) Joe's row: a lock pointing at Bob's primary, balance 9 at 7.
+        EXPECT_EQ(Versions(bank, "Joe", kDataFamily), (V{{7, "9"}, {5, "2"}}));
+        LockRecord lock = LockAt("bank", "Joe", 7);
+        EXPECT_EQ(lock.primary_table, "bank");
+        EXPECT_EQ(lock.primary_row, "Bob");
+        EXPECT_EQ(lock.primary_column, "bal");
+        break;
+      }
+      case FailPoint::kAfterCommitTs:
+        EXPECT_EQ(Versions(bank, "Bob", kWriteFamily).size(), 1u);
+        break;
+      case FailPoint::kAfterPrimaryCommit: {
+        // (d) The commit point: Bob's lock is gone, a write record at 8
+        // points at the data at 7. Joe is still locked.
+        EXPECT_TRUE(CellsOf(bank, "Bob", kLockFamily).empty());
+        WriteRecord w = WriteAt(bank, "Bob", 8);
+        EXPECT_EQ(w.kind, WriteKind::kPut);
+        EXPECT_EQ(w.start_ts, 7u);
+        EXPECT_FALSE(w.has_inline_value);
+        EXPECT_EQ(LockAt("bank", "Joe", 7).start_ts, 7u);
+        EXPECT_EQ(Versions(bank, "Joe", kWriteFamily).size(), 1u);
+        break;
+      }
+      case FailPoint::kAfterSecondaryCommit: {
+        // (e) Joe is committed too.
+        EXPECT_TRUE(CellsOf(bank, "Joe", kLockFamily).empty());
+        EXPECT_EQ(WriteAt(bank, "Joe", 8).start_ts, 7u);
+        break;
+      }
+    }
+    return false;
+  };
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    ASSERT_EQ(t->start_ts(), 7u);
+    ASSERT_EQ(*t->Get("bank", "Bob", "bal"), "10");
+    ASSERT_EQ(*t->Get("bank", "Joe", "bal"), "2");
+    ASSERT_OK(t->Set("bank", "Bob", "bal", "3"));
+    ASSERT_OK(t->Set("bank", "Joe", "bal", "9"));
+    ASSERT_OK(t->Commit());
+    EXPECT_EQ(t->commit_ts(), 8u);
+  }
+  EXPECT_EQ(seen, (std::vector<FailPoint>{FailPoint::kAfterPrimaryPrewrite,
+                                          FailPoint::kAfterSecondaryBatch,
+                                          FailPoint::kAfterCommitTs,
+                                          FailPoint::kAfterPrimaryCommit,
+                                          FailPoint::kAfterSecondaryCommit}));
+  hook_ = nullptr;
+  EXPECT_EQ(Read("bank", "Bob", "bal"), "3");
+  EXPECT_EQ(Read("bank", "Joe", "bal"), "9");
+  EXPECT_EQ(Versions(bank, "Bob", kDataFamily), (V{{7, "3"}, {5, "10"}}));
+}
+
+TEST_F(TransactionTest, ShortValuesAreInlineInTheWriteRecord) {
+  options_.max_inline_value = 4;
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "a", "c", "1234"));
+  ASSERT_OK(t->Set("bank", "b", "c", "12345"));
+  ASSERT_OK(t->Commit());
+  EXPECT_TRUE(CellsOf(Store("bank"), "a", kDataFamily).empty());
+  EXPECT_TRUE(WriteAt(Store("bank"), "a", t->commit_ts()).has_inline_value);
+  EXPECT_EQ(CellsOf(Store("bank"), "b", kDataFamily).size(), 1u);
+  EXPECT_FALSE(WriteAt(Store("bank"), "b", t->commit_ts()).has_inline_value);
+  EXPECT_EQ(Read("bank", "a", "c"), "1234");
+  EXPECT_EQ(Read("bank", "b", "c"), "12345");
+}
+
+TEST_F(TransactionTest, ReadSeesExactlyTheCommitsBeforeItsStart) {
+  Open();
+  std::unique_ptr<Transaction> w1 = Begin();
+  ASSERT_OK(w1->Set("bank", "x", "c", "1"));
+  ASSERT_OK(w1->Commit());
+  std::unique_ptr<Transaction> reader = Begin();  // after w1's commit
+  std::unique_ptr<Transaction> w2 = Begin();
+  ASSERT_OK(w2->Set("bank", "x", "c", "2"));
+  ASSERT_OK(w2->Erase("bank", "y", "c"));
+  ASSERT_OK(w2->Commit());
+  EXPECT_EQ(*reader->Get("bank", "x", "c"), "1");
+  EXPECT_EQ(reader->Get("bank", "y", "c").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(Read("bank", "x", "c"), "2");
+  // Own writes are visible to the writer before commit, and only to it.
+  std::unique_ptr<Transaction> w3 = Begin();
+  ASSERT_OK(w3->Set("bank", "x", "c", "3"));
+  EXPECT_EQ(*w3->Get("bank", "x", "c"), "3");
+  ASSERT_OK(w3->Erase("bank", "x", "c"));
+  EXPECT_EQ(w3->Get("bank", "x", "c").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(Read("bank", "x", "c"), "2");
+  ASSERT_OK(w3->Commit());
+  EXPECT_EQ(Read("bank", "x", "c"), "<none>");
+}
+
+TEST_F(TransactionTest, OfTwoConcurrentWritersOnlyOneCommits) {
+  Open();
+  std::unique_ptr<Transaction> a = Begin();
+  std::unique_ptr<Transaction> b = Begin();
+  ASSERT_OK(a->Set("bank", "x", "c", "a"));
+  ASSERT_OK(b->Set("bank", "x", "c", "b"));
+  ASSERT_OK(a->Commit());
+  Status s = b->Commit();
+  EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+  EXPECT_EQ(b->error().kind, TransactionError::Kind::kWriteConflict);
+  EXPECT_EQ(b->error().row, "x");
+  EXPECT_EQ(b->error().other_start_ts, a->start_ts());
+  EXPECT_EQ(b->error().other_commit_ts, a->commit_ts());
+  EXPECT_EQ(Read("bank", "x", "c"), "a");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
+  Open();
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  ASSERT_OK(older->Set("bank", "x", "c", "old"));
+  ASSERT_OK(younger->Set("bank", "x", "c", "young"));
+  // The older one is between prewrite and commit when the younger prewrites.
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == older->start_ts()) {
+      Status s = younger->Commit();
+      EXPECT_EQ(s.code(), Status::Code::kAborted);
+      EXPECT_EQ(younger->error().kind, TransactionError::Kind::kKeyLocked);
+      EXPECT_EQ(younger->error().other_start_ts, older->start_ts());
+    }
+    return false;
+  };
+  ASSERT_OK(older->Commit());
+  EXPECT_EQ(Read("bank", "x", "c"), "old");
+}
+
+TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
+  Open();
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  ASSERT_OK(older->Set("bank", "x", "c", "old"));
+  ASSERT_OK(younger->Set("bank", "x", "c", "young"));
+  ASSERT_OK(younger->Set("bank", "y", "c", "young"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == younger->start_ts()) {
+      EXPECT_OK(older->Commit());  // wounds the younger one
+    }
+    return false;
+  };
+  Status s = younger->Commit();
+  EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+  EXPECT_EQ(younger->error().kind, TransactionError::Kind::kAbortedByOlder);
+  EXPECT_EQ(younger->error().other_start_ts, older->start_ts());
+  EXPECT_EQ(Read("bank", "x", "c"), "old");
+  EXPECT_EQ(Read("bank", "y", "c"), "<none>");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+// Write skew: two doctors on call, each goes off call if the other is on.
+// Under snapshot isolation both may commit; GetForUpdate prevents it.
+TEST_F(TransactionTest, WriteSkewHappensWithoutGetForUpdate) {
+  Open();
+  std::unique_ptr<Transaction> init = Begin();
+  ASSERT_OK(init->Set("bank", "alice", "on_call", "1"));
+  ASSERT_OK(init->Set("bank", "bob", "on_call", "1"));
+  ASSERT_OK(init->Commit());
+  std::unique_ptr<Transaction> a = Begin();
+  std::unique_ptr<Transaction> b = Begin();
+  ASSERT_EQ(*a->Get("bank", "bob", "on_call"), "1");
+  ASSERT_EQ(*b->Get("bank", "alice", "on_call"), "1");
+  ASSERT_OK(a->Set("bank", "alice", "on_call", "0"));
+  ASSERT_OK(b->Set("bank", "bob", "on_call", "0"));
+  ASSERT_OK(a->Commit());
+  ASSERT_OK(b->Commit());  // disjoint writes: both commit
+  EXPECT_EQ(Read("bank", "alice", "on_call"), "0");
+  EXPECT_EQ(Read("bank", "bob", "on_call"), "0");  // nobody on call
+}
+
+TEST_F(TransactionTest, GetForUpdatePreventsWriteSkew) {
+  Open();
+  std::unique_ptr<Transaction> init = Begin();
+  ASSERT_OK(init->Set("bank", "alice", "on_call", "1"));
+  ASSERT_OK(init->Set("bank", "bob", "on_call", "1"));
+  ASSERT_OK(init->Commit());
+  std::unique_ptr<Transaction> a = Begin();
+  std::unique_ptr<Transaction> b = Begin();
+  ASSERT_EQ(*a->GetForUpdate("bank", "bob", "on_call"), "1");
+  ASSERT_EQ(*b->GetForUpdate("bank", "alice", "on_call"), "1");
+  ASSERT_OK(a->Set("bank", "alice", "on_call", "0"));
+  ASSERT_OK(b->Set("bank", "bob", "on_call", "0"));
+  ASSERT_OK(a->Commit());
+  Status s = b->Commit();
+  EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+  EXPECT_EQ(b->error().kind, TransactionError::Kind::kWriteConflict);
+  EXPECT_EQ(Read("bank", "bob", "on_call"), "1");  // someone stays on call
+  // A lock record changes no value.
+  EXPECT_EQ(Read("bank", "alice", "on_call"), "0");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+// A GetForUpdate lock hides no value, so readers never wait for it; but one
+// left by a dead coordinator is cleaned up by the reads that meet it.
+TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
+  Open();
+  std::unique_ptr<Transaction> init = Begin();
+  ASSERT_OK(init->Set("bank", "a", "c", "1"));
+  ASSERT_OK(init->Set("bank", "b", "c", "1"));
+  ASSERT_OK(init->Commit());
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_EQ(*t->GetForUpdate("bank", "a", "c"), "1");  // "a" is the primary: a lock kind
+  ASSERT_OK(t->Set("bank", "b", "c", "2"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    return p == FailPoint::kAfterSecondaryBatch && ts == t->start_ts();
+  };
+  ASSERT_EQ(t->Commit().code(), Status::Code::kAborted);
+  ASSERT_EQ(LockAt("bank", "b", t->start_ts()).kind, MutationKind::kPut);
+  hook_ = nullptr;
+  EXPECT_EQ(LockAt("bank", "a", t->start_ts()).kind, MutationKind::kLock);
+  // A live GetForUpdate lock would be left alone; this owner is dead.
+  EXPECT_EQ(Read("bank", "a", "c"), "1");
+  EXPECT_EQ(Read("bank", "b", "c"), "1");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+TEST_F(TransactionTest, NoUpdateIsLostUnderConcurrentIncrements) {
+  Open();
+  constexpr int kThreads = 8;
+  const int per_thread = test::UnderSanitizer() ? 30 : 150;
+  std::atomic<int> aborts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      for (int done = 0; done < per_thread;) {
+        std::unique_ptr<Transaction> t = Begin();
+        Result<std::string> v = t->Get("bank", "counter", "n");
+        int n = v.ok() ? std::stoi(*v) : 0;
+        ASSERT_OK(t->Set("bank", "counter", "n", std::to_string(n + 1)));
+        ASSERT_OK(t->Set("other", "log", std::to_string(t->start_ts()), "x"));
+        Status s = t->Commit();
+        if (s.ok()) {
+          ++done;
+        } else {
+          ASSERT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+          ++aborts;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(Read("bank", "counter", "n"), std::to_string(kThreads * per_thread));
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+  EXPECT_EQ(CountLocks(Store("other")), 0u);
+}
+
+// A coordinator stopped at each fail point, as a crashed client would stop;
+// then another transaction reads every key. The transaction is all there if
+// its primary committed and not at all otherwise, and no lock is left.
+TEST_F(TransactionTest, CoordinatorStoppedAtEveryFailPoint) {
+  options_.max_batch_rows = 1;  // several batches, so "after some" is between two
+  Open();
+  const std::vector<FailPoint> points = {
+      FailPoint::kAfterPrimaryPrewrite, FailPoint::kAfterSecondaryBatch,
+      FailPoint::kAfterCommitTs, FailPoint::kAfterPrimaryCommit,
+      FailPoint::kAfterSecondaryCommit};
+  int round = 0;
+  for (FailPoint point : points) {
+    SCOPED_TRACE(FailPointName(point));
+    const std::string old_value = "v" + std::to_string(round);
+    const std::string new_value = "v" + std::to_string(round + 1);
+    ++round;
+    hook_ = nullptr;
+    {
+      std::unique_ptr<Transaction> t = Begin();
+      for (const char* row : {"r1", "r2", "r3"}) {
+        ASSERT_OK(t->Set("bank", row, "c", old_value));
+        ASSERT_OK(t->Set("other", row, "c", old_value));
+      }
+      ASSERT_OK(t->Commit());
+    }
+    std::unique_ptr<Transaction> t = Begin();
+    for (const char* row : {"r1", "r2", "r3"}) {
+      ASSERT_OK(t->Set("bank", row, "c", new_value));
+      ASSERT_OK(t->Set("other", row, "c", new_value));
+    }
+    hook_ = [&](FailPoint p, uint64_t ts) { return p == point && ts == t->start_ts(); };
+    Status s = t->Commit();
+    ASSERT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+    ASSERT_NE(s.message().find("fail point"), std::string::npos) << s.ToString();
+    hook_ = nullptr;
+    const bool committed =
+        point == FailPoint::kAfterPrimaryCommit || point == FailPoint::kAfterSecondaryCommit;
+    const std::string& want = committed ? new_value : old_value;
+    std::unique_ptr<Transaction> reader = Begin();
+    for (const char* table : {"bank", "other"}) {
+      for (const char* row : {"r1", "r2", "r3"}) {
+        Result<std::string> v = reader->Get(table, row, "c");
+        ASSERT_OK(v.status());
+        EXPECT_EQ(*v, want) << table << "/" << row;
+      }
+      EXPECT_EQ(CountLocks(Store(table)), 0u) << table;
+    }
+  }
+}
+
+// A coordinator that is merely slow: while it waits between commit_ts and the
+// commit, a resolver rolls it back (its owner died); the commit then fails,
+// and a prewrite it sent before, delivered again, fails too.
+TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "k1", "c", "new"));
+  ASSERT_OK(t->Set("bank", "k2", "c", "new"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterCommitTs && ts == t->start_ts()) {
+      KillOwner("bank", "k1", t->start_ts());
+      EXPECT_EQ(Read("bank", "k2", "c"), "<none>");  // resolves: rolls back
+    }
+    return false;
+  };
+  Status s = t->Commit();
+  EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+  EXPECT_EQ(t->error().kind, TransactionError::Kind::kRolledBack);
+  EXPECT_EQ(Read("bank", "k1", "c"), "<none>");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+
+  // Every prewrite the transaction sent, sent again: none applies.
+  int replayed = 0;
+  for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
+    bool is_prewrite = false;
+    for (const RowMutation::Entry& e : call.mutation.entries()) {
+      if (e.family == kLockFamily && e.kind == RowMutation::Kind::kPut &&
+          e.timestamp == t->start_ts()) {
+        is_prewrite = true;
+      }
+    }
+    if (!is_prewrite) continue;
+    ++replayed;
+    Result<CheckAndMutateResult> r =
+        Store("bank").CheckAndMutate(WriteOptions(), call.row, call.conditions, call.mutation);
+    ASSERT_OK(r.status());
+    EXPECT_FALSE(r->applied) << call.row;
+  }
+  EXPECT_EQ(replayed, 2);
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+TEST_F(TransactionTest, RepeatedCommitIsANoOp) {
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "k", "c", "v"));
+  ASSERT_OK(t->Commit());
+  const uint64_t commit_ts = t->commit_ts();
+  ASSERT_OK(t->Commit());
+  EXPECT_EQ(t->commit_ts(), commit_ts);
+  // The primary's commit, sent again, changes nothing.
+  std::vector<RecordingStore::Call> calls = tables_->Get("bank")->calls();
+  ASSERT_FALSE(calls.empty());
+  const RecordingStore::Call& commit = calls.back();
+  Result<CheckAndMutateResult> r =
+      Store("bank").CheckAndMutate(WriteOptions(), commit.row, commit.conditions, commit.mutation);
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->applied);
+  EXPECT_EQ(Versions(Store("bank"), "k", kWriteFamily).size(), 1u);
+  EXPECT_EQ(Read("bank", "k", "c"), "v");
+}
+
+TEST_F(TransactionTest, PrewriteAndCommitWithUnknownOutcomesAreRetried) {
+  Open();
+  // The primary's prewrite applies but reports an error: the retry finds its
+  // own lock.
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    ASSERT_OK(t->Set("bank", "a", "c", "1"));
+    ASSERT_OK(t->Set("bank", "b", "c", "1"));
+    tables_->Get("bank")->FailNextAfterApply();
+    ASSERT_OK(t->Commit());
+  }
+  // The primary's commit applies but reports an error: the primary says it
+  // committed.
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    ASSERT_OK(t->Set("bank", "a", "c", "2"));
+    hook_ = [&](FailPoint p, uint64_t) {
+      if (p == FailPoint::kAfterCommitTs) tables_->Get("bank")->FailNextAfterApply();
+      return false;
+    };
+    ASSERT_OK(t->Commit());
+    hook_ = nullptr;
+  }
+  EXPECT_EQ(Read("bank", "a", "c"), "2");
+  EXPECT_EQ(Read("bank", "b", "c"), "1");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+TEST_F(TransactionTest, ReaderPushesALiveLockAndTheWriterCommitsAboveIt) {
+  Open();
+  std::unique_ptr<Transaction> w = Begin();
+  ASSERT_OK(w->Set("bank", "x", "c", "new"));
+  std::unique_ptr<Transaction> reader;
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterCommitTs && ts == w->start_ts()) {
+      // commit_ts is taken; a reader that started after it meets the lock.
+      reader = Begin();
+      Result<std::string> v = reader->Get("bank", "x", "c");
+      EXPECT_EQ(v.status().code(), Status::Code::kNotFound);
+      EXPECT_GT(LockAt("bank", "x", w->start_ts()).min_commit_ts, reader->start_ts());
+    }
+    return false;
+  };
+  ASSERT_OK(w->Commit());
+  // The writer committed above the reader's snapshot, which stays consistent.
+  EXPECT_GT(w->commit_ts(), reader->start_ts());
+  EXPECT_EQ(reader->Get("bank", "x", "c").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(Read("bank", "x", "c"), "new");
+}
+
+TEST_F(TransactionTest, ScanMergesTheSnapshotWithOwnWrites) {
+  Open();
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    for (const char* row : {"a", "b", "c", "d"}) {
+      ASSERT_OK(t->Set("bank", row, "x", std::string("1") + row));
+      ASSERT_OK(t->Set("bank", row, "y", std::string("2") + row));
+    }
+    ASSERT_OK(t->Commit());
+  }
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Erase("bank", "b", "x"));
+  ASSERT_OK(t->Set("bank", "b", "z", "new"));
+  ASSERT_OK(t->Set("bank", "bb", "x", "new"));
+  ASSERT_OK(t->Set("bank", "e", "x", "outside"));
+  Result<std::unique_ptr<TransactionIterator>> it = t->Scan("bank", "b", "d");
+  ASSERT_OK(it.status());
+  std::vector<std::string> got;
+  for (; (*it)->Valid(); (*it)->Next()) {
+    got.push_back(std::string((*it)->row()) + "/" + std::string((*it)->column()) + "=" +
+                  std::string((*it)->value()));
+  }
+  ASSERT_OK((*it)->status());
+  EXPECT_EQ(got, (std::vector<std::string>{"b/y=2b", "b/z=new", "bb/x=new", "c/x=1c", "c/y=2c"}));
+  it = t->Scan("bank", "", "", {"y"});
+  ASSERT_OK(it.status());
+  got.clear();
+  for (; (*it)->Valid(); (*it)->Next()) got.push_back(std::string((*it)->row()));
+  EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+TEST_F(TransactionTest, BadInputIsRejectedAndChangesNothing) {
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  EXPECT_EQ(t->Set("", "r", "c", "v").code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(t->Set("bank", "", "c", "v").code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(t->Set("bank", "r", "", "v").code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(t->Set("nope", "r", "c", "v").code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(t->Get("nope", "r", "c").status().code(), Status::Code::kInvalidArgument);
+  ASSERT_OK(t->Commit());  // nothing buffered: nothing written
+  EXPECT_EQ(t->Set("bank", "r", "c", "v").code(), Status::Code::kInvalidArgument);
+  std::unique_ptr<Transaction> old = Begin();
+  db_->AdvanceSafepoint(old->start_ts() + 1);
+  Result<std::string> v = old->Get("bank", "r", "c");
+  EXPECT_EQ(v.status().code(), Status::Code::kAborted);
+  EXPECT_EQ(old->error().kind, TransactionError::Kind::kTooOld);
+}
+
+}  // namespace
+}  // namespace strata::txn

@@ -1,0 +1,85 @@
+// Test doubles for transactions: an oracle that hands out chosen timestamps,
+// tables held in ModelRowStores, and a TxnDB wired to them.
+#ifndef STRATA_TESTS_TXN_TXN_TEST_UTIL_H_
+#define STRATA_TESTS_TXN_TXN_TEST_UTIL_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "strata/row_store.h"
+#include "txn/local_liveness_registry.h"
+#include "txn/records.h"
+#include "txn/timestamp_oracle.h"
+#include "txn/transaction_db.h"
+#include "util/model_row_store.h"
+
+namespace strata::test {
+
+// Timestamps 1, 2, 3, ... unless the test sets the next one.
+class CountingOracle final : public txn::TimestampOracle {
+ public:
+  Result<uint64_t> GetTimestamp() override { return next_.fetch_add(1); }
+  Status GetTimestamps(uint32_t n, uint64_t* first) override {
+    *first = next_.fetch_add(n);
+    return Status::OK();
+  }
+  // REQUIRES: above every timestamp handed out.
+  void SetNext(uint64_t ts) { next_.store(ts); }
+
+ private:
+  std::atomic<uint64_t> next_{1};
+};
+
+// Tables by name, each a ModelRowStore with the transactional schema.
+class ModelTables final : public txn::TableResolver {
+ public:
+  Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = stores_.find(std::string(table));
+    if (it == stores_.end()) return Status::NotFound("no table " + std::string(table));
+    return it->second;
+  }
+  Status Create(std::string_view table) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto [it, inserted] = stores_.emplace(
+        std::string(table),
+        std::shared_ptr<RowStore>(ModelRowStore::ForSchema(txn::TransactionalSchema({}))));
+    return inserted ? Status::OK() : Status::AlreadyExists("table " + std::string(table));
+  }
+  std::shared_ptr<RowStore> Get(const std::string& table) {
+    std::lock_guard<std::mutex> l(mu_);
+    return stores_.at(table);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<RowStore>> stores_;
+};
+
+// Every cell of `row` in `family`, newest first per column.
+inline std::vector<Cell> CellsOf(const RowStore& store, std::string_view row,
+                                 std::string_view family) {
+  RowFilter filter;
+  filter.families = {std::string(family)};
+  Result<std::vector<Cell>> cells = store.ReadRow(ReadOptions(), row, filter);
+  return cells.ok() ? *cells : std::vector<Cell>();
+}
+
+// Every lock cell of a whole table.
+inline size_t CountLocks(const RowStore& store) {
+  ScanSpec spec;
+  spec.filter.families = {std::string(txn::kLockFamily)};
+  Result<std::unique_ptr<RowIterator>> it = store.Scan(ReadOptions(), spec);
+  if (!it.ok()) return SIZE_MAX;
+  size_t n = 0;
+  for (; (*it)->Valid(); (*it)->Next()) n += (*it)->cells().size();
+  return n;
+}
+
+}  // namespace strata::test
+
+#endif  // STRATA_TESTS_TXN_TXN_TEST_UTIL_H_

@@ -1,0 +1,170 @@
+// TxnDB: the TransactionDB of strata/transaction.h, built on any stores
+// behind the row-store seam (a TableResolver), a TimestampOracle and a
+// LivenessRegistry. TransactionDB::Open wires it to an engine's tenant; tests
+// wire it to in-memory stores, fake clocks and fail points.
+//
+// The commit protocol (Percolator's, see txn/FORMAT.md for the cells):
+//   1. prewrite the primary's row: data and locks at start_ts, if no write
+//      record at or after start_ts and no lock (conflicts are resolved as
+//      lock_resolver.h says: an older live lock aborts us, a younger one is
+//      rolled back);
+//   2. prewrite the other rows, in batches per table (CheckAndMutateBatch);
+//   3. take commit_ts from the oracle;
+//   4. commit the primary: its write records at commit_ts and its locks
+//      erased, if its lock is still the one we wrote (the commit point);
+//   5. commit the other rows, in the foreground or on a background thread.
+// A fail point between any two steps stops the coordinator as a crash would:
+// nothing more is written, and its owner dies, so its locks can be resolved.
+//
+// Thread-safe; a Transaction is used by one thread at a time.
+#ifndef STRATA_TXN_TRANSACTION_DB_H_
+#define STRATA_TXN_TRANSACTION_DB_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/mutex.h"
+#include "strata/transaction.h"
+#include "txn/liveness_registry.h"
+#include "txn/local_liveness_registry.h"
+#include "txn/local_timestamp_oracle.h"
+#include "txn/lock_resolver.h"
+#include "txn/timestamp_oracle.h"
+
+namespace strata::txn {
+
+// The points between the steps of a commit where a coordinator can be made to
+// stop (TxnDBConfig::fail_point).
+enum class FailPoint {
+  kAfterPrimaryPrewrite,   // the primary's row is prewritten, nothing else
+  kAfterSecondaryBatch,    // after each batch of other rows' prewrites
+  kAfterCommitTs,          // every row prewritten, commit_ts taken
+  kAfterPrimaryCommit,     // committed; no secondary committed yet
+  kAfterSecondaryCommit,   // after each batch of secondaries' commits, in the
+                           // foreground (background commits merge transactions)
+};
+const char* FailPointName(FailPoint point);
+
+// The oracle and the registry of TransactionServices.
+class TxnServicesImpl {
+ public:
+  TxnServicesImpl(std::unique_ptr<LocalTimestampOracle> oracle,
+                  std::unique_ptr<LocalLivenessRegistry> registry)
+      : oracle_(std::move(oracle)), registry_(std::move(registry)) {}
+  TimestampOracle* oracle() const { return oracle_.get(); }
+  LivenessRegistry* registry() const { return registry_.get(); }
+
+ private:
+  std::unique_ptr<LocalTimestampOracle> oracle_;
+  std::unique_ptr<LocalLivenessRegistry> registry_;
+};
+
+struct TxnDBConfig {
+  TransactionDBOptions options;
+  TimestampOracle* oracle = nullptr;      // required; outlives the TxnDB
+  LivenessRegistry* registry = nullptr;   // required; outlives the TxnDB
+  Clock* clock = nullptr;                 // wall clock for lock TTLs; nullptr = default
+  std::shared_ptr<TableResolver> tables;  // required
+  // Makes a transactional table (TransactionDB::CreateTable); nullptr:
+  // CreateTable is NotSupported.
+  std::function<Status(std::string_view, const TransactionalTableOptions&)> create_table;
+  // Every table shares one log in which a synced write makes every write
+  // before it durable: prewrites and lock resolutions are then written
+  // without waiting for a sync of their own.
+  bool single_log = false;
+  // Consulted at each fail point with the transaction's start_ts; true stops
+  // the coordinator there (Commit returns Aborted, "stopped at fail point").
+  std::function<bool(FailPoint, uint64_t)> fail_point;
+  // Keeps services (or anything else) alive as long as the TxnDB.
+  std::shared_ptr<void> keep_alive;
+};
+
+// What a transaction's heartbeat needs, shared with the DB's heartbeat thread.
+struct HeartbeatState {
+  Mutex mu;
+  Owner owner;  // immutable once registered
+  bool prewritten GUARDED_BY(mu) = false;
+  bool finished GUARDED_BY(mu) = false;  // committing, committed or aborted
+  bool owner_dead GUARDED_BY(mu) = false;
+  TxnKey primary;  // immutable once prewritten is set
+  LockRecord primary_lock GUARDED_BY(mu);
+  std::string primary_lock_bytes GUARDED_BY(mu);
+};
+
+class TxnDB final : public TransactionDB {
+ public:
+  static Result<std::unique_ptr<TxnDB>> Make(TxnDBConfig config);
+  ~TxnDB() override;
+
+  Status CreateTable(std::string_view name, const TransactionalTableOptions& options) override;
+  Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options) override;
+  void AdvanceSafepoint(uint64_t safepoint) override;
+  Status Close() override;
+
+  // For the transactions.
+  const TxnDBConfig& config() const { return config_; }
+  LockResolver* resolver() { return &resolver_; }
+  Clock* clock() const { return clock_; }
+  uint64_t safepoint() const { return safepoint_.load(std::memory_order_acquire); }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  bool FailPointHit(FailPoint point, uint64_t start_ts) const {
+    return config_.fail_point && config_.fail_point(point, start_ts);
+  }
+  void StartHeartbeat(const std::shared_ptr<HeartbeatState>& state);
+  void StopHeartbeat(const std::shared_ptr<HeartbeatState>& state);
+
+  // Secondary commits handed to the background thread.
+  struct SecondaryJob {
+    uint64_t start_ts = 0;
+    uint64_t commit_ts = 0;
+    // Per table, per row, the mutation that commits the row.
+    std::vector<std::pair<std::string, std::vector<ConditionalMutation>>> tables;
+  };
+  // start_ts 0: several transactions merged (no fail points).
+  // Commits the rows of `job`, in batches; false when a fail point stopped it.
+  bool CommitSecondaries(const SecondaryJob& job, Status* status);
+  void EnqueueSecondaries(SecondaryJob job);
+
+  struct Stats {
+    std::atomic<uint64_t> background_failures{0};
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  explicit TxnDB(TxnDBConfig config);
+  void HeartbeatThread();
+  void BackgroundThread();
+  void RefreshPrimary(HeartbeatState* state);
+  static SecondaryJob MergeJobs(const std::deque<SecondaryJob>& jobs);
+
+  const TxnDBConfig config_;
+  Clock* const clock_;
+  LockResolver resolver_;
+  std::atomic<uint64_t> safepoint_{0};
+  std::atomic<bool> closed_{false};
+  Stats stats_;
+
+  Mutex mu_;
+  CondVar cv_{&mu_};       // the heartbeat thread: stopping_
+  CondVar jobs_cv_{&mu_};  // jobs_, job_running_, stopping_
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::set<std::shared_ptr<HeartbeatState>> live_ GUARDED_BY(mu_);
+  std::deque<SecondaryJob> jobs_ GUARDED_BY(mu_);
+  bool job_running_ GUARDED_BY(mu_) = false;
+  std::thread heartbeat_thread_;
+  std::thread background_thread_;
+};
+
+}  // namespace strata::txn
+
+#endif  // STRATA_TXN_TRANSACTION_DB_H_
