@@ -858,8 +858,8 @@ Status TransactionImpl::Commit() {
   hb_->primary = *primary_;
   lock_wall_millis_ = db_->resolver()->NowMillis();
 
-  // 1–2. Prewrite: the primary's row first, on its own, then the other rows
-  // in batches per table.
+  // 1–2. Prewrite: the primary's row first, on its own or in the first batch
+  // of its table, then the other rows in batches per table.
   STRATA_ASSIGN_OR_RETURN(primary_store_, StoreFor(primary_->table));
   WriteOptions wo;
   wo.sync = db_->config().options.sync && !db_->config().single_log;
@@ -871,7 +871,7 @@ Status TransactionImpl::Commit() {
     for (size_t begin = 0; begin < rows.size();) {
       const bool with_primary = t == 0 && begin == 0;
       size_t end = std::min(rows.size(), begin + max_rows);
-      if (with_primary) end = 1;
+      if (with_primary && db_->config().options.prewrite_primary_alone) end = 1;
       std::vector<ConditionalMutation> batch;
       std::vector<PrewriteState> states;
       states.reserve(end - begin);

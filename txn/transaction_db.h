@@ -4,7 +4,8 @@
 // wire it to in-memory stores, fake clocks and fail points.
 //
 // The commit protocol (Percolator's, see txn/FORMAT.md for the cells):
-//   1. prewrite the primary's row: data and locks at start_ts, if no write
+//   1. prewrite the primary's row (alone, or in the first batch of its
+//      table): data and locks at start_ts, if no write
 //      record at or after start_ts and no lock (conflicts are resolved as
 //      lock_resolver.h says: an older live lock aborts us, a younger one is
 //      rolled back);

@@ -206,6 +206,7 @@ WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) 
 // at 8. The cells are checked after every step against the figure.
 TEST_F(TransactionTest, PaperBankExampleCellByCell) {
   options_.max_inline_value = 0;  // values live in `data`, as in the paper
+  options_.prewrite_primary_alone = true;  // the primary first, as in the figure
   Open();
   RowStore& bank = Store("bank");
 
@@ -448,7 +449,7 @@ TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
   ASSERT_EQ(*t->GetForUpdate("bank", "a", "c"), "1");  // "a" is the primary: a lock kind
   ASSERT_OK(t->Set("bank", "b", "c", "2"));
   hook_ = [&](FailPoint p, uint64_t ts) {
-    return p == FailPoint::kAfterSecondaryBatch && ts == t->start_ts();
+    return p == FailPoint::kAfterPrimaryPrewrite && ts == t->start_ts();  // a and b
   };
   ASSERT_EQ(t->Commit().code(), Status::Code::kAborted);
   ASSERT_EQ(LockAt("bank", "b", t->start_ts()).kind, MutationKind::kPut);
