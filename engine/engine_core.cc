@@ -1417,6 +1417,8 @@ Status EngineCore::WriteRows(const WriteOptions& options, const PendingRow* rows
   req.payload = builder.Finish();
   req.sequence_count = builder.entry_count();
   req.sync = options.sync;
+  // Tenants take turns when more writes queue than one group holds.
+  req.fairness_key = rows[0].tablet->table->tenant_id;
   req.arg = &w;
   // The log applies and publishes the record before Write returns, so a
   // writer that takes the row's lock after this one releases it reads it.

@@ -309,7 +309,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                         const RowMutation& mutation, PendingRow* out) const;
   // Logs `rows` as one record (one group-commit submission) and returns once
   // they are applied to the memtables and visible.
-  // REQUIRES: close_mu_ held shared and !closed_; every row validated.
+  // REQUIRES: close_mu_ held shared and !closed_; every row validated;
+  // count >= 1, all rows of one table.
   Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
   // Fails with the background error once flushes have failed; otherwise
   // applies level-0 backpressure. REQUIRES: close_mu_ held shared.

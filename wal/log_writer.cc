@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "wal/internal/group_picker.h"
 #include "wal/internal/segment_io.h"
 #include "wal/log_format.h"
 
@@ -379,18 +380,15 @@ Status LogWriter::LeadGroup(Waiter* self) {
   {
     MutexLock l(&mu_);
     Gather(self);
-    size_t bytes = 0;
-    while (!queue_.empty()) {
-      Waiter* w = queue_.front();
-      const size_t size = RequestBytes(w);
-      // The leader and the writer that waited longest go whatever their size,
-      // so a large write is never left behind for good.
-      if (group.size() >= 2 && bytes + size > options_.max_group_bytes) break;
-      queue_.pop_front();
-      queue_bytes_ -= size;
+    if (queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2) {
+      group.assign(queue_.begin(), queue_.end());  // everything fits, in queue order
+      queue_.clear();
+      queue_bytes_ = 0;
+    } else {
+      PickGroupFromQueue(&group);
+    }
+    for (Waiter* w : group) {
       w->queued = false;
-      group.push_back(w);
-      bytes += size;
       sync |= w->sync;
       if (w->request != nullptr) {
         w->request->first_sequence = next_sequence_;
@@ -460,6 +458,28 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
   for (Waiter* w : abandoned) wake(w);
   return s;
+}
+
+void LogWriter::PickGroupFromQueue(std::vector<Waiter*>* group) {
+  std::vector<GroupCandidate> candidates;
+  candidates.reserve(queue_.size());
+  for (const Waiter* w : queue_) {
+    candidates.push_back(
+        GroupCandidate{RequestBytes(w), w->request == nullptr ? 0 : w->request->fairness_key});
+  }
+  std::vector<size_t> picked;
+  PickGroup(candidates, options_.max_group_bytes, &picked);
+  std::vector<bool> taken(queue_.size(), false);
+  for (size_t i : picked) {
+    taken[i] = true;
+    group->push_back(queue_[i]);
+    queue_bytes_ -= candidates[i].bytes;
+  }
+  std::deque<Waiter*> rest;
+  for (size_t i = 0; i < queue_.size(); i++) {
+    if (!taken[i]) rest.push_back(queue_[i]);
+  }
+  queue_.swap(rest);
 }
 
 void LogWriter::AwaitApplyTurn(uint64_t ticket) {

@@ -9,8 +9,12 @@
 // one linked write -> fdatasync submission), calls the apply function and
 // marks its members done. When it passes the lead on is below.
 //
-// Forming a group. A group takes the queue in order up to max_group_bytes;
-// the leader and the writer that has waited longest go whatever their size.
+// Forming a group. A group takes the whole queue when it fits in
+// max_group_bytes. Otherwise it takes the leader, the writer that has waited
+// longest, and then, within the bound, turn by turn one write of each
+// WriteRequest::fairness_key (the engine passes the tenant), so that one
+// key's backlog cannot keep another's small write out of group after group
+// (wal/internal/group_picker.h).
 //
 // Passing the lead. A synced group passes the lead as soon as its I/O is
 // done, so that the next group's I/O overlaps its apply; an unsynced group,
@@ -120,6 +124,10 @@ struct WriteRequest {
   Slice payload;                      // the record body
   uint64_t sequence_count = 1;        // sequence numbers this record consumes (>= 1)
   bool sync = true;                   // acknowledge only once durable
+  // When more writes are queued than one group takes (max_group_bytes),
+  // writes with different keys take turns (wal/internal/group_picker.h).
+  // The engine passes the tenant; 0 is as good a key as any.
+  uint64_t fairness_key = 0;
   void* arg = nullptr;                // for the apply function
   SequenceNumber first_sequence = 0;  // set by the writer before apply is called
 };                                    // Intentionally copyable.
@@ -209,6 +217,9 @@ class LogWriter {
   // offers it (unsynced), or frees it (queue empty).
   void PassLead() EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status LeadGroup(Waiter* self);
+  // Moves the members of the next group from queue_ to *group when they do
+  // not all fit in one (wal/internal/group_picker.h).
+  void PickGroupFromQueue(std::vector<Waiter*>* group) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until the group `ticket` may apply (spinning first, like a member).
   void AwaitApplyTurn(uint64_t ticket) LOCKS_EXCLUDED(mu_);
   // Waits, briefly, until the queue holds the writers expected for the next

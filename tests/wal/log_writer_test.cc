@@ -353,10 +353,11 @@ TEST_P(LogWriterTest, SyncCoversUnsyncedWrites) {
 }
 
 // Many threads mixing unsynced writes, synced writes and Sync() calls, with
-// groups small enough that the queue often holds more than one, on both I/O
-// paths: every record is applied once, in log order, before its Write
-// returns, never two applies at once; each thread's records are in its
-// order; the log reads back exactly what was acknowledged.
+// groups small enough that the queue often holds more than one (so groups are
+// picked by fairness key), on both I/O paths: every record is applied once,
+// in log order, before its Write returns, never two applies at once; each
+// thread's records are in its order; the log reads back exactly what was
+// acknowledged.
 TEST_P(LogWriterTest, MixedSyncedAndUnsyncedWriters) {
   ScratchDir dir("wal");
   const int kThreads = 12;
@@ -396,6 +397,7 @@ TEST_P(LogWriterTest, MixedSyncedAndUnsyncedWriters) {
         r.payload = p;
         r.sequence_count = 1 + rnd.Uniform(3);
         r.sync = rnd.OneIn(4);
+        r.fairness_key = static_cast<uint64_t>(t % 3);
         r.arg = reinterpret_cast<void*>(id);
         if (!w->Write(&r).ok()) failures++;
         if (!done[id].load()) not_applied++;
