@@ -24,8 +24,9 @@
 // ratio to b_alone's (b_alone_sync's) figure from the same run (the goal is
 // <= 2); a_bytes/s, what A wrote meanwhile; a_rate_stalls and
 // a_share_stalls, A's waits on its rate limit and on its memtable share;
-// engine_stalls, writes of either tenant held by the engine-wide
-// backpressure (level-0 slowdowns and stops, max_immutable_memtables).
+// engine_stalls, writes of either tenant held by write backpressure (level-0
+// slowdowns and stops, each tenant's by its own level 0, and the
+// engine-wide max_immutable_memtables stop).
 //
 //   build/bench/tenant_bench [--benchmark_min_time=0.1]
 //

@@ -860,10 +860,21 @@ void EngineCore::UpdateLevel0Count() {
   uint64_t most = 0;
   {
     MutexLock l(&mu_);
-    for (const auto& [id, tablet] : tablets_by_id_) {
-      for (const auto& g : tablet->groups) {
-        most = std::max<uint64_t>(most, g->current()->levels[0].size());
+    std::map<const TenantBudget*, uint64_t> per_tenant;
+    for (const auto& [key, table] : tables_) {
+      uint64_t& n = per_tenant[table->budget.get()];
+      for (const auto& tablet : table->tablets) {
+        for (const auto& g : tablet->groups) {
+          std::shared_ptr<const GroupView> view = g->current();
+          if (view == nullptr) continue;  // closed
+          n = std::max<uint64_t>(n, view->levels[0].size());
+        }
       }
+      most = std::max(most, n);
+    }
+    for (const auto& [name, tenant] : tenants_) {
+      auto it = per_tenant.find(tenant->budget.get());
+      tenant->budget->SetLevel0Files(it == per_tenant.end() ? 0 : it->second);
     }
   }
   max_level0_files_.store(most, std::memory_order_relaxed);
@@ -871,8 +882,8 @@ void EngineCore::UpdateLevel0Count() {
   bg_cv_.SignalAll();
 }
 
-Status EngineCore::WaitForWriteRoom() {
-  const uint64_t files = max_level0_files_.load(std::memory_order_relaxed);
+Status EngineCore::WaitForWriteRoom(const TenantBudget& budget) {
+  const uint64_t files = budget.level0_files();
   const bool memtables_full = immutable_memtables_.load(std::memory_order_relaxed) >=
                               options_.max_immutable_memtables;
   if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !memtables_full) {
@@ -894,8 +905,7 @@ Status EngineCore::WaitForWriteRoom() {
     stat_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
     while (bg_error_.ok() && !bg_stop_ &&
-           max_level0_files_.load(std::memory_order_relaxed) >=
-               static_cast<uint64_t>(options_.level0_stop_trigger)) {
+           budget.level0_files() >= static_cast<uint64_t>(options_.level0_stop_trigger)) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;
@@ -1379,14 +1389,14 @@ Status EngineCore::ValidateMutation(const TableState& table, std::string_view ro
   return Status::OK();
 }
 
-Status EngineCore::WaitToWrite() {
+Status EngineCore::WaitToWrite(const TenantBudget& budget) {
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed: refuse writes rather than grow
     // memory without bound. Everything acknowledged is in the log.
     MutexLock l(&bg_mu_);
     return bg_error_;
   }
-  return WaitForWriteRoom();
+  return WaitForWriteRoom(budget);
 }
 
 Status EngineCore::MakePendingRow(const TableState& table, std::string_view row,
