@@ -49,11 +49,12 @@ inline void CpuRelax() {
 // says: a frozen test clock must not make it spin forever); returns done().
 template <typename Done>
 bool SpinUntil(Done done) {
+  if (done()) return true;  // the common case, without reading the clock
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNanos);
   for (int i = 1;; i++) {
+    CpuRelax();
     if (done()) return true;
     if (i % 32 == 0 && std::chrono::steady_clock::now() >= deadline) return done();
-    CpuRelax();
   }
 }
 
@@ -400,7 +401,7 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
   assert(!group.empty() && group.front() == self);
 
-  const uint64_t io_start = clock_->NowNanos();
+  const uint64_t io_start = sync ? clock_->NowNanos() : 0;  // timed for gathering only
   Status s = WriteGroup(group, sync);
 
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
