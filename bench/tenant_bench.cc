@@ -25,8 +25,7 @@
 // <= 2); a_bytes/s, what A wrote meanwhile; a_rate_stalls and
 // a_share_stalls, A's waits on its rate limit and on its memtable share;
 // engine_stalls, writes of either tenant held by write backpressure (level-0
-// slowdowns and stops, each tenant's by its own level 0, and the
-// engine-wide max_immutable_memtables stop).
+// slowdowns and stops, and max_immutable_memtables stops).
 //
 //   build/bench/tenant_bench [--benchmark_min_time=0.1]
 //

@@ -884,19 +884,24 @@ void EngineCore::UpdateLevel0Count() {
 
 Status EngineCore::WaitForWriteRoom(const TenantBudget& budget) {
   const uint64_t files = budget.level0_files();
-  const bool memtables_full = immutable_memtables_.load(std::memory_order_relaxed) >=
-                              options_.max_immutable_memtables;
-  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !memtables_full) {
+  // The memtable stop holds the tenants whose memtables are among those
+  // waiting: another tenant adds nothing to the flush backlog until its own
+  // memtable fills, and then it waits too.
+  auto memtables_full = [&] {
+    return immutable_memtables_.load(std::memory_order_relaxed) >=
+               options_.max_immutable_memtables &&
+           budget.immutable_bytes() > 0;
+  };
+  const bool stop_for_memtables = memtables_full();
+  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !stop_for_memtables) {
     return Status::OK();
   }
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
-  if (memtables_full) {
+  if (stop_for_memtables) {
     stat_memtable_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
-    while (bg_error_.ok() && !bg_stop_ &&
-           immutable_memtables_.load(std::memory_order_relaxed) >=
-               options_.max_immutable_memtables) {
+    while (bg_error_.ok() && !bg_stop_ && memtables_full()) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;

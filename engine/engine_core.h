@@ -279,7 +279,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void UpdateLevel0Count();
   // Applies backpressure to a write of the tenant `budget` about to be
   // logged: level-0 slowdowns and stops by the tenant's own level-0 count,
-  // and stops while too many memtables (engine-wide) wait for a flush.
+  // and stops while too many memtables (engine-wide) wait for a flush and
+  // some of them are the tenant's.
   Status WaitForWriteRoom(const TenantBudget& budget);
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.

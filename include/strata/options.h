@@ -93,8 +93,10 @@ struct EngineOptions {
   // tables; lower bounds memory tighter at the cost of smaller level-0 files.
   uint64_t total_write_buffer_size = 256ull << 20;
   // Full memtables of the whole engine that may wait for their flush. At this
-  // many, writes wait until a flush finishes (counted in EngineStats as
-  // memtable_stops), which bounds memory when flushing falls behind.
+  // many, the writes of tenants owning some of them wait until a flush
+  // finishes (counted in EngineStats as memtable_stops), which bounds memory
+  // when flushing falls behind; other tenants write on until a memtable of
+  // theirs fills.
   int max_immutable_memtables = 4;
   // A tablet splits in two at a row boundary once its SSTables hold more than
   // this many bytes (all locality groups together); 0 never splits. Smaller

@@ -1,8 +1,9 @@
 // Tenants and their budgets through the public API: options through reopen,
 // memtable shares (early flushes and stalls of the over-share tenant only),
-// level-0 backpressure (of the tenant over the trigger only), disk quotas,
-// write rate limits, per-tenant stats, and isolation between tenants. Correctness only: rate limits are checked by the waits they
-// count, never by elapsed time.
+// level-0 backpressure and the memtable stop (of the tenants causing them
+// only), disk quotas, write rate limits, per-tenant stats, and isolation
+// between tenants. Correctness only: rate limits are checked by the waits
+// they count, never by elapsed time.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -430,6 +431,63 @@ TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
   EXPECT_EQ(st.write_slowdowns, 0u);
 
   fs.UnblockReads();
+  a_writer.join();
+  b_writer.join();
+  ASSERT_OK(a_write);
+  EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
+  EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
+}
+
+// The engine-wide memtable stop (max_immutable_memtables) holds the tenants
+// whose memtables wait for the flushes, not one whose memtables do not.
+TEST_F(TenantTest, MemtableStopHoldsOnlyTenantsWithMemtablesWaiting) {
+  BlockingTableFs& fs = blocking_fs_;
+  options_.file_system = &fs;
+  options_.write_buffer_size = 64 << 10;
+  options_.max_immutable_memtables = 2;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(engine_->CreateTenant("b"));
+  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  Table at = TableOf("a", "t"), bt = TableOf("b", "t");
+  Tenant a = TenantOf("a"), b = TenantOf("b");
+  const std::string value(1000, 'v');
+  struct Unblock {
+    BlockingTableFs* fs;
+    ~Unblock() { fs->Unblock(); }  // so a failed check cannot hang the engine's close
+  } unblock{&fs};
+
+  fs.Block();
+  // a fills memtables until two wait for their (hanging) flushes.
+  int i = 0;
+  while (engine_->GetStats().immutable_memtables < 2) {
+    ASSERT_LT(i, 1000);
+    ASSERT_OK(at.Mutate(WriteOptions(), "r" + std::to_string(i++), PutOf(value)));
+  }
+  ASSERT_GT(StatsOf(a).immutable_memtable_bytes, 0u);
+  ASSERT_EQ(StatsOf(b).immutable_memtable_bytes, 0u);
+
+  std::atomic<bool> a_done{false}, b_done{false};
+  Status a_write;
+  std::thread a_writer([&] {
+    a_write = at.Mutate(WriteOptions(), "late", PutOf(value));
+    a_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().memtable_stops == 1; }));
+  // Tenant b, none of whose memtables waits, writes on (less than a memtable).
+  std::thread b_writer([&] {
+    for (int j = 0; j < 20; j++) {
+      EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(value)));
+    }
+    b_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return b_done.load(); }))
+      << "tenant b was held by tenant a's memtables";
+  EXPECT_FALSE(a_done.load());  // a's flushes cannot finish while blocked
+  EXPECT_EQ(engine_->GetStats().memtable_stops, 1u);
+
+  fs.Unblock();
   a_writer.join();
   b_writer.join();
   ASSERT_OK(a_write);
