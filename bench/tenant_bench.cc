@@ -7,17 +7,25 @@
 //   b_with_a_flooding   A writes 1 KiB values as fast as it can
 //   b_with_a_limited    the same, with A's TenantOptions::write_rate_limit
 //                       at 4 MiB/s
+//   b_with_4_a_flooding A floods from 4 threads, so that A's writes queue
+//                       for the log behind one another and share its groups
+//                       with B's
+//   b_alone_sync, b_with_a_flooding_sync
+//                       the first two with sync on for both tenants: B's
+//                       writes wait for an fdatasync, and share it with A's
 //
-// Writes are unsynced on both sides (the contention measured is memtables,
-// flushes, compactions and the log's group commit, not fdatasync). Memtables
-// are small (2 MiB, 16 MiB engine-wide, 8 MiB per tenant) so flushes,
-// early flushes and compactions happen within short runs. B's table holds
-// 20,000 rows, flushed, before each run.
+// Writes are unsynced on both sides except in the *_sync cases (the
+// contention measured is memtables, flushes, compactions and the log's group
+// commit, not fdatasync). Memtables are small (2 MiB, 16 MiB engine-wide,
+// 8 MiB per tenant) so flushes, early flushes and compactions happen within
+// short runs. B's table holds 20,000 rows, flushed, before each run.
 //
 // Counters: b_write_p99_us, b_read_p99_us (microseconds); *_vs_alone, the
-// ratio to b_alone's figure from the same run (the goal is <= 2);
-// a_bytes/s, what A wrote meanwhile; a_rate_stalls and a_share_stalls, A's
-// waits on its rate limit and on its memtable share.
+// ratio to b_alone's (b_alone_sync's) figure from the same run (the goal is
+// <= 2); a_bytes/s, what A wrote meanwhile; a_rate_stalls and
+// a_share_stalls, A's waits on its rate limit and on its memtable share;
+// engine_stalls, writes of either tenant held by write backpressure (level-0
+// slowdowns and stops, and max_immutable_memtables stops).
 //
 //   build/bench/tenant_bench [--benchmark_min_time=0.1]
 //
@@ -33,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/histogram.h"
 #include "common/random.h"
@@ -46,6 +55,12 @@ constexpr size_t kAValueSize = 1024;
 constexpr uint64_t kALimit = 4 << 20;
 
 enum class Neighbour { kNone, kFlooding, kLimited };
+
+struct Case {
+  Neighbour neighbour = Neighbour::kNone;
+  int a_threads = 1;  // flooding threads of tenant A
+  bool sync = false;  // WriteOptions::sync of both tenants
+};
 
 std::string BenchDir() {
   const char* base = std::getenv("STRATA_BENCH_DIR");
@@ -67,11 +82,12 @@ strata::TableSchema Schema() {
   return s;
 }
 
-// B's p99s of the b_alone run, for the ratios of the later runs.
-double g_alone_write_p99 = 0;
-double g_alone_read_p99 = 0;
+// B's p99s of the b_alone runs (index: sync), for the ratios of the later runs.
+double g_alone_write_p99[2] = {0, 0};
+double g_alone_read_p99[2] = {0, 0};
 
-void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
+void BM_NoisyNeighbour(benchmark::State& state, Case c) {
+  const Neighbour neighbour = c.neighbour;
   const std::string dir = BenchDir();
   strata::EngineOptions options;
   options.write_buffer_size = 2 << 20;
@@ -93,13 +109,15 @@ void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
   strata::Tenant a = *engine->OpenTenant("a");
   strata::Table at = *a.OpenTable("t");
   strata::Table bt = *engine->OpenTenant("b")->OpenTable("t");
+  strata::WriteOptions load;  // the untimed load of B's table
+  load.sync = false;
   strata::WriteOptions wo;
-  wo.sync = false;
+  wo.sync = c.sync;
   const std::string b_value(kBValueSize, 'b');
   for (int i = 0; i < kBRows; i++) {
     strata::RowMutation m;
     m.Put("f", "q", 1, b_value);
-    if (!bt.Mutate(wo, RowKey("b", i), m).ok()) {
+    if (!bt.Mutate(load, RowKey("b", i), m).ok()) {
       state.SkipWithError("cannot load tenant b");
       return;
     }
@@ -110,21 +128,25 @@ void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
   }
 
   std::atomic<bool> stop{false};
-  std::thread flooder;
+  std::vector<std::thread> flooders;
   if (neighbour != Neighbour::kNone) {
-    flooder = std::thread([&] {
-      const std::string value(kAValueSize, 'a');
-      strata::RowMutation m;
-      m.Put("f", "q", 1, value);
-      for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); i++) {
-        if (!at.Mutate(wo, RowKey("a", i), m).ok()) break;
-      }
-    });
+    for (int t = 0; t < c.a_threads; t++) {
+      flooders.emplace_back([&, t] {
+        const std::string value(kAValueSize, 'a');
+        strata::RowMutation m;
+        m.Put("f", "q", 1, value);
+        const std::string prefix = t == 0 ? "a" : "a" + std::to_string(t) + "-";
+        for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); i++) {
+          if (!at.Mutate(wo, RowKey(prefix.c_str(), i), m).ok()) break;
+        }
+      });
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the flood build
   }
 
   // After the warm-up, which also spends A's burst allowance.
   const strata::TenantStats a_start = *a.GetStats();
+  const strata::EngineStats e_start = engine->GetStats();
   strata::Histogram writes, reads;
   strata::Random rnd(301);
   uint64_t next = kBRows;
@@ -147,8 +169,9 @@ void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  const strata::EngineStats e_end = engine->GetStats();
   stop.store(true);
-  if (flooder.joinable()) flooder.join();
+  for (auto& t : flooders) t.join();
 
   const strata::TenantStats a_end = *a.GetStats();
   const double write_p99 = writes.Percentile(99);
@@ -156,12 +179,15 @@ void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
   state.counters["b_write_p99_us"] = write_p99;
   state.counters["b_read_p99_us"] = read_p99;
   if (neighbour == Neighbour::kNone) {
-    g_alone_write_p99 = write_p99;
-    g_alone_read_p99 = read_p99;
-  } else if (g_alone_write_p99 > 0 && g_alone_read_p99 > 0) {
-    state.counters["write_vs_alone"] = write_p99 / g_alone_write_p99;
-    state.counters["read_vs_alone"] = read_p99 / g_alone_read_p99;
+    g_alone_write_p99[c.sync] = write_p99;
+    g_alone_read_p99[c.sync] = read_p99;
+  } else if (g_alone_write_p99[c.sync] > 0 && g_alone_read_p99[c.sync] > 0) {
+    state.counters["write_vs_alone"] = write_p99 / g_alone_write_p99[c.sync];
+    state.counters["read_vs_alone"] = read_p99 / g_alone_read_p99[c.sync];
   }
+  state.counters["engine_stalls"] =
+      static_cast<double>((e_end.write_slowdowns + e_end.write_stops + e_end.memtable_stops) -
+                          (e_start.write_slowdowns + e_start.write_stops + e_start.memtable_stops));
   state.counters["a_bytes/s"] =
       static_cast<double>(a_end.bytes_written - a_start.bytes_written) / seconds;
   state.counters["a_rate_stalls"] =
@@ -179,9 +205,14 @@ void BM_NoisyNeighbour(benchmark::State& state, Neighbour neighbour) {
 
 }  // namespace
 
-// b_alone first: the others report their ratio to it.
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone, Neighbour::kNone)->UseRealTime();
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding, Neighbour::kFlooding)->UseRealTime();
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_limited, Neighbour::kLimited)->UseRealTime();
+// b_alone (b_alone_sync) first: the others report their ratio to it.
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone, Case{Neighbour::kNone})->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding, Case{Neighbour::kFlooding})->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_limited, Case{Neighbour::kLimited})->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_4_a_flooding, Case{Neighbour::kFlooding, 4})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone_sync, Case{Neighbour::kNone, 1, true})->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync, Case{Neighbour::kFlooding, 1, true})
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

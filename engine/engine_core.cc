@@ -891,10 +891,21 @@ void EngineCore::UpdateLevel0Count() {
   uint64_t most = 0;
   {
     MutexLock l(&mu_);
-    for (const auto& [id, tablet] : tablets_by_id_) {
-      for (const auto& g : tablet->groups) {
-        most = std::max<uint64_t>(most, g->current()->levels[0].size());
+    std::map<const TenantBudget*, uint64_t> per_tenant;
+    for (const auto& [key, table] : tables_) {
+      uint64_t& n = per_tenant[table->budget.get()];
+      for (const auto& tablet : table->tablets) {
+        for (const auto& g : tablet->groups) {
+          std::shared_ptr<const GroupView> view = g->current();
+          if (view == nullptr) continue;  // closed
+          n = std::max<uint64_t>(n, view->levels[0].size());
+        }
       }
+      most = std::max(most, n);
+    }
+    for (const auto& [name, tenant] : tenants_) {
+      auto it = per_tenant.find(tenant->budget.get());
+      tenant->budget->SetLevel0Files(it == per_tenant.end() ? 0 : it->second);
     }
   }
   max_level0_files_.store(most, std::memory_order_relaxed);
@@ -902,21 +913,26 @@ void EngineCore::UpdateLevel0Count() {
   bg_cv_.SignalAll();
 }
 
-Status EngineCore::WaitForWriteRoom() {
-  const uint64_t files = max_level0_files_.load(std::memory_order_relaxed);
-  const bool memtables_full = immutable_memtables_.load(std::memory_order_relaxed) >=
-                              options_.max_immutable_memtables;
-  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !memtables_full) {
+Status EngineCore::WaitForWriteRoom(const TenantBudget& budget) {
+  const uint64_t files = budget.level0_files();
+  // The memtable stop holds the tenants whose memtables are among those
+  // waiting: another tenant adds nothing to the flush backlog until its own
+  // memtable fills, and then it waits too.
+  auto memtables_full = [&] {
+    return immutable_memtables_.load(std::memory_order_relaxed) >=
+               options_.max_immutable_memtables &&
+           budget.immutable_bytes() > 0;
+  };
+  const bool stop_for_memtables = memtables_full();
+  if (files < static_cast<uint64_t>(options_.level0_slowdown_trigger) && !stop_for_memtables) {
     return Status::OK();
   }
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
-  if (memtables_full) {
+  if (stop_for_memtables) {
     stat_memtable_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
-    while (bg_error_.ok() && !bg_stop_ &&
-           immutable_memtables_.load(std::memory_order_relaxed) >=
-               options_.max_immutable_memtables) {
+    while (bg_error_.ok() && !bg_stop_ && memtables_full()) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;
@@ -925,8 +941,7 @@ Status EngineCore::WaitForWriteRoom() {
     stat_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
     while (bg_error_.ok() && !bg_stop_ &&
-           max_level0_files_.load(std::memory_order_relaxed) >=
-               static_cast<uint64_t>(options_.level0_stop_trigger)) {
+           budget.level0_files() >= static_cast<uint64_t>(options_.level0_stop_trigger)) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;
@@ -1464,14 +1479,14 @@ Status EngineCore::ValidateMutation(const TableState& table, const Schema& schem
   return Status::OK();
 }
 
-Status EngineCore::WaitToWrite() {
+Status EngineCore::WaitToWrite(const TenantBudget& budget) {
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed: refuse writes rather than grow
     // memory without bound. Everything acknowledged is in the log.
     MutexLock l(&bg_mu_);
     return bg_error_;
   }
-  return WaitForWriteRoom();
+  return WaitForWriteRoom(budget);
 }
 
 Status EngineCore::MakePendingRow(const TableState& table, const Schema& schema,
@@ -1507,6 +1522,8 @@ Status EngineCore::WriteRows(const WriteOptions& options, const PendingRow* rows
   req.payload = builder.Finish();
   req.sequence_count = builder.entry_count();
   req.sync = options.sync;
+  // Tenants take turns when more writes queue than one group holds.
+  req.fairness_key = rows[0].tablet->table->tenant_id;
   req.arg = &w;
   // The log applies and publishes the record before Write returns, so a
   // writer that takes the row's lock after this one releases it reads it.

@@ -339,11 +339,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // of family `family` in the tablet's rows.
   Result<bool> GroupHoldsFamily(const TabletState& tablet, const GroupView& view,
                                 uint16_t family) const;
-  // Recomputes max_level0_files_ and wakes writers waiting on it.
+  // Recomputes max_level0_files_ and every tenant's level-0 count
+  // (TenantBudget::level0_files) and wakes writers waiting on them.
   void UpdateLevel0Count();
-  // Applies backpressure to a write about to be logged: level-0 slowdowns
-  // and stops, and stops while too many memtables wait for a flush.
-  Status WaitForWriteRoom();
+  // Applies backpressure to a write of the tenant `budget` about to be
+  // logged: level-0 slowdowns and stops by the tenant's own level-0 count,
+  // and stops while too many memtables (engine-wide) wait for a flush and
+  // some of them are the tenant's.
+  Status WaitForWriteRoom(const TenantBudget& budget);
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -374,11 +377,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                         const RowMutation& mutation, PendingRow* out) const;
   // Logs `rows` as one record (one group-commit submission) and returns once
   // they are applied to the memtables and visible.
-  // REQUIRES: close_mu_ held shared and !closed_; every row validated.
+  // REQUIRES: close_mu_ held shared and !closed_; every row validated;
+  // count >= 1, all rows of one table.
   Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
   // Fails with the background error once flushes have failed; otherwise
-  // applies level-0 backpressure. REQUIRES: close_mu_ held shared.
-  Status WaitToWrite();
+  // applies backpressure (WaitForWriteRoom). REQUIRES: close_mu_ held shared.
+  Status WaitToWrite(const TenantBudget& budget);
   // Everything a write of `bytes` payload bytes to `table` passes before its
   // row locks (engine/tenant_governance.cc): the tenant's disk quota when
   // the write adds data, its write rate limit (slept without the close gate,
@@ -518,8 +522,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::atomic<uint64_t> stat_stops_{0};
   std::atomic<uint64_t> stat_stall_micros_{0};
   // Level-0 files of the fullest group, refreshed by the background thread
-  // after each job. Relaxed: a backpressure hint; waiting re-checks it under
-  // bg_mu_, which the background thread signals after storing it.
+  // after each job, with each tenant's count. Relaxed: statistics and, per
+  // tenant, a backpressure hint; waiting re-checks it under bg_mu_, which
+  // the background thread signals after storing it.
   std::atomic<uint64_t> max_level0_files_{0};
   std::atomic<uint64_t> stat_compaction_read_{0};
   std::atomic<uint64_t> stat_compaction_written_{0};

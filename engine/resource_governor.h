@@ -88,6 +88,12 @@ class TenantBudget {
   // hold more than its share.
   bool ImmutableOverShare() const;
 
+  // Level-0 files of the tenant's fullest locality group, as the engine last
+  // counted them (after every flush and compaction). The tenant's writes
+  // meet level-0 backpressure by this count, not another tenant's.
+  void SetLevel0Files(uint64_t files) { level0_files_.store(files, std::memory_order_relaxed); }
+  uint64_t level0_files() const { return level0_files_.load(std::memory_order_relaxed); }
+
   // Live SSTable bytes, as the engine last counted them.
   void SetSstableBytes(uint64_t bytes);
   uint64_t sstable_bytes() const { return sstable_bytes_.load(std::memory_order_relaxed); }
@@ -137,6 +143,7 @@ class TenantBudget {
   std::atomic<uint64_t> memtable_bytes_{0};
   std::atomic<uint64_t> immutable_bytes_{0};
   std::atomic<uint64_t> sstable_bytes_{0};
+  std::atomic<uint64_t> level0_files_{0};
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<uint64_t> row_writes_{0};
   std::atomic<uint64_t> row_reads_{0};

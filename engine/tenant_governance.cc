@@ -32,7 +32,7 @@ Status EngineCore::AdmitWrite(const TableState& table, uint64_t bytes, bool adds
     if (closed_) return ClosedError();
     STRATA_RETURN_IF_ERROR(CheckLive(table));
   }
-  STRATA_RETURN_IF_ERROR(WaitToWrite());
+  STRATA_RETURN_IF_ERROR(WaitToWrite(*budget));
   return WaitForTenantShare(budget);
 }
 

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstring>
 
+#include "wal/internal/group_picker.h"
 #include "wal/internal/segment_io.h"
 #include "wal/log_format.h"
 
@@ -28,6 +30,33 @@ constexpr uint64_t kGatherNumerator = 1;
 constexpr uint64_t kGatherDenominator = 2;
 // The recent sync time is a moving average; each group's weighs this much.
 constexpr uint64_t kSyncAverageWeight = 8;
+// An unsynced member, and a leader waiting for its turn to apply, spin this
+// long before they sleep. Their wait is a group's write and apply, a few
+// microseconds when its leader is running; sleeping and being woken costs
+// more than that on both sides. Longer waits mean the leader is not running
+// (more writers than CPUs), and spinning on would only take CPU from it.
+constexpr int64_t kSpinNanos = 5'000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or for kSpinNanos (wall time, whatever LogOptions::clock
+// says: a frozen test clock must not make it spin forever); returns done().
+template <typename Done>
+bool SpinUntil(Done done) {
+  if (done()) return true;  // the common case, without reading the clock
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNanos);
+  for (int i = 1;; i++) {
+    CpuRelax();
+    if (done()) return true;
+    if (i % 32 == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
 
 // Positions are byte offsets from the start of the current segment file; the
 // k-th segment after it starts at k * segment_size. Blocks are aligned to the
@@ -88,16 +117,56 @@ class Layout {
 
 }  // namespace
 
+// A writer's request on its way through the log, on the writer's stack.
+//
+// `state` tells the writer what happened: kWaiting, then kLead (a synced
+// writer was handed the lead), kOffered (an unsynced writer may take the lead
+// if it is still free when it gets there) or kDone (its group is done and
+// `status` holds the outcome). A writer that goes to sleep first moves
+// kWaiting -> kSleeping under `mu`; Notify then sets the state under `mu` and
+// signals. Otherwise Notify sets it with one compare-and-swap and never
+// touches the waiter again, since the writer may return (and its Waiter go)
+// the moment it sees kDone. Notifications of one waiter never race: offers
+// and hand-overs are made under the writer's mu_ to a queued waiter, kDone
+// only by the leader of the group that took it (under mu_) out of the queue.
 struct LogWriter::Waiter {
+  enum State : uint8_t { kWaiting, kSleeping, kLead, kOffered, kDone };
+
   Waiter(WriteRequest* r, bool wants_sync) : request(r), sync(wants_sync), cv(&mu) {}
   WriteRequest* const request;  // nullptr for a Sync() barrier
   const bool sync;
+  // Acquire loads and release stores or acq_rel exchanges: kDone publishes
+  // `status` and the apply of the request.
+  std::atomic<uint8_t> state{kWaiting};
+  // In queue_ (not yet taken into a group). Guarded by the writer's mu_.
+  bool queued = false;
+  Status status;  // written once, before state becomes kDone
   Mutex mu;
   CondVar cv;
-  bool done GUARDED_BY(mu) = false;  // finished; `status` holds the outcome
-  bool lead GUARDED_BY(mu) = false;  // promoted to leader
-  Status status GUARDED_BY(mu);
 };
+
+void LogWriter::Notify(Waiter* w, uint8_t state) {
+  uint8_t cur = w->state.load(std::memory_order_acquire);
+  while (cur != Waiter::kSleeping) {
+    if (w->state.compare_exchange_weak(cur, state, std::memory_order_acq_rel)) return;
+  }
+  MutexLock l(&w->mu);
+  w->state.store(state, std::memory_order_release);
+  w->cv.Signal();  // under w->mu, so w outlives the call
+}
+
+uint8_t LogWriter::Await(Waiter* w) {
+  uint8_t s = Waiter::kWaiting;
+  if (!w->sync &&
+      SpinUntil([&] { return (s = w->state.load(std::memory_order_acquire)) != Waiter::kWaiting; })) {
+    return s;
+  }
+  MutexLock l(&w->mu);
+  s = Waiter::kWaiting;
+  if (!w->state.compare_exchange_strong(s, Waiter::kSleeping, std::memory_order_acq_rel)) return s;
+  while ((s = w->state.load(std::memory_order_acquire)) == Waiter::kSleeping) w->cv.Wait();
+  return s;
+}
 
 // The part of a group's image that goes to one segment.
 struct LogWriter::Chunk {
@@ -213,30 +282,71 @@ Status LogWriter::Sync() {
 }
 
 Status LogWriter::Submit(Waiter* w, bool allow_closed) {
-  bool lead;
+  bool lead = false;
   {
     MutexLock l(&mu_);
     if (!error_.ok()) return error_;
     if (closed_ && !allow_closed) {
       return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
     }
-    queue_.push_back(w);
-    queue_bytes_ += RequestBytes(w);
-    if (gathering_ && GatherDone()) gather_cv_.Signal();
-    // Leadership is handed straight to the next queued writer, so with no
-    // active leader the queue held nobody before us.
-    lead = !leader_active_;
-    if (lead) {
-      leader_active_ = true;
-      leaders_running_++;
+    if (!leader_active_) {
+      // Whoever finds the lead free takes it, with whatever is queued (say a
+      // writer offered the lead that has not run yet).
+      TakeLead(w);
+      lead = true;
+    } else {
+      w->queued = true;
+      queue_.push_back(w);
+      queue_bytes_ += RequestBytes(w);
+      if (gathering_ && GatherDone()) gather_cv_.Signal();
     }
   }
-  if (!lead) {
-    MutexLock l(&w->mu);
-    while (!w->done && !w->lead) w->cv.Wait();
-    if (w->done) return w->status;
+  while (!lead) {
+    const uint8_t s = Await(w);
+    if (s == Waiter::kDone) return w->status;
+    if (s == Waiter::kLead) break;  // handed over: leader_active_ stayed true
+    // Offered: take the lead unless a running writer took it first.
+    MutexLock l(&mu_);
+    if (w->queued && !leader_active_) {
+      TakeLead(w);
+      lead = true;
+    } else {
+      // Whoever took it passes it on, or marks us done; wait again.
+      uint8_t expected = Waiter::kOffered;
+      if (!w->state.compare_exchange_strong(expected, Waiter::kWaiting,
+                                            std::memory_order_acq_rel)) {
+        assert(expected == Waiter::kDone);
+        return w->status;
+      }
+    }
   }
   return LeadGroup(w);
+}
+
+void LogWriter::TakeLead(Waiter* w) {
+  assert(!leader_active_);
+  leader_active_ = true;
+  leaders_running_++;
+  if (!w->queued) {
+    w->queued = true;
+    queue_bytes_ += RequestBytes(w);
+  } else {
+    queue_.erase(std::find(queue_.begin(), queue_.end(), w));
+  }
+  queue_.push_front(w);  // the leader is the first member of its group
+}
+
+void LogWriter::PassLead() {
+  if (queue_.empty()) {
+    leader_active_ = false;
+  } else if (Waiter* next = queue_.front(); next->sync) {
+    // A synced writer gets the lead outright, so that it may gather.
+    leaders_running_++;
+    Notify(next, Waiter::kLead);
+  } else {
+    leader_active_ = false;
+    Notify(next, Waiter::kOffered);
+  }
 }
 
 size_t LogWriter::RequestBytes(const Waiter* w) {
@@ -271,15 +381,15 @@ Status LogWriter::LeadGroup(Waiter* self) {
   {
     MutexLock l(&mu_);
     Gather(self);
-    size_t bytes = 0;
-    while (!queue_.empty()) {
-      Waiter* w = queue_.front();
-      const size_t size = RequestBytes(w);
-      if (!group.empty() && bytes + size > options_.max_group_bytes) break;
-      queue_.pop_front();
-      queue_bytes_ -= size;
-      group.push_back(w);
-      bytes += size;
+    if (queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2) {
+      group.assign(queue_.begin(), queue_.end());  // everything fits, in queue order
+      queue_.clear();
+      queue_bytes_ = 0;
+    } else {
+      PickGroupFromQueue(&group);
+    }
+    for (Waiter* w : group) {
+      w->queued = false;
       sync |= w->sync;
       if (w->request != nullptr) {
         w->request->first_sequence = next_sequence_;
@@ -291,7 +401,7 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
   assert(!group.empty() && group.front() == self);
 
-  const uint64_t io_start = clock_->NowNanos();
+  const uint64_t io_start = sync ? clock_->NowNanos() : 0;  // timed for gathering only
   Status s = WriteGroup(group, sync);
 
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
@@ -311,20 +421,16 @@ Status LogWriter::LeadGroup(Waiter* self) {
     if (!s.ok()) {
       if (error_.ok()) error_ = s;
       abandoned.swap(queue_);
+      for (Waiter* w : abandoned) w->queued = false;
       queue_bytes_ = 0;
       leader_active_ = false;
-    } else if (!queue_.empty()) {
-      // Hand over before applying, so the next group's I/O overlaps our apply.
-      Waiter* next = queue_.front();
-      leaders_running_++;
-      MutexLock wl(&next->mu);
-      next->lead = true;
-      next->cv.Signal();
-    } else {
-      leader_active_ = false;
+    } else if (sync) {
+      // Before applying, so the next group's I/O overlaps our apply (and the
+      // fdatasync it may wait for).
+      PassLead();
     }
-    while (apply_turn_ != ticket) apply_cv_.Wait();
   }
+  AwaitApplyTurn(ticket);
   if (s.ok() && records > 0 && apply_) {
     std::vector<WriteRequest*> requests;
     requests.reserve(records);
@@ -335,23 +441,53 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
   {
     MutexLock l(&mu_);
-    apply_turn_ = ticket + 1;
+    apply_turn_.store(ticket + 1, std::memory_order_release);
     apply_cv_.SignalAll();
-    if (--leaders_running_ == 0) idle_cv_.SignalAll();
+    // An unsynced group keeps the lead until it is applied: its write is
+    // short, and a next group would only wait for this apply before its own.
+    if (s.ok() && !sync) PassLead();
+    if (--leaders_running_ == 0 && queue_.empty()) idle_cv_.SignalAll();
   }
   // From here on only the waiters are touched, never `this`: once the last
   // leader is done, Close may return and the writer may be destroyed.
   auto wake = [&s](Waiter* w) {
-    MutexLock wl(&w->mu);
     w->status = s;
-    w->done = true;
-    w->cv.Signal();  // under w->mu, so w outlives the call
+    Notify(w, Waiter::kDone);
   };
   for (Waiter* w : group) {
     if (w != self) wake(w);
   }
   for (Waiter* w : abandoned) wake(w);
   return s;
+}
+
+void LogWriter::PickGroupFromQueue(std::vector<Waiter*>* group) {
+  std::vector<GroupCandidate> candidates;
+  candidates.reserve(queue_.size());
+  for (const Waiter* w : queue_) {
+    candidates.push_back(
+        GroupCandidate{RequestBytes(w), w->request == nullptr ? 0 : w->request->fairness_key});
+  }
+  std::vector<size_t> picked;
+  PickGroup(candidates, options_.max_group_bytes, &picked);
+  std::vector<bool> taken(queue_.size(), false);
+  for (size_t i : picked) {
+    taken[i] = true;
+    group->push_back(queue_[i]);
+    queue_bytes_ -= candidates[i].bytes;
+  }
+  std::deque<Waiter*> rest;
+  for (size_t i = 0; i < queue_.size(); i++) {
+    if (!taken[i]) rest.push_back(queue_[i]);
+  }
+  queue_.swap(rest);
+}
+
+void LogWriter::AwaitApplyTurn(uint64_t ticket) {
+  // The group before ours applies while we write: usually done by now.
+  if (SpinUntil([&] { return apply_turn_.load(std::memory_order_acquire) == ticket; })) return;
+  MutexLock l(&mu_);
+  while (apply_turn_.load(std::memory_order_acquire) != ticket) apply_cv_.Wait();
 }
 
 Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
@@ -583,7 +719,8 @@ Status LogWriter::Close() {
   Status s = Submit(&barrier, /*allow_closed=*/true);
   {
     MutexLock l(&mu_);
-    while (leaders_running_ > 0) idle_cv_.Wait();
+    // A writer offered the lead may not have taken it yet.
+    while (leaders_running_ > 0 || !queue_.empty()) idle_cv_.Wait();
   }
   // No leader can exist any more: the leader state is ours.
   if (file_ != nullptr) {

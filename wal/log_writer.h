@@ -1,14 +1,39 @@
 // LogWriter: appends records to the write-ahead log (format: wal/FORMAT.md)
 // with group commit.
 //
-// Thread-safe. Writers queue under one mutex and each waits on its own
-// condition variable. When no group is in flight, the writer at the front of
-// the queue becomes the leader: it gathers (below), takes every queued request
-// (up to max_group_bytes), assigns their sequence numbers, frames all of them
-// into one buffer, writes it with one write and, if any member asked for
-// durability, one fdatasync (io_uring: one linked write -> fdatasync
-// submission), hands leadership to the next queued writer, calls the apply
-// function and wakes its members.
+// Thread-safe. Writers queue under one mutex. A writer that finds no group
+// in flight takes the lead at once: it gathers (below; synced leaders only),
+// forms a group of itself and the queued writers (below), assigns their
+// sequence numbers, frames all of them into one buffer, writes it with one
+// write and, if any member asked for durability, one fdatasync (io_uring:
+// one linked write -> fdatasync submission), calls the apply function and
+// marks its members done. When it passes the lead on is below.
+//
+// Forming a group. A group takes the whole queue when it fits in
+// max_group_bytes. Otherwise it takes the leader, the writer that has waited
+// longest, and then, within the bound, turn by turn one write of each
+// WriteRequest::fairness_key (the engine passes the tenant), so that one
+// key's backlog cannot keep another's small write out of group after group
+// (wal/internal/group_picker.h).
+//
+// Passing the lead. A synced group passes the lead as soon as its I/O is
+// done, so that the next group's I/O overlaps its apply; an unsynced group,
+// whose write is short, keeps the lead until it has applied (the next group
+// would only wait for that apply before its own). The lead then goes to the
+// first queued writer: handed over outright when that is a synced writer (so
+// that it may gather), offered when it is an unsynced one. An offer frees
+// the lead: the offered writer takes it when it runs, unless a writer that
+// arrives first takes it, and with it the queue. So unsynced writes never
+// wait for a sleeping thread to be scheduled before the next group starts.
+//
+// Waiting. A writer whose record rides in another's group waits until it is
+// marked done. A synced one waits for an fdatasync and sleeps on its
+// condition variable at once. An unsynced one waits for a write and an
+// apply of a few microseconds, less than a sleep and a wake-up cost, so it
+// first spins for a few microseconds and sleeps only if its group is not
+// done by then (its leader was descheduled, say). A leader marks a spinning
+// member done with one compare-and-swap, without a system call; only members
+// that went to sleep are signalled.
 //
 // Gathering. Handing leadership on as soon as the I/O is done lets the
 // writers that queued during it start their I/O at once, while the members
@@ -28,16 +53,22 @@
 // one takes as long as the members' way back (bench/write_bench).
 //
 // Invariants:
-//   - sequence numbers are assigned contiguously in queue order, so log order,
-//     sequence order and apply order agree;
+//   - sequence numbers are assigned contiguously in group order (each group
+//     in the order its leader took its members), so log order, sequence
+//     order and apply order agree;
 //   - at most one group does I/O at a time; apply runs once per group in log
 //     order, never concurrently with itself, and before any member's Write
 //     returns (the next group's I/O may overlap it);
-//   - a record is acknowledged only after its bytes are written and, when any
-//     member of its group asked for sync, durable together with everything
-//     before it, including the segment file's directory entry;
+//   - a record is acknowledged only after its bytes are written (handed to
+//     the kernel: a crash of the process alone loses nothing acknowledged)
+//     and, when any member of its group asked for sync, durable together
+//     with everything before it in the log, including the segment file's
+//     directory entry; so a synced write also makes every earlier unsynced
+//     one durable;
 //   - a segment is synced before the next one is started, so a crash can only
 //     lose a suffix of the log;
+//   - whenever the lead is free and writers are queued, the first of them has
+//     been offered it, so a queued writer is never stranded;
 //   - after the first I/O error the writer is stopped: every later call
 //     returns that error and the engine must reopen.
 #ifndef STRATA_WAL_LOG_WRITER_H_
@@ -83,8 +114,9 @@ struct LogOptions {
   // blocks makes fdatasync cheaper than filling fresh extents. Costs up to
   // kMaxSpareSegments * segment_size of disk.
   bool recycle_segments = true;
-  // A group stops growing past this many bytes: bigger groups amortize the
-  // fdatasync further but make the leader's members wait longer.
+  // A group stops growing past this many bytes (its leader and the writer
+  // that waited longest go in whatever their size): bigger groups amortize
+  // the fdatasync further but make the leader's members wait longer.
   size_t max_group_bytes = 4 << 20;
 };  // Intentionally copyable.
 
@@ -92,6 +124,10 @@ struct WriteRequest {
   Slice payload;                      // the record body
   uint64_t sequence_count = 1;        // sequence numbers this record consumes (>= 1)
   bool sync = true;                   // acknowledge only once durable
+  // When more writes are queued than one group takes (max_group_bytes),
+  // writes with different keys take turns (wal/internal/group_picker.h).
+  // The engine passes the tenant; 0 is as good a key as any.
+  uint64_t fairness_key = 0;
   void* arg = nullptr;                // for the apply function
   SequenceNumber first_sequence = 0;  // set by the writer before apply is called
 };                                    // Intentionally copyable.
@@ -167,8 +203,25 @@ class LogWriter {
   LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
             ApplyFunction apply);
 
+  // Sets w's state (see Waiter in log_writer.cc).
+  static void Notify(Waiter* w, uint8_t state);
+  // Waits until w's state is no longer kWaiting and returns it. Unsynced
+  // writers spin first (see "Waiting" above); synced ones wait for an
+  // fdatasync and sleep at once.
+  static uint8_t Await(Waiter* w);
   Status Submit(Waiter* w, bool allow_closed);
+  // Makes `w` the leader and puts it first in the queue.
+  // REQUIRES: no leader is active and w is not in a group.
+  void TakeLead(Waiter* w) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a group's I/O: hands the lead to the first queued writer (synced),
+  // offers it (unsynced), or frees it (queue empty).
+  void PassLead() EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status LeadGroup(Waiter* self);
+  // Moves the members of the next group from queue_ to *group when they do
+  // not all fit in one (wal/internal/group_picker.h).
+  void PickGroupFromQueue(std::vector<Waiter*>* group) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until the group `ticket` may apply (spinning first, like a member).
+  void AwaitApplyTurn(uint64_t ticket) LOCKS_EXCLUDED(mu_);
   // Waits, briefly, until the queue holds the writers expected for the next
   // group. Leader only.
   void Gather(const Waiter* self) EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -200,7 +253,7 @@ class LogWriter {
   bool gathering_ GUARDED_BY(mu_) = false;  // a leader waits on gather_cv_
   CondVar gather_cv_;
   // True from the moment a writer becomes leader until it hands leadership to
-  // the next queued writer (or finds the queue empty).
+  // the next queued writer (stays true), offers it or finds the queue empty.
   bool leader_active_ GUARDED_BY(mu_) = false;
   // Leaders that have not finished (their apply and wake-ups may outlast the
   // hand-off); Close waits for zero.
@@ -208,7 +261,11 @@ class LogWriter {
   CondVar idle_cv_;
   SequenceNumber next_sequence_ GUARDED_BY(mu_);
   uint64_t next_ticket_ GUARDED_BY(mu_) = 0;  // groups formed so far
-  uint64_t apply_turn_ GUARDED_BY(mu_) = 0;   // the group that may apply next
+  // The group that may apply next. Written under mu_ (apply_cv_ waits on
+  // it); read without mu_ by a leader spinning for its turn: the release
+  // store after an apply and the acquire load order that apply's effects
+  // before the next one's.
+  std::atomic<uint64_t> apply_turn_{0};
   CondVar apply_cv_;
   Status error_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;

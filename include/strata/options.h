@@ -64,10 +64,11 @@ struct EngineOptions {
   // Level-0 files of one locality group of one tablet that start a
   // compaction into level 1. Lower keeps reads cheaper; higher writes less.
   int level0_compaction_trigger = 4;
-  // Write backpressure, counted in level-0 files of the fullest locality
-  // group: from `level0_slowdown_trigger` on, each write waits 1 ms so
-  // compaction can catch up; at `level0_stop_trigger` writes wait until
-  // compaction brings level 0 back below it. Both show in EngineStats.
+  // Write backpressure, counted in level-0 files of the writing tenant's
+  // fullest locality group: from `level0_slowdown_trigger` on, each of its
+  // writes waits 1 ms so compaction can catch up; at `level0_stop_trigger`
+  // its writes wait until compaction brings level 0 back below it. Other
+  // tenants write on. Both show in EngineStats.
   int level0_slowdown_trigger = 20;
   int level0_stop_trigger = 36;
   // Bytes allowed in level 1 of a locality group; each deeper level holds 10x
@@ -92,8 +93,10 @@ struct EngineOptions {
   // tables; lower bounds memory tighter at the cost of smaller level-0 files.
   uint64_t total_write_buffer_size = 256ull << 20;
   // Full memtables of the whole engine that may wait for their flush. At this
-  // many, writes wait until a flush finishes (counted in EngineStats as
-  // memtable_stops), which bounds memory when flushing falls behind.
+  // many, the writes of tenants owning some of them wait until a flush
+  // finishes (counted in EngineStats as memtable_stops), which bounds memory
+  // when flushing falls behind; other tenants write on until a memtable of
+  // theirs fills.
   int max_immutable_memtables = 4;
   // A tablet splits in two at a row boundary once its SSTables hold more than
   // this many bytes (all locality groups together); 0 never splits. Smaller

@@ -1,8 +1,9 @@
 // Tenants and their budgets through the public API: options through reopen,
 // memtable shares (early flushes and stalls of the over-share tenant only),
-// disk quotas, write rate limits, per-tenant stats, and isolation between
-// tenants. Correctness only: rate limits are checked by the waits they
-// count, never by elapsed time.
+// level-0 backpressure and the memtable stop (of the tenants causing them
+// only), disk quotas, write rate limits, per-tenant stats, and isolation
+// between tenants. Correctness only: rate limits are checked by the waits
+// they count, never by elapsed time.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -80,7 +81,9 @@ bool Eventually(F done) {
 }
 
 // A file system whose SSTable creations wait while blocked, so flushes
-// fall behind on demand.
+// fall behind on demand; and whose SSTable opens for reading wait while
+// reads are blocked, so compactions (which read their inputs) stall while
+// flushes go on.
 class BlockingTableFs : public test::ForwardingFileSystem {
  public:
   void Block() {
@@ -92,11 +95,29 @@ class BlockingTableFs : public test::ForwardingFileSystem {
     blocked_ = false;
     cv_.notify_all();
   }
+  void BlockReads() {
+    std::lock_guard<std::mutex> l(mu_);
+    reads_blocked_ = true;
+  }
+  void UnblockReads() {
+    std::lock_guard<std::mutex> l(mu_);
+    reads_blocked_ = false;
+    cv_.notify_all();
+  }
+
+  Status NewRandomAccessFile(const std::string& path,
+                             std::unique_ptr<RandomAccessFile>* result) override {
+    if (IsTable(path)) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return !reads_blocked_; });
+    }
+    return ForwardingFileSystem::NewRandomAccessFile(path, result);
+  }
 
  protected:
   std::unique_ptr<WritableFile> WrapWritable(const std::string& path,
                                              std::unique_ptr<WritableFile> file) override {
-    if (path.size() > 4 && path.compare(path.size() - 4, 4, ".sst") == 0) {
+    if (IsTable(path)) {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return !blocked_; });
     }
@@ -104,9 +125,14 @@ class BlockingTableFs : public test::ForwardingFileSystem {
   }
 
  private:
+  static bool IsTable(const std::string& path) {
+    return path.size() > 4 && path.compare(path.size() - 4, 4, ".sst") == 0;
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   bool blocked_ = false;
+  bool reads_blocked_ = false;
 };
 
 class TenantTest : public ::testing::Test {
@@ -342,6 +368,131 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   EXPECT_EQ(StatsOf(a).memtable_stalls, 1u);
   EXPECT_EQ(StatsOf(b).memtable_stalls, 0u);
   EXPECT_EQ(StatsOf(b).early_flushes, 0u);
+}
+
+// Level-0 backpressure counts the writing tenant's own level-0 files: a
+// tenant whose compactions fall behind stops, the other writes on.
+TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
+  BlockingTableFs& fs = blocking_fs_;
+  options_.file_system = &fs;
+  options_.level0_compaction_trigger = 1;
+  options_.level0_slowdown_trigger = 2;
+  options_.level0_stop_trigger = 2;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(engine_->CreateTenant("b"));
+  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  Table at = TableOf("a", "t"), bt = TableOf("b", "t");
+  auto fill_a = [&](int round) {
+    for (int i = 0; i < 10; i++) {
+      ASSERT_OK(at.Mutate(WriteOptions(), "r" + std::to_string(i),
+                          PutOf("v" + std::to_string(round))));
+    }
+    ASSERT_OK(engine_->Flush());
+  };
+  struct Unblock {
+    BlockingTableFs* fs;
+    ~Unblock() { fs->UnblockReads(); }  // so a failed check cannot hang the engine's close
+  } unblock{&fs};
+
+  // a's first file goes to level 1. Then reads of new files block: the
+  // second file overlaps the first, so its compaction must read it and
+  // stalls; the third joins it on level 0, which then holds a's stop trigger.
+  fill_a(0);
+  ASSERT_TRUE(Eventually([&] {
+    const EngineStats st = engine_->GetStats();
+    return st.max_level0_files == 0 && st.compactions + st.trivial_moves == 1;
+  }));
+  fs.BlockReads();
+  fill_a(1);
+  fill_a(2);
+  ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
+
+  std::atomic<bool> a_done{false}, b_done{false};
+  Status a_write;
+  std::thread a_writer([&] {
+    a_write = at.Mutate(WriteOptions(), "late", PutOf("late"));
+    a_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().write_stops == 1; }));
+  // Tenant b writes on, neither stopped nor slowed.
+  std::thread b_writer([&] {
+    for (int j = 0; j < 20; j++) {
+      EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf("b")));
+    }
+    b_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return b_done.load(); }))
+      << "tenant b was held by tenant a's level 0";
+  EXPECT_FALSE(a_done.load());  // a's compaction cannot finish while reads are blocked
+  const EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.write_stops, 1u);
+  EXPECT_EQ(st.write_slowdowns, 0u);
+
+  fs.UnblockReads();
+  a_writer.join();
+  b_writer.join();
+  ASSERT_OK(a_write);
+  EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
+  EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
+}
+
+// The engine-wide memtable stop (max_immutable_memtables) holds the tenants
+// whose memtables wait for the flushes, not one whose memtables do not.
+TEST_F(TenantTest, MemtableStopHoldsOnlyTenantsWithMemtablesWaiting) {
+  BlockingTableFs& fs = blocking_fs_;
+  options_.file_system = &fs;
+  options_.write_buffer_size = 64 << 10;
+  options_.max_immutable_memtables = 2;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(engine_->CreateTenant("b"));
+  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  Table at = TableOf("a", "t"), bt = TableOf("b", "t");
+  Tenant a = TenantOf("a"), b = TenantOf("b");
+  const std::string value(1000, 'v');
+  struct Unblock {
+    BlockingTableFs* fs;
+    ~Unblock() { fs->Unblock(); }  // so a failed check cannot hang the engine's close
+  } unblock{&fs};
+
+  fs.Block();
+  // a fills memtables until two wait for their (hanging) flushes.
+  int i = 0;
+  while (engine_->GetStats().immutable_memtables < 2) {
+    ASSERT_LT(i, 1000);
+    ASSERT_OK(at.Mutate(WriteOptions(), "r" + std::to_string(i++), PutOf(value)));
+  }
+  ASSERT_GT(StatsOf(a).immutable_memtable_bytes, 0u);
+  ASSERT_EQ(StatsOf(b).immutable_memtable_bytes, 0u);
+
+  std::atomic<bool> a_done{false}, b_done{false};
+  Status a_write;
+  std::thread a_writer([&] {
+    a_write = at.Mutate(WriteOptions(), "late", PutOf(value));
+    a_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().memtable_stops == 1; }));
+  // Tenant b, none of whose memtables waits, writes on (less than a memtable).
+  std::thread b_writer([&] {
+    for (int j = 0; j < 20; j++) {
+      EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(value)));
+    }
+    b_done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return b_done.load(); }))
+      << "tenant b was held by tenant a's memtables";
+  EXPECT_FALSE(a_done.load());  // a's flushes cannot finish while blocked
+  EXPECT_EQ(engine_->GetStats().memtable_stops, 1u);
+
+  fs.Unblock();
+  a_writer.join();
+  b_writer.join();
+  ASSERT_OK(a_write);
+  EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
+  EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
 }
 
 // ----------------------------------------------------------------------------
