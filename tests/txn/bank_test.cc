@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -230,6 +231,9 @@ struct BankParam {
   bool engine;     // an engine tenant; else ModelRowStore tables
   bool short_ttl;  // locks live a few milliseconds
 };
+
+// Printed in test listings by name (not as raw bytes, which hold a pointer).
+void PrintTo(const BankParam& p, std::ostream* os) { *os << p.name; }
 
 class BankTest : public ::testing::TestWithParam<BankParam> {
  protected:
