@@ -92,36 +92,17 @@ struct Observed {
 
 // Forwards to a store and counts, in Observed, the writes of a primary lock
 // made against its exact old value: refreshes, pushes and rollbacks.
-class ObservingStore final : public RowStore {
+class ObservingStore final : public test::ForwardingRowStore {
  public:
   ObservingStore(std::shared_ptr<RowStore> base, Observed* observed)
-      : base_(std::move(base)), observed_(observed) {}
+      : ForwardingRowStore(std::move(base)), observed_(observed) {}
 
-  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
-                                    const RowFilter& f) const override {
-    return base_->ReadRow(o, row, f);
-  }
-  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
-    return base_->Mutate(o, row, m);
-  }
   Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
                                               const std::vector<Condition>& c,
                                               const RowMutation& m) override {
-    Result<CheckAndMutateResult> r = base_->CheckAndMutate(o, row, c, m);
+    Result<CheckAndMutateResult> r = base().CheckAndMutate(o, row, c, m);
     if (r.ok() && r->applied) Observe(c, m);
     return r;
-  }
-  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
-      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
-    return base_->CheckAndMutateBatch(o, batch);
-  }
-  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
-                                            const ScanSpec& spec) const override {
-    return base_->Scan(o, spec);
-  }
-  Result<std::unique_ptr<ReadSession>> NewReadSession(
-      const ReadSessionOptions& o) const override {
-    return base_->NewReadSession(o);
   }
 
  private:
@@ -151,7 +132,6 @@ class ObservingStore final : public RowStore {
     }
   }
 
-  std::shared_ptr<RowStore> base_;
   Observed* const observed_;
 };
 

@@ -30,17 +30,11 @@ constexpr char kSecondaryRow[] = "k2";
 
 // Forwards to a store; runs `before_rollback` once, just before the first
 // CheckAndMutate that would write a rollback record to kPrimaryRow.
-class InterposingStore final : public RowStore {
+class InterposingStore final : public test::ForwardingRowStore {
  public:
-  explicit InterposingStore(std::shared_ptr<RowStore> base) : base_(std::move(base)) {}
+  explicit InterposingStore(std::shared_ptr<RowStore> base)
+      : ForwardingRowStore(std::move(base)) {}
 
-  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
-                                    const RowFilter& f) const override {
-    return base_->ReadRow(o, row, f);
-  }
-  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
-    return base_->Mutate(o, row, m);
-  }
   Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
                                               const std::vector<Condition>& c,
                                               const RowMutation& m) override {
@@ -49,19 +43,7 @@ class InterposingStore final : public RowStore {
       before_rollback = nullptr;
       hook();
     }
-    return base_->CheckAndMutate(o, row, c, m);
-  }
-  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
-      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
-    return base_->CheckAndMutateBatch(o, batch);
-  }
-  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
-                                            const ScanSpec& spec) const override {
-    return base_->Scan(o, spec);
-  }
-  Result<std::unique_ptr<ReadSession>> NewReadSession(
-      const ReadSessionOptions& o) const override {
-    return base_->NewReadSession(o);
+    return base().CheckAndMutate(o, row, c, m);
   }
 
   std::function<void()> before_rollback;
@@ -78,7 +60,6 @@ class InterposingStore final : public RowStore {
     return false;
   }
 
-  std::shared_ptr<RowStore> base_;
 };
 
 class OneTable final : public TableResolver {

@@ -27,9 +27,10 @@ using test::CountLocks;
 
 // A store that forwards to another, remembers every CheckAndMutate it was
 // sent, and can fail one after applying it (an unknown outcome).
-class RecordingStore final : public RowStore {
+class RecordingStore final : public test::ForwardingRowStore {
  public:
-  explicit RecordingStore(std::shared_ptr<RowStore> base) : base_(std::move(base)) {}
+  explicit RecordingStore(std::shared_ptr<RowStore> base)
+      : ForwardingRowStore(std::move(base)) {}
 
   struct Call {
     std::string row;
@@ -37,13 +38,6 @@ class RecordingStore final : public RowStore {
     RowMutation mutation;
   };
 
-  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
-                                    const RowFilter& f) const override {
-    return base_->ReadRow(o, row, f);
-  }
-  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
-    return base_->Mutate(o, row, m);
-  }
   Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
                                               const std::vector<Condition>& c,
                                               const RowMutation& m) override {
@@ -51,7 +45,7 @@ class RecordingStore final : public RowStore {
       std::lock_guard<std::mutex> l(mu_);
       calls_.push_back(Call{std::string(row), c, m});
     }
-    Result<CheckAndMutateResult> r = base_->CheckAndMutate(o, row, c, m);
+    Result<CheckAndMutateResult> r = base().CheckAndMutate(o, row, c, m);
     if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
     return r;
   }
@@ -63,17 +57,9 @@ class RecordingStore final : public RowStore {
         calls_.push_back(Call{cm.row, cm.conditions, cm.mutation});
       }
     }
-    Result<std::vector<CheckAndMutateResult>> r = base_->CheckAndMutateBatch(o, batch);
+    Result<std::vector<CheckAndMutateResult>> r = base().CheckAndMutateBatch(o, batch);
     if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
     return r;
-  }
-  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
-                                            const ScanSpec& spec) const override {
-    return base_->Scan(o, spec);
-  }
-  Result<std::unique_ptr<ReadSession>> NewReadSession(
-      const ReadSessionOptions& o) const override {
-    return base_->NewReadSession(o);
   }
 
   void FailNextAfterApply() { fail_after_apply_ = true; }
@@ -83,7 +69,6 @@ class RecordingStore final : public RowStore {
   }
 
  private:
-  std::shared_ptr<RowStore> base_;
   std::mutex mu_;
   std::vector<Call> calls_;
   std::atomic<bool> fail_after_apply_{false};

@@ -19,6 +19,44 @@
 
 namespace strata::test {
 
+// A store that forwards every call to another; tests derive from it and
+// override the calls they watch or interpose on.
+class ForwardingRowStore : public RowStore {
+ public:
+  explicit ForwardingRowStore(std::shared_ptr<RowStore> base) : base_(std::move(base)) {}
+
+  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
+                                    const RowFilter& f) const override {
+    return base_->ReadRow(o, row, f);
+  }
+  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
+    return base_->Mutate(o, row, m);
+  }
+  Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
+                                              const std::vector<Condition>& c,
+                                              const RowMutation& m) override {
+    return base_->CheckAndMutate(o, row, c, m);
+  }
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
+      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
+    return base_->CheckAndMutateBatch(o, batch);
+  }
+  Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
+                                            const ScanSpec& spec) const override {
+    return base_->Scan(o, spec);
+  }
+  Result<std::unique_ptr<ReadSession>> NewReadSession(
+      const ReadSessionOptions& o) const override {
+    return base_->NewReadSession(o);
+  }
+
+ protected:
+  RowStore& base() const { return *base_; }
+
+ private:
+  std::shared_ptr<RowStore> base_;
+};
+
 // Timestamps 1, 2, 3, ... unless the test sets the next one.
 class CountingOracle final : public txn::TimestampOracle {
  public:
