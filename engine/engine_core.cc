@@ -1452,7 +1452,6 @@ Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filte
   resolved->max_versions = filter.max_versions;
   resolved->all_families = filter.families.empty() && filter.columns.empty();
   if (resolved->all_families) return Status::OK();
-  resolved->families.assign(table.schema.families().size() + 1, false);
   auto find = [&](const std::string& name) -> Result<uint16_t> {
     const FamilyInfo* f = table.schema.FindFamily(name);
     if (f == nullptr) {
@@ -1461,16 +1460,23 @@ Status EngineCore::ResolveFilter(const TableState& table, const RowFilter& filte
     }
     return f->id;
   };
+  if (!filter.families.empty()) {
+    resolved->families.assign(table.schema.families().size() + 1, false);
+  }
   for (const auto& name : filter.families) {
     Result<uint16_t> id = find(name);
     if (!id.ok()) return id.status();
     resolved->families[*id] = true;
   }
+  size_t qualifier_bytes = 0;
+  for (const auto& column : filter.columns) qualifier_bytes += column.second.size();
+  resolved->ReserveColumns(filter.columns.size(), qualifier_bytes);
   for (const auto& [family, qualifier] : filter.columns) {
     Result<uint16_t> id = find(family);
     if (!id.ok()) return id.status();
-    resolved->columns.insert({*id, qualifier});
+    resolved->AddColumn(*id, qualifier);
   }
+  resolved->SortColumns();
   return Status::OK();
 }
 

@@ -16,13 +16,11 @@
 #define STRATA_ENGINE_ROW_READER_H_
 
 #include <cstdint>
-#include <functional>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/cell_key.h"
+#include "common/coding.h"
 #include "common/iterator.h"
 #include "engine/schema.h"
 #include "strata/options.h"
@@ -31,11 +29,24 @@
 
 namespace strata::engine {
 
-// A RowFilter with names resolved to family ids.
-struct ResolvedFilter {
+// The first 8 bytes of a column's bytes after the row in a cell key
+// (family:u16 mc(qualifier)), zero-padded, as a big-endian integer: when two
+// columns' heads differ, they order as their heads do.
+// REQUIRES: 8 bytes readable at `p` (in a cell key, the timestamp and tag
+// follow the column), and size >= 4.
+inline uint64_t ColumnHead(const char* p, size_t size) {
+  uint64_t head = DecodeBigEndian64(p);
+  // A column has at least 4 bytes (family and mc's terminator).
+  if (size < 8) head &= ~uint64_t{0} << (8 * (8 - size));
+  return head;
+}
+
+// A RowFilter with names resolved to family ids, and its single columns in
+// the form a row walk meets them. Intentionally copyable.
+class ResolvedFilter {
+ public:
   bool all_families = true;
-  std::vector<bool> families;                        // by family id, when !all_families
-  std::set<std::pair<uint16_t, std::string>> columns;  // single columns, when !all_families
+  std::vector<bool> families;  // by family id: families wanted whole (may be empty)
   uint64_t min_timestamp = kMinTimestamp;
   uint64_t max_timestamp = kMaxTimestamp;
   uint32_t max_versions = UINT32_MAX;
@@ -45,9 +56,55 @@ struct ResolvedFilter {
   }
   // Whether any column of `family` may be wanted (whole family or single columns).
   bool MayWantFamily(uint16_t family) const;
-  bool WantsColumn(uint16_t family, const std::string& qualifier) const {
-    return WantsFamily(family) || columns.count({family, qualifier}) != 0;
+
+  // Makes room for `columns` more single columns whose qualifiers have
+  // `qualifier_bytes` bytes in all.
+  void ReserveColumns(size_t columns, size_t qualifier_bytes);
+  // Adds the single column (family, qualifier) and clears all_families; call
+  // SortColumns() after the last one.
+  void AddColumn(uint16_t family, const Slice& qualifier);
+  // Sorts the single columns and drops repeats (keeping the first added).
+  void SortColumns();
+  // Removes every single column, keeping the memory for the next ones.
+  void ClearColumns() {
+    column_bytes_.clear();
+    columns_.clear();
   }
+
+  // The single columns: column(i) is a column's bytes after the row in a
+  // cell key (family:u16 mc(qualifier), common/cell_key.h), ascending, so
+  // in the order a walk over the row's keys meets them; qualifier(i) is its
+  // qualifier, and column_source(i) the number of AddColumn calls that came
+  // before the one that added it.
+  // REQUIRES: SortColumns() since the last AddColumn().
+  size_t num_columns() const { return columns_.size(); }
+  Slice column(size_t i) const {
+    return Slice(column_bytes_.data() + columns_[i].offset, columns_[i].size);
+  }
+  // column(i).compare(col), where `head` is ColumnHead(col): most columns
+  // differ in their first 8 bytes, which one integer comparison settles.
+  int CompareColumn(size_t i, const Slice& col, uint64_t head) const {
+    const uint64_t mine = columns_[i].head;
+    if (mine != head) return mine < head ? -1 : 1;
+    return column(i).compare(col);
+  }
+  Slice qualifier(size_t i) const {
+    const Span& c = columns_[i];
+    return Slice(column_bytes_.data() + c.offset + c.size, c.qualifier_size);
+  }
+  size_t column_source(size_t i) const { return columns_[i].source; }
+
+ private:
+  // In column_bytes_: the column's encoding, then its qualifier as given.
+  struct Span {
+    uint64_t head;  // ColumnHead of the encoding
+    size_t offset;
+    size_t size;  // of the encoding
+    size_t qualifier_size;
+    size_t source;  // the AddColumn call that added it, counted from 0
+  };
+  std::string column_bytes_;  // every column, in the order added
+  std::vector<Span> columns_;
 };
 
 // The cells a reader collects from one row, ready to hand out, with the
