@@ -1678,18 +1678,33 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
   return cells;
 }
 
+Status EngineCore::ReadRowInto(const TableState& table, std::string_view row,
+                               const ResolvedFilter& filter, RowSink* sink) const {
+  std::shared_lock<SharedGate> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
+  STRATA_RETURN_IF_ERROR(ReadRowOpenInto(table, row, filter, sink));
+  table.budget->CountRowRead();
+  return Status::OK();
+}
+
 Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::string_view row,
                                                   const RowFilter& filter) const {
-  if (row.empty()) return Status::InvalidArgument("row key is empty");
-  if (row.size() > options_.max_row_key_size) {
-    return Status::InvalidArgument("row key is " + std::to_string(row.size()) +
-                                   " bytes; the limit is " +
-                                   std::to_string(options_.max_row_key_size));
-  }
+  STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
   ResolvedFilter resolved;
   STRATA_RETURN_IF_ERROR(ResolveFilter(table, filter, &resolved));
+  RowCells out;
+  STRATA_RETURN_IF_ERROR(ReadRowOpenInto(table, row, resolved, &out));
+  // Groups interleave families: cells from several are ordered by family id.
+  if (out.track_families) out.SortByFamily();
+  return std::move(out.cells);
+}
+
+Status EngineCore::ReadRowOpenInto(const TableState& table, std::string_view row,
+                                   const ResolvedFilter& filter, RowSink* sink) const {
   const TabletState* tablet = table.FindTablet(row);
-  if (tablet == nullptr) return std::vector<Cell>();
+  if (tablet == nullptr) return Status::OK();
 
   // Only the groups that hold a wanted family are read. Views first, then
   // the snapshot: every file and memtable entry a view holds was visible
@@ -1706,7 +1721,7 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   }
   size_t groups_read = 0;
   for (const auto& f : schema.families()) {
-    if (views[f.locality_group] == nullptr && resolved.MayWantFamily(f.id)) {
+    if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {
       views[f.locality_group] = tablet->groups[f.locality_group]->current();
       groups_read++;
     }
@@ -1724,17 +1739,14 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, std::
   EncodeMemcomparable(prefix_data, row);
   const Slice prefix(prefix_data, prefix_len);
 
-  RowCells out;
-  // Groups interleave families: cells from several are ordered by family id.
-  out.track_families = groups_read > 1;
+  sink->BeginRow(groups_read);
   for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
     STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], table_cache_.get(),
-                                            table.budget->cache_id(), prefix, snapshot, resolved,
-                                            schema, &out));
+                                            table.budget->cache_id(), prefix, snapshot, filter,
+                                            schema, sink));
   }
-  if (out.track_families) out.SortByFamily();
-  return std::move(out.cells);
+  return Status::OK();
 }
 
 Status EngineCore::CheckUsable(const TableState& table) const {

@@ -74,10 +74,10 @@ void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier) {
 void ResolvedFilter::SortColumns() {
   auto bytes = [this](const Span& s) { return Slice(column_bytes_.data() + s.offset, s.size); };
   // Callers often add columns in order already.
-  const bool ascending = std::adjacent_find(columns_.begin(), columns_.end(),
-                                            [&](const Span& a, const Span& b) {
-                                              return bytes(a).compare(bytes(b)) >= 0;
-                                            }) == columns_.end();
+  const bool ascending =
+      std::adjacent_find(columns_.begin(), columns_.end(), [&](const Span& a, const Span& b) {
+        return bytes(a).compare(bytes(b)) >= 0;
+      }) == columns_.end();
   if (ascending) return;
   // Ties by source, so of repeats the first added stays.
   std::sort(columns_.begin(), columns_.end(), [&](const Span& a, const Span& b) {
@@ -101,6 +101,15 @@ bool ResolvedFilter::MayWantFamily(uint16_t family) const {
   return it != columns_.end() && std::memcmp(column_bytes_.data() + it->offset, id, 2) == 0;
 }
 
+void RowCells::Add(const FoundColumn& column, uint64_t timestamp, Slice value) {
+  Cell& cell = cells.emplace_back();
+  cell.family = column.family->name;
+  cell.qualifier.assign(column.qualifier.data(), column.qualifier.size());
+  cell.timestamp = timestamp;
+  cell.value.assign(value.data(), value.size());
+  if (track_families) families.push_back(column.family_id);
+}
+
 void RowCells::SortByFamily() {
   std::vector<size_t> order(cells.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -119,7 +128,7 @@ void RowCells::SortByFamily() {
 }
 
 Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, const Schema& schema, RowCells* out) {
+                          const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   struct RowMarker {
     uint64_t timestamp;
     SequenceNumber sequence;
@@ -128,9 +137,8 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
 
   ColumnBytes column;  // (family, qualifier) bytes of the current column
   bool have_column = false;
-  const FamilyInfo* family = nullptr;
-  Slice qualifier;      // the current column's qualifier
-  std::string decoded;  // it, when decoded from the key
+  FoundColumn found;  // the current column
+  std::string qualifier;
   bool wanted = false;
   SequenceNumber column_delete_seq = 0;  // newest DeleteColumn seen in this column
   bool have_last_ts = false;
@@ -163,30 +171,31 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
     if (!have_column || !column.Equals(col, head)) {
       column.Assign(col, head);
       have_column = true;
-      const bool whole_family = filter.WantsFamily(fam);
-      wanted = whole_family;
-      if (!whole_family) {
+      wanted = filter.WantsFamily(fam);
+      if (!wanted) {
         int c = 1;
         while (next_single < num_singles &&
                (c = filter.CompareColumn(next_single, col, head)) < 0) {
           next_single++;
         }
         wanted = next_single < num_singles && c == 0;
+        found.index = next_single;
+      } else {
+        found.index = FoundColumn::kWholeFamily;
       }
-      if (wanted && !whole_family) {
+      if (wanted && found.index != FoundColumn::kWholeFamily) {
         // The column equals the filter's encoding of it, so it is well formed.
-        qualifier = filter.qualifier(next_single);
+        found.qualifier = filter.qualifier(found.index);
       } else {
         // Only a wanted column's qualifier is decoded; every one is checked.
         Slice q(col.data() + 2, col.size() - 2);
-        const bool well_formed =
-            wanted ? GetMemcomparable(&q, &decoded) : SkipMemcomparable(&q);
+        const bool well_formed = wanted ? GetMemcomparable(&q, &qualifier) : SkipMemcomparable(&q);
         if (!well_formed || !q.empty()) {
           return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
         }
-        qualifier = Slice(decoded);
+        found.qualifier = Slice(qualifier);
       }
-      family = nullptr;
+      found.family = nullptr;
       column_delete_seq = 0;
       have_last_ts = false;
       versions = 0;
@@ -212,20 +221,15 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
     if (ts < filter.min_timestamp || ts > filter.max_timestamp) continue;
     if (versions >= filter.max_versions) continue;
     versions++;
-    if (family == nullptr) {
-      family = schema.FamilyById(fam);
-      if (family == nullptr) {
+    if (found.family == nullptr) {
+      found.family = schema.FamilyById(fam);
+      if (found.family == nullptr) {
         return Status::Corruption("cell key " + HexBytes(key) + " names family id " +
                                   std::to_string(fam) + ", which the table does not have");
       }
+      found.family_id = fam;
     }
-    const Slice v = it->value();
-    Cell& cell = out->cells.emplace_back();
-    cell.family = family->name;
-    cell.qualifier.assign(qualifier.data(), qualifier.size());
-    cell.timestamp = ts;
-    cell.value.assign(v.data(), v.size());
-    if (out->track_families) out->families.push_back(fam);
+    out->Add(found, ts, it->value());
   }
   return it->status();
 }

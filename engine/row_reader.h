@@ -107,26 +107,56 @@ class ResolvedFilter {
   std::vector<Span> columns_;
 };
 
-// The cells a reader collects from one row, ready to hand out, with the
-// family id of each when the caller asks for it (to order cells gathered
-// from several locality groups).
-struct RowCells {
+// The column whose visible cells a row walk hands to a RowSink. Valid only
+// during RowSink::Add.
+struct FoundColumn {
+  // `index` of a column whose family is wanted whole.
+  static constexpr size_t kWholeFamily = SIZE_MAX;
+
+  uint16_t family_id = 0;
+  const FamilyInfo* family = nullptr;
+  // The index of the filter's single column (ResolvedFilter::column) that
+  // asked for it, or kWholeFamily.
+  size_t index = kWholeFamily;
+  Slice qualifier;
+};
+
+// Where a row walk puts the visible cells it finds, in cell-key order.
+class RowSink {
+ public:
+  // Called once by a read of one row before any Add: the number of locality
+  // groups it will walk, one after another (each walk in cell-key order).
+  virtual void BeginRow(size_t groups) {}
+  // One visible version of `column`; `value` is valid only during the call.
+  virtual void Add(const FoundColumn& column, uint64_t timestamp, Slice value) = 0;
+
+ protected:
+  ~RowSink() = default;
+};
+
+// The cells a reader collects from one row as Cells, ready to hand out, with
+// the family id of each when several locality groups are read (to order
+// their cells by family).
+struct RowCells final : public RowSink {
   std::vector<Cell> cells;
   // families[i] is the family id of cells[i]; kept only when `track_families`.
   std::vector<uint16_t> families;
   bool track_families = false;
 
+  // Tracks families when more than one group is read.
+  void BeginRow(size_t groups) override { track_families = groups > 1; }
+  void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override;
   // Stable-sorts the cells by family id (schema order). REQUIRES: track_families
   void SortByFamily();
 };
 
-// Appends the row's visible cells that pass `filter` to *out, in cell-key
+// Hands the row's visible cells that pass `filter` to *out, in cell-key
 // order, from where `it` stands (at or before the row's first entry,
 // `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
 // Family names come from `schema`; a family id it does not know is
 // Corruption. Returns the iterator's error, if any.
 Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, const Schema& schema, RowCells* out);
+                          const ResolvedFilter& filter, const Schema& schema, RowSink* out);
 
 }  // namespace strata::engine
 

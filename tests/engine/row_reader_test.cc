@@ -39,6 +39,19 @@ class VectorIterator final : public InternalIterator {
   std::map<std::string, std::string>::const_iterator it_;
 };
 
+// What a sink saw: the cells, and the filter column of each.
+class Collected final : public RowSink {
+ public:
+  void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override {
+    cells.push_back(Cell{column.family->name, column.qualifier.ToString(), timestamp,
+                         value.ToString()});
+    columns.push_back(column.index);
+  }
+
+  std::vector<Cell> cells;
+  std::vector<size_t> columns;
+};
+
 Schema ThreeFamilies() {
   TableSchema s;
   s.families = {{.name = "a"}, {.name = "b"}, {.name = "c"}};
@@ -197,29 +210,35 @@ TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
 
     VectorIterator whole_it(entries);
     whole_it.Seek(prefix);
-    RowCells all;
+    Collected all;
     ASSERT_TRUE(CollectRowFromHere(&whole_it, prefix, snapshot, whole, schema, &all).ok());
     EXPECT_TRUE(whole_it.Valid() && whole_it.value() == Slice("other row"))
         << "the walk stops after the row";
 
     VectorIterator it(entries);
     it.Seek(prefix);
-    RowCells got;
+    Collected got;
     ASSERT_TRUE(CollectRowFromHere(&it, prefix, snapshot, singles, schema, &got).ok());
 
     std::vector<Cell> expected;
+    std::vector<size_t> expected_columns;
     for (const Cell& c : all.cells) {
       const uint16_t family = schema.FindFamily(c.family)->id;
       const std::string encoded = Encoded(family, c.qualifier);
       if (singles.WantsFamily(family)) {
         expected.push_back(c);
+        expected_columns.push_back(FoundColumn::kWholeFamily);
         continue;
       }
       for (size_t i = 0; i < singles.num_columns(); i++) {
-        if (singles.column(i) == Slice(encoded)) expected.push_back(c);
+        if (singles.column(i) == Slice(encoded)) {
+          expected.push_back(c);
+          expected_columns.push_back(i);
+        }
       }
     }
     ASSERT_EQ(got.cells, expected);
+    ASSERT_EQ(got.columns, expected_columns);
   }
 }
 
@@ -247,7 +266,7 @@ TEST(CollectRowTest, MalformedQualifierIsCorruptionWantedOrNot) {
     }
     VectorIterator it({{key, "v"}});
     it.Seek(prefix);
-    RowCells got;
+    Collected got;
     EXPECT_TRUE(CollectRowFromHere(&it, prefix, 10, f, schema, &got).IsCorruption()) << filter;
     EXPECT_TRUE(got.cells.empty());
   }
