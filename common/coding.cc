@@ -1,5 +1,7 @@
 #include "common/coding.h"
 
+#include <cstring>
+
 namespace strata {
 
 void PutFixed16(std::string* dst, uint16_t v) {
@@ -144,22 +146,20 @@ bool GetMemcomparable(Slice* input, std::string* result) {
   result->clear();
   const char* p = input->data();
   const char* limit = p + input->size();
+  // Copies the runs between 0x00 bytes whole.
   while (p < limit) {
-    char c = *p++;
-    if (c != 0) {
-      result->push_back(c);
-      continue;
-    }
+    const char* z = static_cast<const char*>(std::memchr(p, 0, limit - p));
+    if (z == nullptr) return false;
+    result->append(p, z - p);
+    p = z + 1;
     if (p == limit) return false;
-    unsigned char next = static_cast<unsigned char>(*p++);
-    if (next == 0xff) {
-      result->push_back(0);
-    } else if (next == 0x01) {
+    const unsigned char next = static_cast<unsigned char>(*p++);
+    if (next == 0x01) {
       *input = Slice(p, limit - p);
       return true;
-    } else {
-      return false;
     }
+    if (next != 0xff) return false;
+    result->push_back(0);
   }
   return false;
 }

@@ -1567,7 +1567,6 @@ Status EngineCore::ResolveFilter(const TableState& table, const Schema& schema,
   resolved->max_versions = filter.max_versions;
   resolved->all_families = filter.families.empty() && filter.columns.empty();
   if (resolved->all_families) return Status::OK();
-  resolved->families.assign(schema.next_family_id(), false);
   auto find = [&](const std::string& name) -> Result<uint16_t> {
     const FamilyInfo* f = schema.FindFamily(name);
     if (f == nullptr) {
@@ -1576,16 +1575,25 @@ Status EngineCore::ResolveFilter(const TableState& table, const Schema& schema,
     }
     return f->id;
   };
+  if (!filter.families.empty()) {
+    // By id; ids of removed families are never reused, so they may exceed
+    // the number of families.
+    resolved->families.assign(schema.next_family_id(), false);
+  }
   for (const auto& name : filter.families) {
     Result<uint16_t> id = find(name);
     if (!id.ok()) return id.status();
     resolved->families[*id] = true;
   }
+  size_t qualifier_bytes = 0;
+  for (const auto& column : filter.columns) qualifier_bytes += column.second.size();
+  resolved->ReserveColumns(filter.columns.size(), qualifier_bytes);
   for (const auto& [family, qualifier] : filter.columns) {
     Result<uint16_t> id = find(family);
     if (!id.ok()) return id.status();
-    resolved->columns.insert({*id, qualifier});
+    resolved->AddColumn(*id, qualifier);
   }
+  resolved->SortColumns();
   return Status::OK();
 }
 
@@ -1797,19 +1805,36 @@ Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const Rea
   return cells;
 }
 
+Status EngineCore::ReadRowInto(const TableState& table, const Schema& schema,
+                               std::string_view row, const ResolvedFilter& filter,
+                               RowSink* sink) const {
+  std::shared_lock<SharedGate> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(table));
+  STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
+  STRATA_RETURN_IF_ERROR(ReadRowOpenInto(table, schema, row, filter, sink));
+  table.budget->CountRowRead();
+  return Status::OK();
+}
+
 Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, const Schema& schema,
                                                   std::string_view row,
                                                   const RowFilter& filter) const {
-  if (row.empty()) return Status::InvalidArgument("row key is empty");
-  if (row.size() > options_.max_row_key_size) {
-    return Status::InvalidArgument("row key is " + std::to_string(row.size()) +
-                                   " bytes; the limit is " +
-                                   std::to_string(options_.max_row_key_size));
-  }
+  STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
   ResolvedFilter resolved;
   STRATA_RETURN_IF_ERROR(ResolveFilter(table, schema, filter, &resolved));
+  RowCells out;
+  STRATA_RETURN_IF_ERROR(ReadRowOpenInto(table, schema, row, resolved, &out));
+  // Groups interleave families: cells from several are ordered by family id.
+  if (out.track_families) out.SortByFamily();
+  return std::move(out.cells);
+}
+
+Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema,
+                                   std::string_view row, const ResolvedFilter& filter,
+                                   RowSink* sink) const {
   const TabletState* tablet = table.FindTablet(row);
-  if (tablet == nullptr) return std::vector<Cell>();
+  if (tablet == nullptr) return Status::OK();
 
   // Only the groups that hold a wanted family are read. Views first, then
   // the snapshot: every file and memtable entry a view holds was visible
@@ -1825,7 +1850,7 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, const
   }
   size_t groups_read = 0;
   for (const auto& f : schema.families()) {
-    if (views[f.locality_group] == nullptr && resolved.MayWantFamily(f.id)) {
+    if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {
       views[f.locality_group] = tablet->groups[f.locality_group]->current();
       groups_read++;
     }
@@ -1843,17 +1868,14 @@ Result<std::vector<Cell>> EngineCore::ReadRowOpen(const TableState& table, const
   EncodeMemcomparable(prefix_data, row);
   const Slice prefix(prefix_data, prefix_len);
 
-  RowCells out;
-  // Groups interleave families: cells from several are ordered by family id.
-  out.track_families = groups_read > 1;
+  sink->BeginRow(groups_read);
   for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
     STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], table_cache_.get(),
-                                            table.budget->cache_id(), prefix, snapshot, resolved,
-                                            schema, &out));
+                                            table.budget->cache_id(), prefix, snapshot, filter,
+                                            schema, sink));
   }
-  if (out.track_families) out.SortByFamily();
-  return std::move(out.cells);
+  return Status::OK();
 }
 
 Status EngineCore::CheckUsable(const TableState& table) const {

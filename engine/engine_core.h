@@ -217,6 +217,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
                                     std::string_view row, const RowFilter& filter,
                                     const Schema* schema = nullptr) const;
+  // ReadRow for the engine's own readers (read sessions): the filter comes
+  // resolved against `schema` (a snapshot of the table's), and the cells go
+  // to `sink` as the walk of each locality group finds them (RowSink), not
+  // sorted by family across groups. Counted as a row read, as ReadRow is.
+  Status ReadRowInto(const TableState& table, const Schema& schema, std::string_view row,
+                     const ResolvedFilter& filter, RowSink* sink) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
                                             const ReadOptions& options,
                                             const ScanSpec& spec) const;
@@ -411,6 +417,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // ReadRow without the close gate. REQUIRES: close_mu_ held shared and !closed_.
   Result<std::vector<Cell>> ReadRowOpen(const TableState& table, const Schema& schema,
                                         std::string_view row, const RowFilter& filter) const;
+  // ReadRowInto without the close gate, the count or the row key check.
+  // REQUIRES: as ReadRowOpen, and ValidateRowKey(row) is OK.
+  Status ReadRowOpenInto(const TableState& table, const Schema& schema, std::string_view row,
+                         const ResolvedFilter& filter, RowSink* sink) const;
   // Checks and applies `rows` (one per distinct row); `batch` only changes
   // error messages (they name the entry). REQUIRES: *gate holds close_mu_
   // shared and !closed_ (as for AdmitWrite).

@@ -72,7 +72,7 @@ Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
 Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
                         sstable::BlockCache::TenantId tenant, const Slice& prefix,
                         SequenceNumber snapshot,
-                        const ResolvedFilter& filter, const Schema& schema, RowCells* out) {
+                        const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   Sources sources;
   // Memtables: the view keeps them alive for the call.
   if (view.mem->num_entries() > 0) {

@@ -23,14 +23,15 @@ namespace strata::engine {
 
 struct GroupView;
 
-// Appends to *out the visible cells of the row whose encoded prefix is
-// `row_prefix` (AppendRowPrefix) that pass `filter`, as of `snapshot`.
+// Hands *out the visible cells of the row whose encoded prefix is
+// `row_prefix` (AppendRowPrefix) that pass `filter`, as of `snapshot`, in
+// cell-key order.
 // `view` must stay alive for the call (it keeps the files on disk); tables
 // it opens charge their cached blocks to `tenant`.
 Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
                         sstable::BlockCache::TenantId tenant, const Slice& row_prefix,
                         SequenceNumber snapshot,
-                        const ResolvedFilter& filter, const Schema& schema, RowCells* out);
+                        const ResolvedFilter& filter, const Schema& schema, RowSink* out);
 
 }  // namespace strata::engine
 

@@ -57,7 +57,11 @@ class ReadSessionImpl final : public ReadSession {
  public:
   ReadSessionImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<TableState> table,
                   const ReadSessionOptions& options)
-      : core_(std::move(core)), table_(std::move(table)), options_(options) {}
+      : core_(std::move(core)), table_(std::move(table)), options_(options) {
+    filter_.min_timestamp = options_.min_timestamp;
+    filter_.max_timestamp = options_.max_timestamp;
+    filter_.max_versions = options_.max_versions;
+  }
 
   ~ReadSessionImpl() override;
 
@@ -67,39 +71,85 @@ class ReadSessionImpl final : public ReadSession {
   ReadStats stats() const override { return stats_; }
 
  private:
-  // A column of a cached row: its cells are cells[begin, end) of one lookup.
+  // A column of a cached row: its versions are the session's cells [begin, end).
   struct CachedColumn {
     ColumnId column;
-    uint32_t lookup = 0;
-    uint32_t begin = 0;
-    uint32_t end = 0;
+    const FamilyInfo* family = nullptr;  // in a schema of schemas_
+    size_t begin = 0;
+    size_t end = 0;
     bool asked = false;       // a Get asked for it
     bool prefetched = false;  // fetched by prediction before any Get asked for it
   };
   struct CachedRow {
-    std::vector<std::vector<Cell>> lookups;  // what each lookup of the row returned
-    std::vector<CachedColumn> columns;       // sorted by (family, qualifier)
+    std::vector<CachedColumn> columns;  // sorted by (family, qualifier)
 
     CachedColumn* Find(ColumnRef c);
-    std::vector<Cell> CellsOf(const CachedColumn& c) const {
-      const std::vector<Cell>& cells = lookups[c.lookup];
-      return std::vector<Cell>(cells.begin() + c.begin, cells.begin() + c.end);
-    }
   };
+  // A column one lookup reads.
+  struct Wanted {
+    const FamilyInfo* family;
+    std::string_view qualifier;  // valid during the lookup
+    bool predicted;
+  };
+  // Keeps the cells one lookup finds, with the filter column of each.
+  class LookupSink;
 
   // One lookup of `row`: the column asked for and the columns predicted with
   // it that `cached` (the row's cache entry; null when there is none) lacks.
   Result<std::vector<Cell>> Fetch(const Schema& schema, std::string_view row,
                                   const FamilyInfo& family, std::string_view qualifier,
                                   CachedRow* cached);
+  // The versions of `c`, as Get returns them.
+  std::vector<Cell> CellsOf(const CachedColumn& c) const;
+  // Stable-sorts the cells from `first` on, which the last lookup added, and
+  // found_columns_ by found_columns_.
+  void SortLookup(size_t first);
+  // Where the value of the session's cell i starts in values_.
+  size_t ValueStart(size_t i) const { return i == 0 ? 0 : value_ends_[i - 1]; }
 
   const std::shared_ptr<EngineCore> core_;
   const std::shared_ptr<TableState> table_;
   const ReadSessionOptions options_;
+  // Every schema a lookup read by (one, unless the table was altered
+  // meanwhile): CachedColumn::family points into them.
+  std::vector<std::shared_ptr<const Schema>> schemas_;
   // Taken at the first miss and kept: predicting costs no lock after that.
   std::shared_ptr<const PrefetchPredictor::Snapshot> predictions_;
   std::unordered_map<std::string, CachedRow, StringHash, std::equal_to<>> rows_;
+  // Every cached version of every column ("the session's cells"): cell i
+  // has timestamps_[i] and the value values_[ValueStart(i), value_ends_[i]).
+  // The cells of a lookup are appended, so a column's versions stay adjacent
+  // and a session makes few allocations however many cells it caches.
+  // Three arrays, not one array of structs: the compiler merges a struct's
+  // stores into legacy-SSE vector stores, which cost about 250 cycles a cell
+  // in bench/prefetch_bench on CPUs where the C library's AVX-512 memcpy and
+  // memcmp leave the upper vector state dirty; scalar stores do not.
+  std::vector<uint64_t> timestamps_;
+  std::vector<size_t> value_ends_;
+  std::string values_;
+  // Reused by every lookup: its columns, its filter (the session's range and
+  // versions), and the filter column of each cell it found.
+  std::vector<Wanted> wanted_;
+  ResolvedFilter filter_;
+  std::vector<size_t> found_columns_;
   ReadStats stats_{.sessions = 1};
+};
+
+class ReadSessionImpl::LookupSink final : public RowSink {
+ public:
+  explicit LookupSink(ReadSessionImpl* session) : session_(session) {}
+
+  void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override {
+    // The filter names single columns only.
+    assert(column.index != FoundColumn::kWholeFamily);
+    session_->values_.append(value.data(), value.size());
+    session_->value_ends_.push_back(session_->values_.size());
+    session_->timestamps_.push_back(timestamp);
+    session_->found_columns_.push_back(column.index);
+  }
+
+ private:
+  ReadSessionImpl* const session_;
 };
 
 // The order of ReadRow's cells: family id (schema order), then qualifier.
@@ -113,6 +163,44 @@ ReadSessionImpl::CachedColumn* ReadSessionImpl::CachedRow::Find(ColumnRef c) {
       [](const CachedColumn& x, ColumnRef y) { return ColumnLess(x.column, y); });
   if (it == columns.end() || ColumnLess(c, it->column)) return nullptr;
   return &*it;
+}
+
+std::vector<Cell> ReadSessionImpl::CellsOf(const CachedColumn& c) const {
+  std::vector<Cell> out(c.end - c.begin);
+  for (size_t i = c.begin; i < c.end; i++) {
+    Cell& cell = out[i - c.begin];
+    cell.family = c.family->name;
+    cell.qualifier = c.column.qualifier;
+    cell.timestamp = timestamps_[i];
+    const size_t start = ValueStart(i);
+    cell.value.assign(values_.data() + start, value_ends_[i] - start);
+  }
+  return out;
+}
+
+void ReadSessionImpl::SortLookup(size_t first) {
+  const size_t n = found_columns_.size();
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; k++) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return found_columns_[a] < found_columns_[b]; });
+  const size_t values_before = ValueStart(first);
+  std::string values;
+  values.reserve(values_.size() - values_before);
+  std::vector<uint64_t> timestamps(n);
+  std::vector<size_t> ends(n);
+  std::vector<size_t> columns(n);
+  for (size_t k = 0; k < n; k++) {
+    const size_t i = first + order[k];
+    values.append(values_, ValueStart(i), value_ends_[i] - ValueStart(i));
+    timestamps[k] = timestamps_[i];
+    ends[k] = values_before + values.size();
+    columns[k] = found_columns_[order[k]];
+  }
+  values_.replace(values_before, std::string::npos, values);
+  std::copy(timestamps.begin(), timestamps.end(), timestamps_.begin() + first);
+  std::copy(ends.begin(), ends.end(), value_ends_.begin() + first);
+  found_columns_.swap(columns);
 }
 
 ReadSessionImpl::~ReadSessionImpl() {
@@ -151,85 +239,102 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
       stats_.cache_hits++;
       if (c->prefetched && !c->asked) stats_.prefetch_hits++;
       c->asked = true;
-      return cached->CellsOf(*c);
+      return CellsOf(*c);
     }
   }
+  // Cached columns point into the schema they were read by: keep it.
+  if (schemas_.empty() || schemas_.back() != schema) schemas_.push_back(schema);
   return Fetch(*schema, row, *f, qualifier, cached);
 }
 
 Result<std::vector<Cell>> ReadSessionImpl::Fetch(const Schema& schema, std::string_view row,
                                                  const FamilyInfo& family,
                                                  std::string_view qualifier, CachedRow* cached) {
-  struct Wanted {
-    const FamilyInfo* family;
-    std::string_view qualifier;
-    bool predicted;
-  };
-  std::vector<Wanted> wanted;
   const std::vector<ColumnId>* predicted = nullptr;
   if (options_.prefetch) {
     if (predictions_ == nullptr) predictions_ = table_->reads.predictor().snapshot();
     predicted = &predictions_->Predict(ColumnRef(family.id, qualifier));
   }
-  wanted.reserve(1 + (predicted != nullptr ? predicted->size() : 0));
-  wanted.push_back(Wanted{&family, qualifier, false});
+  wanted_.clear();
+  wanted_.reserve(1 + (predicted != nullptr ? predicted->size() : 0));
+  wanted_.push_back(Wanted{&family, qualifier, /*predicted=*/false});
   if (predicted != nullptr) {
+    // The snapshot, which predictions_ keeps, owns the qualifiers.
     for (const ColumnId& c : *predicted) {
       if (cached != nullptr && cached->Find(c) != nullptr) continue;
       const FamilyInfo* f = schema.FamilyById(c.family);
-      if (f != nullptr) wanted.push_back(Wanted{f, c.qualifier, true});
+      if (f != nullptr) wanted_.push_back(Wanted{f, c.qualifier, /*predicted=*/true});
     }
   }
-  RowFilter filter;
-  filter.min_timestamp = options_.min_timestamp;
-  filter.max_timestamp = options_.max_timestamp;
-  filter.max_versions = options_.max_versions;
-  filter.columns.reserve(wanted.size());
-  for (const Wanted& w : wanted) filter.columns.emplace_back(w.family->name, w.qualifier);
-  Result<std::vector<Cell>> cells =
-      core_->ReadRow(*table_, ReadOptions(), row, filter, &schema);
-  if (!cells.ok()) return cells.status();
+  // One filter of single columns: ReadRowInto hands each cell over with the
+  // index of its column in the filter's sorted order, which is ReadRow's.
+  filter_.ClearColumns();
+  size_t qualifier_bytes = 0;
+  for (const Wanted& w : wanted_) qualifier_bytes += w.qualifier.size();
+  filter_.ReserveColumns(wanted_.size(), qualifier_bytes);
+  for (const Wanted& w : wanted_) filter_.AddColumn(w.family->id, w.qualifier);
+  filter_.SortColumns();
+
+  const size_t first = timestamps_.size();
+  const size_t values_before = values_.size();
+  found_columns_.clear();
+  if (first == 0) {
+    // The session's first lookup: room for a version of each column, so the
+    // buffers do not grow cell by cell.
+    constexpr size_t kValueBytesGuess = 128;
+    timestamps_.reserve(wanted_.size());
+    value_ends_.reserve(wanted_.size());
+    values_.reserve(wanted_.size() * kValueBytesGuess);
+    found_columns_.reserve(wanted_.size());
+  }
+  LookupSink sink(this);
+  Status s = core_->ReadRowInto(*table_, schema, row, filter_, &sink);
+  if (!s.ok()) {
+    timestamps_.resize(first);
+    value_ends_.resize(first);
+    values_.resize(values_before);
+    return s;
+  }
   stats_.lookups++;
+  // Each locality group's cells come in column order; with several groups,
+  // put the lookup's cells in column order (stable: versions stay newest first).
+  if (!std::is_sorted(found_columns_.begin(), found_columns_.end())) SortLookup(first);
 
   if (cached == nullptr) cached = &rows_.try_emplace(std::string(row)).first->second;
-  // ReadRow returns the cells grouped by column in ColumnLess order: walk the
-  // wanted columns in that order and give each its run of cells. Every
-  // wanted column gets an entry, so one with no cells is cached as empty.
-  std::sort(wanted.begin(), wanted.end(), [](const Wanted& a, const Wanted& b) {
-    return ColumnLess(ColumnRef(a.family->id, a.qualifier), ColumnRef(b.family->id, b.qualifier));
-  });
-  const uint32_t lookup = static_cast<uint32_t>(cached->lookups.size());
+  // Every column of the filter gets an entry, so one with no cells is
+  // cached as empty. They come in ColumnLess order (the encoded order of
+  // (family id, qualifier)), so they merge into the row's sorted columns.
   const size_t old_columns = cached->columns.size();
-  if (old_columns == 0) cached->columns.reserve(wanted.size());
-  CachedColumn asked;
-  uint32_t pos = 0;
-  for (const Wanted& w : wanted) {
+  cached->columns.reserve(old_columns + filter_.num_columns());
+  size_t asked = 0;
+  size_t k = 0;  // found_columns_[k] belongs to the session's cell first + k
+  for (size_t i = 0; i < filter_.num_columns(); i++) {
+    const Wanted& w = wanted_[filter_.column_source(i)];
     CachedColumn c;
     c.column = ColumnId{w.family->id, std::string(w.qualifier)};
-    c.lookup = lookup;
-    c.begin = pos;
-    while (pos < cells->size() && (*cells)[pos].family == w.family->name &&
-           (*cells)[pos].qualifier == w.qualifier) {
-      pos++;
-    }
-    c.end = pos;
+    c.family = w.family;
+    c.begin = first + k;
+    while (k < found_columns_.size() && found_columns_[k] == i) k++;
+    c.end = first + k;
     if (w.predicted) {
       c.prefetched = true;
       stats_.prefetched_columns++;
       stats_.prefetched_cells += c.end - c.begin;
     } else {
       c.asked = true;
-      asked = c;
+      asked = cached->columns.size();
     }
     cached->columns.push_back(std::move(c));
   }
-  assert(pos == cells->size());  // ReadRow returns only what the filter names
-  std::inplace_merge(cached->columns.begin(), cached->columns.begin() + old_columns,
-                     cached->columns.end(), [](const CachedColumn& a, const CachedColumn& b) {
-                       return ColumnLess(a.column, b.column);
-                     });
-  cached->lookups.push_back(std::move(*cells));
-  return cached->CellsOf(asked);
+  assert(k == found_columns_.size());  // every cell belongs to a column of the filter
+  std::vector<Cell> result = CellsOf(cached->columns[asked]);
+  if (old_columns > 0) {
+    std::inplace_merge(cached->columns.begin(), cached->columns.begin() + old_columns,
+                       cached->columns.end(), [](const CachedColumn& a, const CachedColumn& b) {
+                         return ColumnLess(a.column, b.column);
+                       });
+  }
+  return result;
 }
 
 Result<std::vector<Cell>> ReadSessionImpl::ReadRow(std::string_view row, const RowFilter& filter) {

@@ -10,12 +10,18 @@ namespace strata::engine {
 
 namespace {
 
-// The (row, family, qualifier) bytes of the column being read. Keys move
-// on under the iterator, so the column is copied; short ones stay inline.
+// The (family, qualifier) bytes of the column being read, after the row's
+// prefix. Keys move on under the iterator, so they are copied; short ones
+// stay inline.
 class ColumnBytes {
  public:
   Slice get() const { return Slice(data_, size_); }
-  void Assign(const Slice& col) {
+  // Whether `col`, whose ColumnHead is `head`, is this column.
+  bool Equals(const Slice& col, uint64_t head) const {
+    return head == head_ && col.size() == size_ && std::memcmp(col.data(), data_, size_) == 0;
+  }
+  void Assign(const Slice& col, uint64_t head) {
+    head_ = head;
     if (col.size() <= sizeof(inline_)) {
       std::memcpy(inline_, col.data(), col.size());
       data_ = inline_;
@@ -27,18 +33,81 @@ class ColumnBytes {
   }
 
  private:
-  char inline_[96];
+  char inline_[64];
   std::string heap_;
   const char* data_ = inline_;
   size_t size_ = 0;
+  uint64_t head_ = 0;
 };
 
 }  // namespace
 
+void ResolvedFilter::ReserveColumns(size_t columns, size_t qualifier_bytes) {
+  columns_.reserve(columns_.size() + columns);
+  // Each column: family, qualifier encoded (+2, more with 0x00 bytes) and as given.
+  column_bytes_.reserve(column_bytes_.size() + columns * 4 + qualifier_bytes * 2);
+}
+
+void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier) {
+  all_families = false;
+  const size_t n = qualifier.size();
+  // Without a 0x00 to escape, the encoding is the qualifier and the terminator.
+  const bool plain = n == 0 || std::memchr(qualifier.data(), 0, n) == nullptr;
+  const size_t size = 2 + (plain ? n + 2 : MemcomparableLength(qualifier));
+  const size_t offset = column_bytes_.size();
+  column_bytes_.resize(offset + size + n);
+  char* p = column_bytes_.data() + offset;
+  EncodeBigEndian16(p, family);
+  if (plain) {
+    if (n > 0) std::memcpy(p + 2, qualifier.data(), n);
+    p[2 + n] = 0;
+    p[3 + n] = 1;
+  } else {
+    EncodeMemcomparable(p + 2, qualifier);
+  }
+  if (n > 0) std::memcpy(p + size, qualifier.data(), n);
+  char head[8] = {};
+  std::memcpy(head, p, std::min<size_t>(size, 8));
+  columns_.push_back(Span{DecodeBigEndian64(head), offset, size, n, columns_.size()});
+}
+
+void ResolvedFilter::SortColumns() {
+  auto bytes = [this](const Span& s) { return Slice(column_bytes_.data() + s.offset, s.size); };
+  // Callers often add columns in order already.
+  const bool ascending =
+      std::adjacent_find(columns_.begin(), columns_.end(), [&](const Span& a, const Span& b) {
+        return bytes(a).compare(bytes(b)) >= 0;
+      }) == columns_.end();
+  if (ascending) return;
+  // Ties by source, so of repeats the first added stays.
+  std::sort(columns_.begin(), columns_.end(), [&](const Span& a, const Span& b) {
+    const int c = bytes(a).compare(bytes(b));
+    return c != 0 ? c < 0 : a.source < b.source;
+  });
+  columns_.erase(std::unique(columns_.begin(), columns_.end(),
+                             [&](const Span& a, const Span& b) { return bytes(a) == bytes(b); }),
+                 columns_.end());
+}
+
 bool ResolvedFilter::MayWantFamily(uint16_t family) const {
   if (WantsFamily(family)) return true;
-  auto it = columns.lower_bound({family, std::string()});
-  return it != columns.end() && it->first == family;
+  char id[2];
+  EncodeBigEndian16(id, family);
+  const Slice target(id, 2);
+  auto it = std::lower_bound(columns_.begin(), columns_.end(), target,
+                             [this](const Span& s, const Slice& t) {
+                               return Slice(column_bytes_.data() + s.offset, s.size).compare(t) < 0;
+                             });
+  return it != columns_.end() && std::memcmp(column_bytes_.data() + it->offset, id, 2) == 0;
+}
+
+void RowCells::Add(const FoundColumn& column, uint64_t timestamp, Slice value) {
+  Cell& cell = cells.emplace_back();
+  cell.family = column.family->name;
+  cell.qualifier.assign(column.qualifier.data(), column.qualifier.size());
+  cell.timestamp = timestamp;
+  cell.value.assign(value.data(), value.size());
+  if (track_families) families.push_back(column.family_id);
 }
 
 void RowCells::SortByFamily() {
@@ -59,22 +128,27 @@ void RowCells::SortByFamily() {
 }
 
 Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, const Schema& schema, RowCells* out) {
+                          const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   struct RowMarker {
     uint64_t timestamp;
     SequenceNumber sequence;
   };
   std::vector<RowMarker> row_markers;
 
-  ColumnBytes column;  // (row, family, qualifier) bytes of the current column
+  ColumnBytes column;  // (family, qualifier) bytes of the current column
   bool have_column = false;
-  const FamilyInfo* family = nullptr;
+  FoundColumn found;  // the current column
   std::string qualifier;
   bool wanted = false;
   SequenceNumber column_delete_seq = 0;  // newest DeleteColumn seen in this column
   bool have_last_ts = false;
   uint64_t last_ts = 0;
   uint32_t versions = 0;
+  // The row's columns come in ascending order, as do the filter's single
+  // columns: filter.column(i) for i < next_single sort below the current
+  // column, so each column costs one comparison with the next single one.
+  const size_t num_singles = filter.num_columns();
+  size_t next_single = 0;
 
   for (; it->Valid(); it->Next()) {
     const Slice key = it->key();
@@ -91,16 +165,37 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       if (type == CellType::kDeleteRow) row_markers.push_back({ts, seq});
       continue;
     }
-    const Slice col = CellKeyColumn(key);
-    if (!have_column || col != column.get()) {
-      column.Assign(col);
+    // (family, qualifier): the key after the row, without timestamp and tag.
+    const Slice col(key.data() + prefix.size(), key.size() - prefix.size() - 16);
+    const uint64_t head = ColumnHead(col.data(), col.size());
+    if (!have_column || !column.Equals(col, head)) {
+      column.Assign(col, head);
       have_column = true;
-      Slice q(col.data() + prefix.size() + 2, col.size() - prefix.size() - 2);
-      if (!GetMemcomparable(&q, &qualifier) || !q.empty()) {
-        return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
+      wanted = filter.WantsFamily(fam);
+      if (!wanted) {
+        int c = 1;
+        while (next_single < num_singles &&
+               (c = filter.CompareColumn(next_single, col, head)) < 0) {
+          next_single++;
+        }
+        wanted = next_single < num_singles && c == 0;
+        found.index = next_single;
+      } else {
+        found.index = FoundColumn::kWholeFamily;
       }
-      wanted = filter.WantsColumn(fam, qualifier);
-      family = nullptr;
+      if (wanted && found.index != FoundColumn::kWholeFamily) {
+        // The column equals the filter's encoding of it, so it is well formed.
+        found.qualifier = filter.qualifier(found.index);
+      } else {
+        // Only a wanted column's qualifier is decoded; every one is checked.
+        Slice q(col.data() + 2, col.size() - 2);
+        const bool well_formed = wanted ? GetMemcomparable(&q, &qualifier) : SkipMemcomparable(&q);
+        if (!well_formed || !q.empty()) {
+          return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
+        }
+        found.qualifier = Slice(qualifier);
+      }
+      found.family = nullptr;
       column_delete_seq = 0;
       have_last_ts = false;
       versions = 0;
@@ -126,16 +221,15 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
     if (ts < filter.min_timestamp || ts > filter.max_timestamp) continue;
     if (versions >= filter.max_versions) continue;
     versions++;
-    if (family == nullptr) {
-      family = schema.FamilyById(fam);
-      if (family == nullptr) {
+    if (found.family == nullptr) {
+      found.family = schema.FamilyById(fam);
+      if (found.family == nullptr) {
         return Status::Corruption("cell key " + HexBytes(key) + " names family id " +
                                   std::to_string(fam) + ", which the table does not have");
       }
+      found.family_id = fam;
     }
-    const Slice v = it->value();
-    out->cells.push_back(Cell{family->name, qualifier, ts, v.ToString()});
-    if (out->track_families) out->families.push_back(fam);
+    out->Add(found, ts, it->value());
   }
   return it->status();
 }

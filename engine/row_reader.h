@@ -16,13 +16,11 @@
 #define STRATA_ENGINE_ROW_READER_H_
 
 #include <cstdint>
-#include <functional>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/cell_key.h"
+#include "common/coding.h"
 #include "common/iterator.h"
 #include "engine/schema.h"
 #include "strata/options.h"
@@ -31,11 +29,24 @@
 
 namespace strata::engine {
 
-// A RowFilter with names resolved to family ids.
-struct ResolvedFilter {
+// The first 8 bytes of a column's bytes after the row in a cell key
+// (family:u16 mc(qualifier)), zero-padded, as a big-endian integer: when two
+// columns' heads differ, they order as their heads do.
+// REQUIRES: 8 bytes readable at `p` (in a cell key, the timestamp and tag
+// follow the column), and size >= 4.
+inline uint64_t ColumnHead(const char* p, size_t size) {
+  uint64_t head = DecodeBigEndian64(p);
+  // A column has at least 4 bytes (family and mc's terminator).
+  if (size < 8) head &= ~uint64_t{0} << (8 * (8 - size));
+  return head;
+}
+
+// A RowFilter with names resolved to family ids, and its single columns in
+// the form a row walk meets them. Intentionally copyable.
+class ResolvedFilter {
+ public:
   bool all_families = true;
-  std::vector<bool> families;                        // by family id, when !all_families
-  std::set<std::pair<uint16_t, std::string>> columns;  // single columns, when !all_families
+  std::vector<bool> families;  // by family id: families wanted whole (may be empty)
   uint64_t min_timestamp = kMinTimestamp;
   uint64_t max_timestamp = kMaxTimestamp;
   uint32_t max_versions = UINT32_MAX;
@@ -45,31 +56,107 @@ struct ResolvedFilter {
   }
   // Whether any column of `family` may be wanted (whole family or single columns).
   bool MayWantFamily(uint16_t family) const;
-  bool WantsColumn(uint16_t family, const std::string& qualifier) const {
-    return WantsFamily(family) || columns.count({family, qualifier}) != 0;
+
+  // Makes room for `columns` more single columns whose qualifiers have
+  // `qualifier_bytes` bytes in all.
+  void ReserveColumns(size_t columns, size_t qualifier_bytes);
+  // Adds the single column (family, qualifier) and clears all_families; call
+  // SortColumns() after the last one.
+  void AddColumn(uint16_t family, const Slice& qualifier);
+  // Sorts the single columns and drops repeats (keeping the first added).
+  void SortColumns();
+  // Removes every single column, keeping the memory for the next ones.
+  void ClearColumns() {
+    column_bytes_.clear();
+    columns_.clear();
   }
+
+  // The single columns: column(i) is a column's bytes after the row in a
+  // cell key (family:u16 mc(qualifier), common/cell_key.h), ascending, so
+  // in the order a walk over the row's keys meets them; qualifier(i) is its
+  // qualifier, and column_source(i) the number of AddColumn calls that came
+  // before the one that added it.
+  // REQUIRES: SortColumns() since the last AddColumn().
+  size_t num_columns() const { return columns_.size(); }
+  Slice column(size_t i) const {
+    return Slice(column_bytes_.data() + columns_[i].offset, columns_[i].size);
+  }
+  // column(i).compare(col), where `head` is ColumnHead(col): most columns
+  // differ in their first 8 bytes, which one integer comparison settles.
+  int CompareColumn(size_t i, const Slice& col, uint64_t head) const {
+    const uint64_t mine = columns_[i].head;
+    if (mine != head) return mine < head ? -1 : 1;
+    return column(i).compare(col);
+  }
+  Slice qualifier(size_t i) const {
+    const Span& c = columns_[i];
+    return Slice(column_bytes_.data() + c.offset + c.size, c.qualifier_size);
+  }
+  size_t column_source(size_t i) const { return columns_[i].source; }
+
+ private:
+  // In column_bytes_: the column's encoding, then its qualifier as given.
+  struct Span {
+    uint64_t head;  // ColumnHead of the encoding
+    size_t offset;
+    size_t size;  // of the encoding
+    size_t qualifier_size;
+    size_t source;  // the AddColumn call that added it, counted from 0
+  };
+  std::string column_bytes_;  // every column, in the order added
+  std::vector<Span> columns_;
 };
 
-// The cells a reader collects from one row, ready to hand out, with the
-// family id of each when the caller asks for it (to order cells gathered
-// from several locality groups).
-struct RowCells {
+// The column whose visible cells a row walk hands to a RowSink. Valid only
+// during RowSink::Add.
+struct FoundColumn {
+  // `index` of a column whose family is wanted whole.
+  static constexpr size_t kWholeFamily = SIZE_MAX;
+
+  uint16_t family_id = 0;
+  const FamilyInfo* family = nullptr;
+  // The index of the filter's single column (ResolvedFilter::column) that
+  // asked for it, or kWholeFamily.
+  size_t index = kWholeFamily;
+  Slice qualifier;
+};
+
+// Where a row walk puts the visible cells it finds, in cell-key order.
+class RowSink {
+ public:
+  // Called once by a read of one row before any Add: the number of locality
+  // groups it will walk, one after another (each walk in cell-key order).
+  virtual void BeginRow(size_t groups) {}
+  // One visible version of `column`; `value` is valid only during the call.
+  virtual void Add(const FoundColumn& column, uint64_t timestamp, Slice value) = 0;
+
+ protected:
+  ~RowSink() = default;
+};
+
+// The cells a reader collects from one row as Cells, ready to hand out, with
+// the family id of each when several locality groups are read (to order
+// their cells by family).
+struct RowCells final : public RowSink {
   std::vector<Cell> cells;
   // families[i] is the family id of cells[i]; kept only when `track_families`.
   std::vector<uint16_t> families;
   bool track_families = false;
 
+  // Tracks families when more than one group is read.
+  void BeginRow(size_t groups) override { track_families = groups > 1; }
+  void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override;
   // Stable-sorts the cells by family id (schema order). REQUIRES: track_families
   void SortByFamily();
 };
 
-// Appends the row's visible cells that pass `filter` to *out, in cell-key
+// Hands the row's visible cells that pass `filter` to *out, in cell-key
 // order, from where `it` stands (at or before the row's first entry,
 // `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
 // Family names come from `schema`; a family id it does not know is
 // Corruption. Returns the iterator's error, if any.
 Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,
-                          const ResolvedFilter& filter, const Schema& schema, RowCells* out);
+                          const ResolvedFilter& filter, const Schema& schema, RowSink* out);
 
 }  // namespace strata::engine
 

@@ -171,6 +171,146 @@ TEST_F(ReadSessionTest, EightOfTwentyColumnsInOneLookupAfterTraining) {
   EXPECT_EQ(s->stats().prefetched_columns, 0u);
 }
 
+// One prefetching lookup of a row spread over a compacted file, two level-0
+// files and the memtable, in both locality groups, with every kind of delete
+// marker and several versions per column: each column it cached answers as
+// Table::ReadRow of that column alone does, for several version limits and
+// timestamp ranges, and as a session without prediction answers.
+TEST_F(ReadSessionTest, PrefetchedColumnsEqualPerColumnReadsAcrossFilesAndMarkers) {
+  // Columns of "f" (group one) and "g" (group two), binary qualifiers among them.
+  const std::vector<std::pair<std::string, std::string>> pattern = {
+      {"f", "q1"},   {"g", "q1"},  {"f", std::string("a\0b", 3)}, {"g", ""}, {"f", "q3"},
+      {"g", "\xff"}, {"f", "q10"}, {"g", std::string(1, '\0')}};
+  auto put_all = [&](uint64_t ts, RowMutation* m) {
+    for (const auto& [f, q] : pattern) {
+      m->Put(f, q, ts, f + EscapeBytes(q) + "@" + std::to_string(ts));
+    }
+    // Columns around them that no one asks for.
+    m->Put("f", "q", ts, "left out").Put("f", "q2", ts, "left out").Put("g", "zz", ts, "left out");
+  };
+  {  // Compacted: versions 10 and 20 of everything.
+    RowMutation m;
+    put_all(10, &m);
+    put_all(20, &m);
+    ASSERT_OK(table_.Mutate(options_, "r", m));
+    ASSERT_OK(engine_->Compact());
+  }
+  {  // Level 0: version 30; f:q3 loses its versions up to 20, g:"" its version 20.
+    RowMutation m;
+    put_all(30, &m);
+    m.DeleteColumn("f", "q3", 20).DeleteCell("g", "", 20);
+    ASSERT_OK(table_.Mutate(options_, "r", m));
+    ASSERT_OK(engine_->Flush());
+  }
+  {  // Level 0: the row loses everything up to 15; version 40 of half the columns.
+    RowMutation m;
+    m.DeleteRow(15);
+    for (size_t i = 0; i < pattern.size(); i += 2) {
+      m.Put(pattern[i].first, pattern[i].second, 40, "forty");
+    }
+    ASSERT_OK(table_.Mutate(options_, "r", m));
+    ASSERT_OK(engine_->Flush());
+  }
+  {  // Memtable: version 50 of the other half; f:q10 loses 40, g:0x00 everything.
+    RowMutation m;
+    for (size_t i = 1; i < pattern.size(); i += 2) {
+      m.Put(pattern[i].first, pattern[i].second, 50, "fifty");
+    }
+    m.DeleteCell("f", "q10", 40).DeleteColumn("g", std::string(1, '\0'));
+    ASSERT_OK(table_.Mutate(options_, "r", m));
+  }
+  auto tablets = table_.GetTabletStats();
+  ASSERT_OK(tablets);
+  uint64_t level0 = 0, deeper = 0;
+  for (const TabletStats& t : *tablets) {
+    level0 += t.level_files[0];
+    deeper += t.table_files - t.level_files[0];
+  }
+  EXPECT_GE(level0, 2u);
+  EXPECT_GE(deeper, 1u);
+
+  // Sessions that read the pattern, in order, from other rows.
+  for (int i = 0; i < 100; i++) {
+    std::unique_ptr<ReadSession> s = NewSession();
+    ASSERT_NE(s, nullptr);
+    for (const auto& [f, q] : pattern) ASSERT_OK(s->Get("train" + std::to_string(i % 10), f, q));
+  }
+
+  std::vector<ReadSessionOptions> all_options(5);
+  all_options[1].max_versions = 1;
+  all_options[2].max_versions = 2;
+  all_options[3].min_timestamp = 12;
+  all_options[3].max_timestamp = 35;
+  all_options[4].min_timestamp = 20;
+  all_options[4].max_timestamp = 40;
+  all_options[4].max_versions = 1;
+  size_t cells = 0;
+  for (size_t n = 0; n < all_options.size(); n++) {
+    ReadSessionOptions o = all_options[n];
+    std::unique_ptr<ReadSession> prefetching = NewSession(o);
+    o.prefetch = false;
+    std::unique_ptr<ReadSession> plain = NewSession(o);
+    for (const auto& [f, q] : pattern) {
+      auto got = prefetching->Get("r", f, q);
+      ASSERT_OK(got);
+      const std::vector<Cell> expected = Expected("r", f, q, o);
+      EXPECT_EQ(*got, expected) << "options " << n << ", " << f << ":" << EscapeBytes(q);
+      EXPECT_EQ(*plain->Get("r", f, q), expected) << "options " << n;
+      cells += expected.size();
+    }
+    const ReadStats st = prefetching->stats();
+    EXPECT_EQ(st.lookups, 1u) << "options " << n;
+    EXPECT_EQ(st.prefetched_columns, pattern.size() - 1);
+    EXPECT_EQ(st.prefetch_hits, pattern.size() - 1);
+    EXPECT_EQ(plain->stats().lookups, pattern.size());
+  }
+  EXPECT_GT(cells, 3 * pattern.size()) << "the row should hold versions to compare";
+}
+
+// Locality groups are read one after another, and here their families
+// interleave (a and c in one group, b in the other, read first): one lookup
+// still caches each column's own versions, newest first.
+TEST_F(ReadSessionTest, PrefetchOverGroupsWhoseFamiliesInterleave) {
+  TableSchema schema;
+  schema.locality_groups.push_back({.name = "first"});
+  schema.locality_groups.push_back({.name = "second"});
+  schema.families.push_back({.name = "a", .locality_group = "second"});
+  schema.families.push_back({.name = "b", .locality_group = "first"});
+  schema.families.push_back({.name = "c", .locality_group = "second"});
+  ASSERT_OK(tenant_.CreateTable("mixed", schema));
+  auto opened = tenant_.OpenTable("mixed");
+  ASSERT_OK(opened);
+  Table table = *opened;
+  const std::vector<std::pair<std::string, std::string>> pattern = {
+      {"c", "x"}, {"a", "y"}, {"b", "x"}, {"a", "x"}, {"b", "y"}, {"c", "w"}};
+  for (uint64_t ts = 1; ts <= 3; ts++) {
+    RowMutation m;
+    for (const auto& [f, q] : pattern) m.Put(f, q, ts, f + q + std::to_string(ts));
+    ASSERT_OK(table.Mutate(options_, "r", m));
+    if (ts == 2) {
+      ASSERT_OK(engine_->Flush());
+    }
+  }
+  for (int i = 0; i < 100; i++) {
+    auto s = table.NewReadSession();
+    ASSERT_OK(s);
+    for (const auto& [f, q] : pattern) ASSERT_OK((*s)->Get("train", f, q));
+  }
+  for (uint32_t versions : {1u, 2u, 5u}) {
+    auto s = table.NewReadSession(ReadSessionOptions{.max_versions = versions});
+    ASSERT_OK(s);
+    for (const auto& [f, q] : pattern) {
+      auto got = (*s)->Get("r", f, q);
+      ASSERT_OK(got);
+      RowFilter one{.columns = {{f, q}}, .max_versions = versions};
+      EXPECT_EQ(*got, *table.ReadRow(ReadOptions(), "r", one)) << f << ":" << q;
+      EXPECT_EQ(got->size(), std::min(versions, 3u));
+    }
+    EXPECT_EQ((*s)->stats().lookups, 1u);
+    EXPECT_EQ((*s)->stats().prefetched_columns, pattern.size() - 1);
+  }
+}
+
 TEST_F(ReadSessionTest, TableTotalsAddUpEndedSessions) {
   WriteWideRow("r");
   auto before = table_.GetReadStats();

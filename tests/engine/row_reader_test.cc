@@ -1,0 +1,276 @@
+// The row walk on its own: ResolvedFilter's single columns (order, repeats,
+// binary qualifiers) and CollectRowFromHere with a filter of single columns
+// against the same walk over the whole row, on random rows of versions and
+// delete markers.
+#include "engine/row_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/coding.h"
+#include "common/random.h"
+#include "util/test_util.h"
+
+namespace strata::engine {
+namespace {
+
+// A sorted run of (cell key, value) entries.
+class VectorIterator final : public InternalIterator {
+ public:
+  explicit VectorIterator(std::map<std::string, std::string> entries)
+      : entries_(std::move(entries)), it_(entries_.end()) {}
+
+  bool Valid() const override { return it_ != entries_.end(); }
+  void SeekToFirst() override { it_ = entries_.begin(); }
+  void Seek(const Slice& target) override { it_ = entries_.lower_bound(target.ToString()); }
+  void Next() override { ++it_; }
+  Slice key() const override { return Slice(it_->first); }
+  Slice value() const override { return Slice(it_->second); }
+  Status status() const override { return Status::OK(); }
+
+ private:
+  const std::map<std::string, std::string> entries_;
+  std::map<std::string, std::string>::const_iterator it_;
+};
+
+// What a sink saw: the cells, and the filter column of each.
+class Collected final : public RowSink {
+ public:
+  void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override {
+    cells.push_back(Cell{column.family->name, column.qualifier.ToString(), timestamp,
+                         value.ToString()});
+    columns.push_back(column.index);
+  }
+
+  std::vector<Cell> cells;
+  std::vector<size_t> columns;
+};
+
+Schema ThreeFamilies() {
+  TableSchema s;
+  s.families = {{.name = "a"}, {.name = "b"}, {.name = "c"}};
+  Result<Schema> schema = Schema::FromUser(s);
+  EXPECT_TRUE(schema.ok());
+  return *schema;
+}
+
+// The column's bytes after the row in its cell keys.
+std::string Encoded(uint16_t family, const std::string& qualifier) {
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  std::string column;
+  AppendColumnPrefix(&column, "r", family, qualifier);
+  return column.substr(prefix.size());
+}
+
+// Qualifiers that sort next to each other, some with 0x00 bytes.
+const std::vector<std::string> kQualifiers = {
+    "",  std::string(1, '\0'), std::string("\0\0", 2), "a", std::string("a\0", 2),
+    std::string("a\0b", 3), "a\xff", "ab", "b", "\xff\x01", "q10", "q2"};
+
+TEST(ResolvedFilterTest, SingleColumnsSortAsTheirCellKeysAndKeepTheFirstRepeat) {
+  ResolvedFilter f;
+  EXPECT_TRUE(f.all_families);
+  std::vector<std::pair<uint16_t, std::string>> added;
+  // Reverse order, every column of family 2 then family 1, and repeats.
+  for (uint16_t family : {2, 1}) {
+    for (auto q = kQualifiers.rbegin(); q != kQualifiers.rend(); ++q) {
+      added.emplace_back(family, *q);
+    }
+  }
+  added.emplace_back(2, "a");
+  added.emplace_back(1, std::string(1, '\0'));
+  f.ReserveColumns(2, 4);  // too little: only a hint
+  for (const auto& [family, q] : added) f.AddColumn(family, q);
+  f.SortColumns();
+  EXPECT_FALSE(f.all_families);
+  ASSERT_EQ(f.num_columns(), 2 * kQualifiers.size());
+  for (size_t i = 0; i < f.num_columns(); i++) {
+    const auto& [family, q] = added[f.column_source(i)];
+    EXPECT_EQ(f.column(i).ToString(), Encoded(family, q)) << i;
+    EXPECT_EQ(f.qualifier(i).ToString(), q) << i;
+    if (i > 0) {
+      EXPECT_LT(f.column(i - 1).compare(f.column(i)), 0) << i;
+    }
+  }
+  // CompareColumn orders as compare does, against columns as cell keys hold
+  // them (followed by a timestamp and tag).
+  auto sign = [](int c) { return c < 0 ? -1 : c > 0 ? 1 : 0; };
+  for (uint16_t family : {1, 2, 3}) {
+    for (const std::string& q : kQualifiers) {
+      const std::string col = Encoded(family, q);
+      const std::string key = col + std::string(16, '\xab');
+      const Slice in_key(key.data(), col.size());
+      for (size_t i = 0; i < f.num_columns(); i++) {
+        EXPECT_EQ(sign(f.CompareColumn(i, in_key, ColumnHead(key.data(), col.size()))),
+                  sign(f.column(i).compare(in_key)))
+            << i << " " << EscapeBytes(col);
+      }
+    }
+  }
+  // Of repeats, the first added stays.
+  for (size_t i = 0; i < f.num_columns(); i++) {
+    EXPECT_LT(f.column_source(i), 2 * kQualifiers.size());
+  }
+  EXPECT_FALSE(f.MayWantFamily(0));
+  EXPECT_TRUE(f.MayWantFamily(1));
+  EXPECT_TRUE(f.MayWantFamily(2));
+  EXPECT_FALSE(f.MayWantFamily(3));
+
+  // Cleared, it keeps sources counted from the next first column; added in
+  // order, the order stays.
+  f.ClearColumns();
+  EXPECT_EQ(f.num_columns(), 0u);
+  f.AddColumn(3, "x");
+  f.AddColumn(3, "y");
+  f.SortColumns();
+  ASSERT_EQ(f.num_columns(), 2u);
+  EXPECT_EQ(f.column_source(0), 0u);
+  EXPECT_EQ(f.qualifier(1).ToString(), "y");
+  EXPECT_TRUE(f.MayWantFamily(3));
+  EXPECT_FALSE(f.MayWantFamily(1));
+}
+
+// Random rows of versions and delete markers of every kind: reading single
+// columns (with or without whole families) gives what the whole-row walk
+// gives for those columns, with each cell tagged with its filter column.
+TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
+  Random rnd(seed);
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  const int rounds = test::UnderSanitizer() ? 100 : 500;
+  for (int round = 0; round < rounds; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    // The row, with a neighbour on each side that no read may return.
+    std::map<std::string, std::string> entries;
+    SequenceNumber seq = 1;
+    for (const char* other : {"q", "s"}) {
+      std::string key;
+      AppendCellKey(&key, other, 1, "a", 5, seq++, CellType::kPut);
+      entries[key] = "other row";
+    }
+    const int n = static_cast<int>(rnd.Uniform(40));
+    for (int i = 0; i < n; i++) {
+      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(3));
+      const std::string& q = kQualifiers[rnd.Uniform(kQualifiers.size())];
+      const uint64_t ts = 1 + rnd.Uniform(8);
+      std::string key;
+      switch (rnd.Uniform(12)) {
+        case 0:
+          AppendCellKey(&key, "r", kRowMarkerFamily, "", ts, seq++, CellType::kDeleteRow);
+          break;
+        case 1:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteColumn);
+          break;
+        case 2:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteCell);
+          break;
+        default:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kPut);
+      }
+      entries[key] = "v" + std::to_string(i);
+    }
+    const SequenceNumber snapshot = rnd.Uniform(4) == 0 ? rnd.Uniform(seq) : seq;
+
+    ResolvedFilter whole;
+    if (rnd.Uniform(2) == 0) {
+      whole.min_timestamp = 1 + rnd.Uniform(4);
+      whole.max_timestamp = whole.min_timestamp + rnd.Uniform(6);
+    }
+    if (rnd.Uniform(2) == 0) whole.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
+    ResolvedFilter singles;
+    singles.min_timestamp = whole.min_timestamp;
+    singles.max_timestamp = whole.max_timestamp;
+    singles.max_versions = whole.max_versions;
+    // Random single columns, repeats and unwritten ones included; sometimes
+    // a whole family too.
+    std::vector<std::pair<uint16_t, std::string>> wanted;
+    const int k = static_cast<int>(rnd.Uniform(10));
+    for (int i = 0; i < k; i++) {
+      wanted.emplace_back(static_cast<uint16_t>(1 + rnd.Uniform(3)),
+                          kQualifiers[rnd.Uniform(kQualifiers.size())]);
+      singles.AddColumn(wanted.back().first, wanted.back().second);
+    }
+    if (wanted.empty() || rnd.Uniform(4) == 0) {
+      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(3));
+      singles.all_families = false;
+      singles.families.assign(4, false);
+      singles.families[family] = true;
+    }
+    singles.SortColumns();
+
+    VectorIterator whole_it(entries);
+    whole_it.Seek(prefix);
+    Collected all;
+    ASSERT_TRUE(CollectRowFromHere(&whole_it, prefix, snapshot, whole, schema, &all).ok());
+    EXPECT_TRUE(whole_it.Valid() && whole_it.value() == Slice("other row"))
+        << "the walk stops after the row";
+
+    VectorIterator it(entries);
+    it.Seek(prefix);
+    Collected got;
+    ASSERT_TRUE(CollectRowFromHere(&it, prefix, snapshot, singles, schema, &got).ok());
+
+    std::vector<Cell> expected;
+    std::vector<size_t> expected_columns;
+    for (const Cell& c : all.cells) {
+      const uint16_t family = schema.FindFamily(c.family)->id;
+      const std::string encoded = Encoded(family, c.qualifier);
+      if (singles.WantsFamily(family)) {
+        expected.push_back(c);
+        expected_columns.push_back(FoundColumn::kWholeFamily);
+        continue;
+      }
+      for (size_t i = 0; i < singles.num_columns(); i++) {
+        if (singles.column(i) == Slice(encoded)) {
+          expected.push_back(c);
+          expected_columns.push_back(i);
+        }
+      }
+    }
+    ASSERT_EQ(got.cells, expected);
+    ASSERT_EQ(got.columns, expected_columns);
+  }
+}
+
+TEST(CollectRowTest, MalformedQualifierIsCorruptionWantedOrNot) {
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  // Family 1, qualifier bytes "x" 0x00 0x07 (a bad escape), then ts and tag.
+  std::string key = prefix;
+  char family[2];
+  EncodeBigEndian16(family, 1);
+  key.append(family, 2);
+  key.append("x\0\x07", 3);
+  std::string good;
+  AppendCellKey(&good, "r", 1, "x", 3, 1, CellType::kPut);
+  key.append(good.substr(good.size() - 16));
+  for (int filter = 0; filter < 3; filter++) {
+    ResolvedFilter f;
+    if (filter < 2) {
+      f.AddColumn(filter == 0 ? 1 : 2, "x");  // the column as it should be, or another family's
+      f.SortColumns();
+    } else {
+      f.all_families = false;
+      f.families = {false, true, false, false};  // family 1 whole
+    }
+    VectorIterator it({{key, "v"}});
+    it.Seek(prefix);
+    Collected got;
+    EXPECT_TRUE(CollectRowFromHere(&it, prefix, 10, f, schema, &got).IsCorruption()) << filter;
+    EXPECT_TRUE(got.cells.empty());
+  }
+}
+
+}  // namespace
+}  // namespace strata::engine
