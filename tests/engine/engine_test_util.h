@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "strata/engine.h"
+#include "util/forwarding_fs.h"
 
 namespace strata::test {
 
@@ -32,6 +38,39 @@ inline Table CreateOneFamilyTable(Engine* engine) {
   }
   return *engine->OpenTenant("t")->OpenTable("tab");
 }
+
+// Counts reads of files opened for random access (SSTables): opens and
+// block reads.
+class CountingReadFileSystem : public ForwardingFileSystem {
+ public:
+  Status NewRandomAccessFile(const std::string& p,
+                             std::unique_ptr<RandomAccessFile>* r) override {
+    std::unique_ptr<RandomAccessFile> f;
+    STRATA_RETURN_IF_ERROR(ForwardingFileSystem::NewRandomAccessFile(p, &f));
+    opens_++;
+    *r = std::make_unique<Counted>(std::move(f), &reads_);
+    return Status::OK();
+  }
+  uint64_t reads() const { return reads_.load() + opens_.load(); }
+
+ private:
+  class Counted : public RandomAccessFile {
+   public:
+    Counted(std::unique_ptr<RandomAccessFile> base, std::atomic<uint64_t>* reads)
+        : base_(std::move(base)), reads_(reads) {}
+    Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+      reads_->fetch_add(1);
+      return base_->Read(offset, n, result, scratch);
+    }
+    Result<uint64_t> Size() const override { return base_->Size(); }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    std::atomic<uint64_t>* reads_;
+  };
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> opens_{0};
+};
 
 }  // namespace strata::test
 
