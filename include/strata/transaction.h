@@ -81,6 +81,7 @@ class TransactionServices {
   // A fresh timestamp: above every timestamp handed out before.
   Result<uint64_t> GetTimestamp();
 
+  // The library's own access to the oracle and the registry; not API.
   txn::TxnServicesImpl* impl() const { return impl_.get(); }
 
  private:
@@ -230,6 +231,7 @@ class TransactionDB {
                                                      Tenant tenant,
                                                      const TransactionDBOptions& options = {});
 
+  // Every Transaction it began must be destroyed first.
   virtual ~TransactionDB() = default;
 
   // Creates a table with the transactional schema (txn/FORMAT.md).
