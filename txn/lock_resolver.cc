@@ -103,9 +103,15 @@ Result<TxnStatus> ReadTxnStatus(const RowStore& store, std::string_view row,
 WriteRecord CommitRecordFor(const LockRecord& lock) {
   WriteRecord record;
   switch (lock.kind) {
-    case MutationKind::kPut: record.kind = WriteKind::kPut; break;
-    case MutationKind::kDelete: record.kind = WriteKind::kDelete; break;
-    case MutationKind::kLock: record.kind = WriteKind::kLock; break;
+    case MutationKind::kPut:
+      record.kind = WriteKind::kPut;
+      break;
+    case MutationKind::kDelete:
+      record.kind = WriteKind::kDelete;
+      break;
+    case MutationKind::kLock:
+      record.kind = WriteKind::kLock;
+      break;
   }
   record.start_ts = lock.start_ts;
   record.has_inline_value = lock.has_inline_value;
@@ -217,9 +223,8 @@ Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const 
   const bool is_primary = lock.primary_table == key.table && lock.primary_row == key.row &&
                           lock.primary_column == key.column;
   for (int round = 0; round < kMaxRounds; ++round) {
-    STRATA_ASSIGN_OR_RETURN(
-        TxnStatus status,
-        ReadTxnStatus(*pstore, lock.primary_row, lock.primary_column, lock.start_ts));
+    STRATA_ASSIGN_OR_RETURN(TxnStatus status, ReadTxnStatus(*pstore, lock.primary_row,
+                                                            lock.primary_column, lock.start_ts));
     if (status.state == TxnStatus::State::kLocked) {
       STRATA_ASSIGN_OR_RETURN(bool expired, Expired(status.lock));
       if (!expired && intent == Intent::kCheck) return Resolution{Resolution::Outcome::kLive, 0};
@@ -247,8 +252,8 @@ Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const 
       if (status.state == TxnStatus::State::kLocked) continue;
     } else if (status.state == TxnStatus::State::kRolledBack && !status.has_record) {
       STRATA_ASSIGN_OR_RETURN(
-          status, RollbackPrimary(*pstore, lock.primary_row, lock.primary_column, lock.start_ts,
-                                  0, std::string()));
+          status, RollbackPrimary(*pstore, lock.primary_row, lock.primary_column, lock.start_ts, 0,
+                                  std::string()));
       if (status.state == TxnStatus::State::kLocked) continue;
     }
     if (!is_primary) {

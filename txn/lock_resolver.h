@@ -54,11 +54,11 @@ struct TxnStatus {
     kRolledBack,  // rollback record, or the lock is gone without a commit
   };
   State state = State::kLocked;
-  uint64_t commit_ts = 0;     // kCommitted
-  WriteRecord record;         // kCommitted, kRolledBack with a record: the write record
-  bool has_record = false;    // kRolledBack: whether a rollback record is there
-  LockRecord lock;            // kLocked: the primary's lock
-  std::string lock_bytes;     // kLocked: its encoding, for conditions
+  uint64_t commit_ts = 0;   // kCommitted
+  WriteRecord record;       // kCommitted, kRolledBack with a record: the write record
+  bool has_record = false;  // kRolledBack: whether a rollback record is there
+  LockRecord lock;          // kLocked: the primary's lock
+  std::string lock_bytes;   // kLocked: its encoding, for conditions
 };
 
 // Reads (row, column)'s lock at start_ts and the write record of the
@@ -73,8 +73,7 @@ WriteRecord CommitRecordFor(const LockRecord& lock);
 
 // Appends to `m` the commit of (column) at commit_ts: the write record, and
 // the lock's removal. Data stays (it is the value).
-void AddCommit(RowMutation* m, std::string_view column, const LockRecord& lock,
-               uint64_t commit_ts);
+void AddCommit(RowMutation* m, std::string_view column, const LockRecord& lock, uint64_t commit_ts);
 // Appends to `m` the rollback of (column) for start_ts: the rollback record,
 // the lock's and the data's removal.
 void AddRollback(RowMutation* m, std::string_view column, uint64_t start_ts,
@@ -140,7 +139,9 @@ class LockResolver {
   Result<bool> Expired(const LockRecord& primary_lock);
 
   uint64_t NowMillis() const { return clock_->NowMicros() / 1000; }
-  Result<std::shared_ptr<RowStore>> Store(std::string_view table) { return tables_->Resolve(table); }
+  Result<std::shared_ptr<RowStore>> Store(std::string_view table) {
+    return tables_->Resolve(table);
+  }
   const ResolverOptions& options() const { return options_; }
 
  private:

@@ -172,19 +172,26 @@ Status DecodeWrite(std::string_view bytes, WriteRecord* write) {
 
 const char* MutationKindName(MutationKind kind) {
   switch (kind) {
-    case MutationKind::kPut: return "put";
-    case MutationKind::kDelete: return "delete";
-    case MutationKind::kLock: return "lock";
+    case MutationKind::kPut:
+      return "put";
+    case MutationKind::kDelete:
+      return "delete";
+    case MutationKind::kLock:
+      return "lock";
   }
   return "unknown";
 }
 
 const char* WriteKindName(WriteKind kind) {
   switch (kind) {
-    case WriteKind::kPut: return "put";
-    case WriteKind::kDelete: return "delete";
-    case WriteKind::kLock: return "lock";
-    case WriteKind::kRollback: return "rollback";
+    case WriteKind::kPut:
+      return "put";
+    case WriteKind::kDelete:
+      return "delete";
+    case WriteKind::kLock:
+      return "lock";
+    case WriteKind::kRollback:
+      return "rollback";
   }
   return "unknown";
 }

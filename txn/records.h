@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "strata/options.h"
-#include "strata/transaction.h"
 #include "strata/status.h"
+#include "strata/transaction.h"
 #include "txn/liveness_registry.h"
 
 namespace strata::txn {

@@ -84,8 +84,8 @@ class TransactionImpl final : public Transaction {
       Result<std::string> r = Get(table, k.row, k.column);
       if (r.ok()) {
         out.emplace_back(std::move(r).value());
-      } else if (r.status().code() == Status::Code::kNotFound && error_.kind ==
-                                                                      TransactionError::Kind::kNone) {
+      } else if (r.status().code() == Status::Code::kNotFound &&
+                 error_.kind == TransactionError::Kind::kNone) {
         out.emplace_back(std::nullopt);
       } else {
         return std::move(r).status();
@@ -148,15 +148,16 @@ class TransactionImpl final : public Transaction {
 
   Status CheckOpen() {
     if (state_ != State::kOpen) {
-      return Status::InvalidArgument("the transaction is no longer open (it committed, rolled "
-                                     "back, failed or stopped)");
+      return Status::InvalidArgument(
+          "the transaction is no longer open (it committed, rolled "
+          "back, failed or stopped)");
     }
     if (db_->closed()) return Status::InvalidArgument("the TransactionDB is closed");
     if (start_ts_ < db_->safepoint()) {
-      return Fail(TransactionError::Kind::kTooOld, nullptr, 0, 0,
-                  Status::Aborted("transaction too old: start_ts " + std::to_string(start_ts_) +
-                                  " is below the GC safepoint " +
-                                  std::to_string(db_->safepoint())));
+      return Fail(
+          TransactionError::Kind::kTooOld, nullptr, 0, 0,
+          Status::Aborted("transaction too old: start_ts " + std::to_string(start_ts_) +
+                          " is below the GC safepoint " + std::to_string(db_->safepoint())));
     }
     return Status::OK();
   }
@@ -187,7 +188,8 @@ class TransactionImpl final : public Transaction {
     return status;
   }
 
-  LockRecord MakeLock(const TxnKey& key, const PendingWrite& w) const;
+  // The lock this transaction writes for `w` (every key's names the primary).
+  LockRecord MakeLock(const PendingWrite& w) const;
   // What a prewrite of a row knows from earlier attempts: keys already
   // locked by this transaction, and per key the rollback records of other
   // transactions at or after start_ts (which do not conflict).
@@ -226,7 +228,7 @@ class TransactionImpl final : public Transaction {
   State state_ = State::kOpen;
   TransactionError error_;
   WriteMap writes_;
-  std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed
+  std::set<uint64_t> pushed_;             // transactions whose min_commit_ts this one pushed
   std::set<uint64_t> lock_kind_checked_;  // kLock locks' transactions looked at
   std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_;
 
@@ -257,9 +259,9 @@ Result<std::shared_ptr<RowStore>> TransactionImpl::StoreFor(const std::string& t
 }
 
 Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& store,
-                                                                  const TxnKey& key,
-                                                                  uint64_t commit_ts,
-                                                                  std::string_view bytes) {
+                                                                   const TxnKey& key,
+                                                                   uint64_t commit_ts,
+                                                                   std::string_view bytes) {
   WriteRecord record;
   STRATA_RETURN_IF_ERROR(DecodeWrite(bytes, &record));
   uint64_t ts = commit_ts;
@@ -292,16 +294,15 @@ Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& sto
   STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), key.row, filter));
   if (cells.empty()) {
     return Status::Corruption("the value of " + key.ToString() + " committed at " +
-                              std::to_string(ts) + " (start_ts " +
-                              std::to_string(record.start_ts) + ") is missing from data");
+                              std::to_string(ts) + " (start_ts " + std::to_string(record.start_ts) +
+                              ") is missing from data");
   }
   return std::optional<std::string>(std::move(cells[0].value));
 }
 
 Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& store,
-                                                                 const TxnKey& key) {
-  const uint64_t wait_until =
-      db_->resolver()->NowMillis() + options_.lock_wait_millis;
+                                                                  const TxnKey& key) {
+  const uint64_t wait_until = db_->resolver()->NowMillis() + options_.lock_wait_millis;
   uint64_t backoff_micros = 500;
   for (int round = 0; round < kMaxRounds; ++round) {
     RowFilter filter;
@@ -550,16 +551,16 @@ Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
   spec.filter.max_versions = 1;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowIterator> rows, store->Scan(ReadOptions(), spec));
   auto lo = writes_.lower_bound(TxnKey{std::string(table), std::string(start_row), ""});
-  auto hi = end_row.empty() ? writes_.lower_bound(TxnKey{std::string(table) + '\0', "", ""})
-                            : writes_.lower_bound(TxnKey{std::string(table), std::string(end_row), ""});
-  return std::unique_ptr<TransactionIterator>(
-      new TxnIterator(this, std::move(store), std::string(table), std::move(rows), lo, hi, columns));
+  auto hi = end_row.empty()
+                ? writes_.lower_bound(TxnKey{std::string(table) + '\0', "", ""})
+                : writes_.lower_bound(TxnKey{std::string(table), std::string(end_row), ""});
+  return std::unique_ptr<TransactionIterator>(new TxnIterator(
+      this, std::move(store), std::string(table), std::move(rows), lo, hi, columns));
 }
 
 // ---- Commit ----
 
-LockRecord TransactionImpl::MakeLock(const TxnKey& key, const PendingWrite& w) const {
-  (void)key;
+LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
   LockRecord lock;
   lock.kind = w.kind;
   lock.start_ts = start_ts_;
@@ -577,8 +578,7 @@ LockRecord TransactionImpl::MakeLock(const TxnKey& key, const PendingWrite& w) c
   return lock;
 }
 
-ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw,
-                                                PrewriteState* state) const {
+ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw, PrewriteState* state) const {
   ConditionalMutation cm;
   cm.row = rw.row;
   state->condition_keys.clear();
@@ -598,12 +598,13 @@ ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw,
       state->condition_keys.emplace_back(i, true);
       from = ts + 1;
     }
-    cm.conditions.push_back(Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp));
+    cm.conditions.push_back(
+        Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp));
     state->condition_keys.emplace_back(i, true);
     cm.conditions.push_back(
         Condition::NoCellInRange(kLockFamily, key.column, kMinTimestamp, kMaxTimestamp));
     state->condition_keys.emplace_back(i, false);
-    LockRecord lock = MakeLock(key, w);
+    LockRecord lock = MakeLock(w);
     if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
       cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
     }
@@ -614,8 +615,7 @@ ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw,
 
 RowMutation TransactionImpl::CommitOf(const RowWrites& rw, uint64_t commit_ts) const {
   RowMutation m;
-  for (WriteRef ref : rw.keys) AddCommit(&m, ref->first.column, MakeLock(ref->first, ref->second),
-                                         commit_ts);
+  for (WriteRef ref : rw.keys) AddCommit(&m, ref->first.column, MakeLock(ref->second), commit_ts);
   return m;
 }
 
@@ -633,10 +633,10 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
       STRATA_RETURN_IF_ERROR(DecodeWrite(cell.value, &record));
       if (record.start_ts == start_ts_ && record.kind == WriteKind::kRollback) {
         if (record.rolled_back_by != 0) {
-          return Fail(TransactionError::Kind::kAbortedByOlder, &key, record.rolled_back_by, 0,
-                      Status::Aborted("aborted by the older transaction " +
-                                      std::to_string(record.rolled_back_by) + " at " +
-                                      key.ToString()));
+          return Fail(
+              TransactionError::Kind::kAbortedByOlder, &key, record.rolled_back_by, 0,
+              Status::Aborted("aborted by the older transaction " +
+                              std::to_string(record.rolled_back_by) + " at " + key.ToString()));
         }
         return Fail(TransactionError::Kind::kRolledBack, &key, 0, 0,
                     Status::Aborted("rolled back by a lock resolver at " + key.ToString() +
@@ -651,12 +651,12 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
         seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
         continue;
       }
-      return Fail(TransactionError::Kind::kWriteConflict, &key, record.start_ts, cell.timestamp,
-                  Status::Aborted("write conflict at " + key.ToString() + ": transaction " +
-                                  std::to_string(record.start_ts) + " committed at " +
-                                  std::to_string(cell.timestamp) +
-                                  ", after this transaction's start_ts " +
-                                  std::to_string(start_ts_)));
+      return Fail(
+          TransactionError::Kind::kWriteConflict, &key, record.start_ts, cell.timestamp,
+          Status::Aborted("write conflict at " + key.ToString() + ": transaction " +
+                          std::to_string(record.start_ts) + " committed at " +
+                          std::to_string(cell.timestamp) + ", after this transaction's start_ts " +
+                          std::to_string(start_ts_)));
     }
   }
   for (const ConditionFailure& f : result.failures) {
@@ -768,13 +768,13 @@ Status TransactionImpl::CommitPrimary(RowStore& store, const RowWrites& rw) {
     }
     if (status->state == TxnStatus::State::kRolledBack) {
       const uint64_t by = status->record.rolled_back_by;
-      return Fail(by != 0 ? TransactionError::Kind::kAbortedByOlder
-                          : TransactionError::Kind::kRolledBack,
-                  &pk, by, 0,
-                  Status::Aborted(by != 0 ? "aborted by the older transaction " +
-                                                std::to_string(by) + " before commit"
-                                          : "rolled back by a lock resolver before commit (the "
-                                            "lock outlived its TTL or its owner)"));
+      return Fail(
+          by != 0 ? TransactionError::Kind::kAbortedByOlder : TransactionError::Kind::kRolledBack,
+          &pk, by, 0,
+          Status::Aborted(by != 0 ? "aborted by the older transaction " + std::to_string(by) +
+                                        " before commit"
+                                  : "rolled back by a lock resolver before commit (the "
+                                    "lock outlived its TTL or its owner)"));
     }
     if (!r.ok()) {
       return Fail(TransactionError::Kind::kUnknownOutcome, &pk, 0, 0, r.status());
@@ -801,9 +801,8 @@ void TransactionImpl::UndoPrewrites() {
       expected = hb_->primary_lock_bytes;
     }
     for (int round = 0; round < kMaxRounds; ++round) {
-      Result<TxnStatus> s = db_->resolver()->RollbackPrimary(*primary_store_, primary_->row,
-                                                             primary_->column, start_ts_, 0,
-                                                             expected);
+      Result<TxnStatus> s = db_->resolver()->RollbackPrimary(
+          *primary_store_, primary_->row, primary_->column, start_ts_, 0, expected);
       if (!s.ok() || s->state != TxnStatus::State::kLocked) break;
       expected = s->lock_bytes;
     }
@@ -846,7 +845,8 @@ Status TransactionImpl::Commit() {
       tables.emplace_back(it->first.table, std::vector<RowWrites>());
     }
     std::vector<RowWrites>& rows = tables.back().second;
-    if (rows.empty() || rows.back().row != it->first.row) rows.push_back(RowWrites{it->first.row, {}});
+    if (rows.empty() || rows.back().row != it->first.row)
+      rows.push_back(RowWrites{it->first.row, {}});
     rows.back().keys.push_back(it);
   }
   const RowWrites& primary_row = tables[0].second[0];
@@ -915,7 +915,7 @@ Status TransactionImpl::Commit() {
         {
           MutexLock l(&hb_->mu);
           hb_->prewritten = true;
-          hb_->primary_lock = MakeLock(*primary_, writes_.begin()->second);
+          hb_->primary_lock = MakeLock(writes_.begin()->second);
           hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
         }
         db_->StartHeartbeat(hb_);
@@ -978,8 +978,8 @@ Status TransactionImpl::Commit() {
   for (size_t t = 0; t < tables.size(); ++t) {
     std::vector<ConditionalMutation> rows;
     for (size_t i = (t == 0 ? 1 : 0); i < tables[t].second.size(); ++i) {
-      rows.push_back(ConditionalMutation{tables[t].second[i].row, {},
-                                         CommitOf(tables[t].second[i], commit_ts_)});
+      rows.push_back(ConditionalMutation{
+          tables[t].second[i].row, {}, CommitOf(tables[t].second[i], commit_ts_)});
     }
     if (!rows.empty()) job.tables.emplace_back(tables[t].first, std::move(rows));
   }
@@ -1028,12 +1028,6 @@ class TenantTables final : public TableResolver {
     return it->second;
   }
 
-  void Forget(std::string_view table) {
-    MutexLock l(&mu_);
-    auto it = stores_.find(table);
-    if (it != stores_.end()) stores_.erase(it);
-  }
-
   Tenant& tenant() { return tenant_; }
 
  private:
@@ -1046,11 +1040,16 @@ class TenantTables final : public TableResolver {
 
 const char* FailPointName(FailPoint point) {
   switch (point) {
-    case FailPoint::kAfterPrimaryPrewrite: return "after-primary-prewrite";
-    case FailPoint::kAfterSecondaryBatch: return "after-secondary-prewrite-batch";
-    case FailPoint::kAfterCommitTs: return "after-commit-ts";
-    case FailPoint::kAfterPrimaryCommit: return "after-primary-commit";
-    case FailPoint::kAfterSecondaryCommit: return "after-secondary-commit-batch";
+    case FailPoint::kAfterPrimaryPrewrite:
+      return "after-primary-prewrite";
+    case FailPoint::kAfterSecondaryBatch:
+      return "after-secondary-prewrite-batch";
+    case FailPoint::kAfterCommitTs:
+      return "after-commit-ts";
+    case FailPoint::kAfterPrimaryCommit:
+      return "after-primary-commit";
+    case FailPoint::kAfterSecondaryCommit:
+      return "after-secondary-commit-batch";
   }
   return "unknown";
 }
@@ -1143,11 +1142,11 @@ void TxnDB::RefreshPrimary(HeartbeatState* state) {
   m.Put(kLockFamily, state->primary.column, lock.start_ts, bytes);
   WriteOptions wo;
   wo.sync = false;
-  Result<CheckAndMutateResult> r = (*store)->CheckAndMutate(
-      wo, state->primary.row,
-      {Condition::ValueEquals(kLockFamily, state->primary.column, lock.start_ts,
-                              state->primary_lock_bytes)},
-      m);
+  Result<CheckAndMutateResult> r =
+      (*store)->CheckAndMutate(wo, state->primary.row,
+                               {Condition::ValueEquals(kLockFamily, state->primary.column,
+                                                       lock.start_ts, state->primary_lock_bytes)},
+                               m);
   if (r.ok() && r->applied) {
     state->primary_lock = std::move(lock);
     state->primary_lock_bytes = std::move(bytes);
@@ -1278,15 +1277,24 @@ namespace strata {
 const char* TransactionErrorKindName(TransactionError::Kind kind) {
   using K = TransactionError::Kind;
   switch (kind) {
-    case K::kNone: return "none";
-    case K::kWriteConflict: return "write conflict";
-    case K::kKeyLocked: return "key locked";
-    case K::kAbortedByOlder: return "aborted by an older transaction";
-    case K::kRolledBack: return "rolled back by a lock resolver";
-    case K::kTooOld: return "transaction too old";
-    case K::kCoordinatorDead: return "coordinator declared dead";
-    case K::kUnknownOutcome: return "unknown outcome";
-    case K::kStorage: return "storage error";
+    case K::kNone:
+      return "none";
+    case K::kWriteConflict:
+      return "write conflict";
+    case K::kKeyLocked:
+      return "key locked";
+    case K::kAbortedByOlder:
+      return "aborted by an older transaction";
+    case K::kRolledBack:
+      return "rolled back by a lock resolver";
+    case K::kTooOld:
+      return "transaction too old";
+    case K::kCoordinatorDead:
+      return "coordinator declared dead";
+    case K::kUnknownOutcome:
+      return "unknown outcome";
+    case K::kStorage:
+      return "storage error";
   }
   return "unknown";
 }

@@ -47,12 +47,12 @@ namespace strata::txn {
 // The points between the steps of a commit where a coordinator can be made to
 // stop (TxnDBConfig::fail_point).
 enum class FailPoint {
-  kAfterPrimaryPrewrite,   // the primary's row is prewritten, nothing else
-  kAfterSecondaryBatch,    // after each batch of other rows' prewrites
-  kAfterCommitTs,          // every row prewritten, commit_ts taken
-  kAfterPrimaryCommit,     // committed; no secondary committed yet
-  kAfterSecondaryCommit,   // after each batch of secondaries' commits, in the
-                           // foreground (background commits merge transactions)
+  kAfterPrimaryPrewrite,  // the primary's row is prewritten, nothing else
+  kAfterSecondaryBatch,   // after each batch of other rows' prewrites
+  kAfterCommitTs,         // every row prewritten, commit_ts taken
+  kAfterPrimaryCommit,    // committed; no secondary committed yet
+  kAfterSecondaryCommit,  // after each batch of secondaries' commits, in the
+                          // foreground (background commits merge transactions)
 };
 const char* FailPointName(FailPoint point);
 
@@ -137,6 +137,8 @@ class TxnDB final : public TransactionDB {
   void EnqueueSecondaries(SecondaryJob job);
 
   struct Stats {
+    // Background secondary-commit batches the store failed; their keys are
+    // rolled forward by the next reader.
     std::atomic<uint64_t> background_failures{0};
   };
   const Stats& stats() const { return stats_; }

@@ -141,14 +141,14 @@ struct TransactionOptions {
 struct TransactionError {
   enum class Kind {
     kNone,
-    kWriteConflict,       // another transaction committed the key after start_ts
-    kKeyLocked,           // an older live transaction holds the key's lock
-    kAbortedByOlder,      // an older transaction rolled this one back (priority)
-    kRolledBack,          // a lock resolver rolled this one back (TTL ran out, owner dead)
-    kTooOld,              // start_ts is below the GC safepoint
-    kCoordinatorDead,     // the liveness registry declared this coordinator dead
-    kUnknownOutcome,      // the store failed while committing the primary
-    kStorage,             // the store failed; nothing was committed
+    kWriteConflict,    // another transaction committed the key after start_ts
+    kKeyLocked,        // an older live transaction holds the key's lock
+    kAbortedByOlder,   // an older transaction rolled this one back (priority)
+    kRolledBack,       // a lock resolver rolled this one back (TTL ran out, owner dead)
+    kTooOld,           // start_ts is below the GC safepoint
+    kCoordinatorDead,  // the liveness registry declared this coordinator dead
+    kUnknownOutcome,   // the store failed while committing the primary
+    kStorage,          // the store failed; nothing was committed
   };
   Kind kind = Kind::kNone;
   // The key the error is about, when there is one.
@@ -209,8 +209,7 @@ class Transaction {
   // Buffered until Commit.
   virtual Status Set(std::string_view table, std::string_view row, std::string_view column,
                      std::string_view value) = 0;
-  virtual Status Erase(std::string_view table, std::string_view row,
-                       std::string_view column) = 0;
+  virtual Status Erase(std::string_view table, std::string_view row, std::string_view column) = 0;
 
   // Prewrites, takes commit_ts, commits the primary. OK means committed
   // (durable with TransactionDBOptions::sync). A transaction with no writes

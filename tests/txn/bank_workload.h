@@ -87,9 +87,8 @@ inline Status PrepareTransfer(Transaction* txn, const Bank& bank, Random* rnd,
   }
   std::vector<int64_t> balances;
   for (const Leg& leg : *legs) {
-    STRATA_ASSIGN_OR_RETURN(std::string v,
-                            txn->Get(bank.TableOf(leg.account), bank.RowOf(leg.account),
-                                     kBalanceColumn));
+    STRATA_ASSIGN_OR_RETURN(std::string v, txn->Get(bank.TableOf(leg.account),
+                                                    bank.RowOf(leg.account), kBalanceColumn));
     STRATA_ASSIGN_OR_RETURN(int64_t b, ParseBalance(v));
     if (b < 0) {
       return Status::Corruption("account " + bank.RowOf(leg.account) + " has balance " + v +
@@ -125,7 +124,8 @@ inline Result<std::vector<int64_t>> ReadBalances(Transaction* txn, const Bank& b
   for (size_t t = 0; t < bank.tables.size(); ++t) {
     const std::string& table = bank.tables[t];
     std::vector<int> accounts;
-    for (int a = static_cast<int>(t); a < bank.accounts; a += static_cast<int>(bank.tables.size())) {
+    for (int a = static_cast<int>(t); a < bank.accounts;
+         a += static_cast<int>(bank.tables.size())) {
       accounts.push_back(a);
     }
     if (mode == ReadMode::kBatchGet) {

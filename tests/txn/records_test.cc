@@ -1,5 +1,7 @@
 // Lock and write records: round trips, the worked examples of txn/FORMAT.md
 // byte for byte, and damaged records reported as Corruption.
+#include "txn/records.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,7 +9,6 @@
 #include "common/coding.h"
 #include "strata/slice.h"
 #include "txn/lock_resolver.h"
-#include "txn/records.h"
 #include "util/status_matchers.h"
 
 namespace strata::txn {
@@ -33,9 +34,20 @@ LockRecord ExampleLock() {
 
 TEST(RecordsTest, FormatExamplesByteForByte) {
   EXPECT_EQ(Hex(EncodeLock(ExampleLock())),
-            "010101" "0700000000000000" "80d095ffbc31" "b817" "0800000000000000" "0411"
-            "0462616e6b" "03426f62" "0362616c" "0133");
-  EXPECT_EQ(Hex(EncodeWrite(CommitRecordFor(ExampleLock()))), "010101" "0700000000000000" "0133");
+            "010101"
+            "0700000000000000"
+            "80d095ffbc31"
+            "b817"
+            "0800000000000000"
+            "0411"
+            "0462616e6b"
+            "03426f62"
+            "0362616c"
+            "0133");
+  EXPECT_EQ(Hex(EncodeWrite(CommitRecordFor(ExampleLock()))),
+            "010101"
+            "0700000000000000"
+            "0133");
 }
 
 TEST(RecordsTest, RoundTrips) {
@@ -50,8 +62,8 @@ TEST(RecordsTest, RoundTrips) {
   ASSERT_OK(DecodeLock(EncodeLock(lock), &back));
   EXPECT_EQ(back, lock);
 
-  for (WriteKind kind : {WriteKind::kPut, WriteKind::kDelete, WriteKind::kLock,
-                         WriteKind::kRollback}) {
+  for (WriteKind kind :
+       {WriteKind::kPut, WriteKind::kDelete, WriteKind::kLock, WriteKind::kRollback}) {
     WriteRecord w;
     w.kind = kind;
     w.start_ts = 123456789012345;

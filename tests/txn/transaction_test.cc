@@ -29,8 +29,7 @@ using test::CountLocks;
 // sent, and can fail one after applying it (an unknown outcome).
 class RecordingStore final : public test::ForwardingRowStore {
  public:
-  explicit RecordingStore(std::shared_ptr<RowStore> base)
-      : ForwardingRowStore(std::move(base)) {}
+  explicit RecordingStore(std::shared_ptr<RowStore> base) : ForwardingRowStore(std::move(base)) {}
 
   struct Call {
     std::string row;
@@ -167,7 +166,8 @@ class TransactionTest : public ::testing::Test {
 };
 
 // Cells of one column as (timestamp, value) pairs, newest first.
-std::vector<std::pair<uint64_t, std::string>> Versions(const RowStore& store, const std::string& row,
+std::vector<std::pair<uint64_t, std::string>> Versions(const RowStore& store,
+                                                       const std::string& row,
                                                        std::string_view family) {
   std::vector<std::pair<uint64_t, std::string>> out;
   for (const Cell& c : CellsOf(store, row, family)) out.emplace_back(c.timestamp, c.value);
@@ -190,7 +190,7 @@ WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) 
 // Joe $2; a transaction with start_ts 7 moves $7 from Bob to Joe and commits
 // at 8. The cells are checked after every step against the figure.
 TEST_F(TransactionTest, PaperBankExampleCellByCell) {
-  options_.max_inline_value = 0;  // values live in `data`, as in the paper
+  options_.max_inline_value = 0;           // values live in `data`, as in the paper
   options_.prewrite_primary_alone = true;  // the primary first, as in the figure
   Open();
   RowStore& bank = Store("bank");
@@ -273,8 +273,7 @@ TEST_F(TransactionTest, PaperBankExampleCellByCell) {
   }
   EXPECT_EQ(seen, (std::vector<FailPoint>{FailPoint::kAfterPrimaryPrewrite,
                                           FailPoint::kAfterSecondaryBatch,
-                                          FailPoint::kAfterCommitTs,
-                                          FailPoint::kAfterPrimaryCommit,
+                                          FailPoint::kAfterCommitTs, FailPoint::kAfterPrimaryCommit,
                                           FailPoint::kAfterSecondaryCommit}));
   hook_ = nullptr;
   EXPECT_EQ(Read("bank", "Bob", "bal"), "3");
@@ -483,9 +482,8 @@ TEST_F(TransactionTest, CoordinatorStoppedAtEveryFailPoint) {
   options_.max_batch_rows = 1;  // several batches, so "after some" is between two
   Open();
   const std::vector<FailPoint> points = {
-      FailPoint::kAfterPrimaryPrewrite, FailPoint::kAfterSecondaryBatch,
-      FailPoint::kAfterCommitTs, FailPoint::kAfterPrimaryCommit,
-      FailPoint::kAfterSecondaryCommit};
+      FailPoint::kAfterPrimaryPrewrite, FailPoint::kAfterSecondaryBatch, FailPoint::kAfterCommitTs,
+      FailPoint::kAfterPrimaryCommit, FailPoint::kAfterSecondaryCommit};
   int round = 0;
   for (FailPoint point : points) {
     SCOPED_TRACE(FailPointName(point));

@@ -45,8 +45,7 @@ class ForwardingRowStore : public RowStore {
                                             const ScanSpec& spec) const override {
     return base_->Scan(o, spec);
   }
-  Result<std::unique_ptr<ReadSession>> NewReadSession(
-      const ReadSessionOptions& o) const override {
+  Result<std::unique_ptr<ReadSession>> NewReadSession(const ReadSessionOptions& o) const override {
     return base_->NewReadSession(o);
   }
 
