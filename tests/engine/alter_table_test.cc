@@ -487,13 +487,7 @@ TEST_F(AlterTableTest, BadInputChangesNothing) {
 TEST(AlterTableInMemoryTest, TurningInMemoryOnPinsFilesAndOffLetsThemGo) {
   ScratchDir dir("alter-inmemory");
   test::CountingReadFileSystem fs;
-  EngineOptions o;
-  o.file_system = &fs;
-  o.write_buffer_size = 32 << 10;
-  o.block_cache_size = 64 << 10;  // far smaller than the data: only residency keeps it
-  o.max_open_tables = 2;          // and only pinning keeps the tables open
-  o.target_file_size = 16 << 10;
-  o.level0_compaction_trigger = 2;
+  EngineOptions o = test::InMemoryTestOptions(&fs);
   constexpr int kRows = 2000;
   auto read_all = [&](const Table& t) {
     for (int i = 0; i < kRows; i++) {

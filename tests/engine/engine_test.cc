@@ -1491,13 +1491,7 @@ namespace {
 TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
   test::ScratchDir dir("inmemory");
   test::CountingReadFileSystem fs;
-  EngineOptions o;
-  o.file_system = &fs;
-  o.write_buffer_size = 32 << 10;
-  o.block_cache_size = 64 << 10;  // far smaller than the data: only residency keeps it
-  o.max_open_tables = 2;          // and only pinning keeps the tables open
-  o.target_file_size = 16 << 10;
-  o.level0_compaction_trigger = 2;
+  EngineOptions o = test::InMemoryTestOptions(&fs);
   constexpr int kRows = 3000;
   auto write = [&](Table& t, int round) {
     for (int i = 0; i < kRows; i++) {

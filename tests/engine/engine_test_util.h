@@ -72,6 +72,20 @@ class CountingReadFileSystem : public ForwardingFileSystem {
   std::atomic<uint64_t> opens_{0};
 };
 
+// Options under which only residency keeps an in-memory group off the disk:
+// a block cache far smaller than the data, room for two open tables, small
+// files and early compactions. Reads go through `fs`.
+inline EngineOptions InMemoryTestOptions(FileSystem* fs) {
+  EngineOptions o;
+  o.file_system = fs;
+  o.write_buffer_size = 32 << 10;
+  o.block_cache_size = 64 << 10;
+  o.max_open_tables = 2;
+  o.target_file_size = 16 << 10;
+  o.level0_compaction_trigger = 2;
+  return o;
+}
+
 }  // namespace strata::test
 
 #endif  // STRATA_TESTS_ENGINE_ENGINE_TEST_UTIL_H_

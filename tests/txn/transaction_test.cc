@@ -137,6 +137,26 @@ class TransactionTest : public ::testing::Test {
     return v.ok() ? *v : "<error>";
   }
 
+  // Commits `value` to every (row, column) of the bank table in one transaction.
+  void Seed(const std::vector<std::pair<std::string, std::string>>& keys,
+            const std::string& value) {
+    std::unique_ptr<Transaction> t = Begin();
+    for (const auto& [row, column] : keys) ASSERT_OK(t->Set("bank", row, column, value));
+    ASSERT_OK(t->Commit());
+  }
+
+  // Two doctors on call: each reads that the other is on call (by Get or by
+  // GetForUpdate) and goes off call.
+  void BothGoOffCall(Transaction* a, Transaction* b, bool for_update) {
+    auto read = [&](Transaction* t, const char* row) {
+      return for_update ? t->GetForUpdate("bank", row, "on_call") : t->Get("bank", row, "on_call");
+    };
+    ASSERT_EQ(*read(a, "bob"), "1");
+    ASSERT_EQ(*read(b, "alice"), "1");
+    ASSERT_OK(a->Set("bank", "alice", "on_call", "0"));
+    ASSERT_OK(b->Set("bank", "bob", "on_call", "0"));
+  }
+
   RowStore& Store(const std::string& table) { return *tables_->Get(table); }
 
   LockRecord LockAt(const std::string& table, const std::string& row, uint64_t ts) {
@@ -383,16 +403,10 @@ TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
 // Under snapshot isolation both may commit; GetForUpdate prevents it.
 TEST_F(TransactionTest, WriteSkewHappensWithoutGetForUpdate) {
   Open();
-  std::unique_ptr<Transaction> init = Begin();
-  ASSERT_OK(init->Set("bank", "alice", "on_call", "1"));
-  ASSERT_OK(init->Set("bank", "bob", "on_call", "1"));
-  ASSERT_OK(init->Commit());
+  ASSERT_NO_FATAL_FAILURE(Seed({{"alice", "on_call"}, {"bob", "on_call"}}, "1"));
   std::unique_ptr<Transaction> a = Begin();
   std::unique_ptr<Transaction> b = Begin();
-  ASSERT_EQ(*a->Get("bank", "bob", "on_call"), "1");
-  ASSERT_EQ(*b->Get("bank", "alice", "on_call"), "1");
-  ASSERT_OK(a->Set("bank", "alice", "on_call", "0"));
-  ASSERT_OK(b->Set("bank", "bob", "on_call", "0"));
+  ASSERT_NO_FATAL_FAILURE(BothGoOffCall(a.get(), b.get(), /*for_update=*/false));
   ASSERT_OK(a->Commit());
   ASSERT_OK(b->Commit());  // disjoint writes: both commit
   EXPECT_EQ(Read("bank", "alice", "on_call"), "0");
@@ -401,16 +415,10 @@ TEST_F(TransactionTest, WriteSkewHappensWithoutGetForUpdate) {
 
 TEST_F(TransactionTest, GetForUpdatePreventsWriteSkew) {
   Open();
-  std::unique_ptr<Transaction> init = Begin();
-  ASSERT_OK(init->Set("bank", "alice", "on_call", "1"));
-  ASSERT_OK(init->Set("bank", "bob", "on_call", "1"));
-  ASSERT_OK(init->Commit());
+  ASSERT_NO_FATAL_FAILURE(Seed({{"alice", "on_call"}, {"bob", "on_call"}}, "1"));
   std::unique_ptr<Transaction> a = Begin();
   std::unique_ptr<Transaction> b = Begin();
-  ASSERT_EQ(*a->GetForUpdate("bank", "bob", "on_call"), "1");
-  ASSERT_EQ(*b->GetForUpdate("bank", "alice", "on_call"), "1");
-  ASSERT_OK(a->Set("bank", "alice", "on_call", "0"));
-  ASSERT_OK(b->Set("bank", "bob", "on_call", "0"));
+  ASSERT_NO_FATAL_FAILURE(BothGoOffCall(a.get(), b.get(), /*for_update=*/true));
   ASSERT_OK(a->Commit());
   Status s = b->Commit();
   EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
@@ -425,10 +433,7 @@ TEST_F(TransactionTest, GetForUpdatePreventsWriteSkew) {
 // left by a dead coordinator is cleaned up by the reads that meet it.
 TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
   Open();
-  std::unique_ptr<Transaction> init = Begin();
-  ASSERT_OK(init->Set("bank", "a", "c", "1"));
-  ASSERT_OK(init->Set("bank", "b", "c", "1"));
-  ASSERT_OK(init->Commit());
+  ASSERT_NO_FATAL_FAILURE(Seed({{"a", "c"}, {"b", "c"}}, "1"));
   std::unique_ptr<Transaction> t = Begin();
   ASSERT_EQ(*t->GetForUpdate("bank", "a", "c"), "1");  // "a" is the primary: a lock kind
   ASSERT_OK(t->Set("bank", "b", "c", "2"));
