@@ -128,13 +128,13 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
       (*results)[i].applied = true;
       continue;
     }
-    Result<std::vector<Cell>> cells =
-        ReadRowOpen(table, *schema, rows[i].row, ConditionReadFilter(conditions));
-    if (!cells.ok()) {
-      return batch ? cells.status().WithContext("batch entry " + std::to_string(i))
-                   : cells.status();
-    }
-    EvaluateConditions(conditions, *cells, &(*results)[i]);
+    RowCells cells;
+    Status read = ReadRowOpenInto(table, *schema, rows[i].row,
+                                  ConditionReadFilter(*schema, conditions), &cells);
+    if (!read.ok()) return batch ? read.WithContext("batch entry " + std::to_string(i)) : read;
+    // Groups interleave families: cells from several are ordered by family id.
+    if (cells.track_families) cells.SortByFamily();
+    EvaluateConditions(conditions, cells.cells, &(*results)[i]);
   }
 
   // One record for every row that applies, grouped by tablet.

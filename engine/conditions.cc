@@ -1,7 +1,7 @@
 #include "engine/conditions.h"
 
 #include <algorithm>
-#include <set>
+#include <cassert>
 #include <string>
 #include <utility>
 
@@ -46,17 +46,19 @@ Status ValidateConditions(const Schema& schema, const std::string& table_name,
   return Status::OK();
 }
 
-RowFilter ConditionReadFilter(const std::vector<Condition>& conditions) {
-  RowFilter filter;
-  filter.min_timestamp = kMaxTimestamp;
-  filter.max_timestamp = kMinTimestamp;
-  std::set<std::pair<std::string, std::string>> columns;
+ResolvedFilter ConditionReadFilter(const Schema& schema,
+                                   const std::vector<Condition>& conditions) {
+  ResolvedFilter filter;
+  size_t qualifier_bytes = 0;
+  for (const Condition& c : conditions) qualifier_bytes += c.qualifier().size();
+  filter.ReserveColumns(conditions.size(), qualifier_bytes);
   for (const Condition& c : conditions) {
-    columns.insert({c.family(), c.qualifier()});
-    filter.min_timestamp = std::min(filter.min_timestamp, c.min_timestamp());
-    filter.max_timestamp = std::max(filter.max_timestamp, c.max_timestamp());
+    const FamilyInfo* family = schema.FindFamily(c.family());
+    assert(family != nullptr);
+    filter.AddColumn(family->id, c.qualifier(),
+                     VersionRange{c.min_timestamp(), c.max_timestamp(), UINT32_MAX});
   }
-  filter.columns.assign(columns.begin(), columns.end());
+  filter.SortColumns();  // repeats of a column read over the union of their ranges
   return filter;
 }
 

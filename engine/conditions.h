@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "strata/options.h"
 #include "strata/row_mutation.h"
@@ -22,15 +23,16 @@ namespace strata::engine {
 Status ValidateConditions(const Schema& schema, const std::string& table_name,
                           const EngineOptions& options, const std::vector<Condition>& conditions);
 
-// A filter under which ReadRow returns, among others, every visible cell any
-// of `conditions` looks at: their columns, every version, timestamps from the
-// lowest to the highest any condition asks for.
-// REQUIRES: !conditions.empty().
-RowFilter ConditionReadFilter(const std::vector<Condition>& conditions);
+// The filter of the one read that sees every visible cell any of
+// `conditions` looks at: their columns, each read over the timestamps its
+// conditions ask for (from the lowest to the highest of them), every version.
+// REQUIRES: ValidateConditions(schema, ...) is OK for `conditions`.
+ResolvedFilter ConditionReadFilter(const Schema& schema, const std::vector<Condition>& conditions);
 
-// Evaluates `conditions` against `cells`, ReadRow's answer for
-// ConditionReadFilter(conditions) (ordered by family, qualifier, then newest
-// first). Sets result->applied to whether all hold and lists the failures.
+// Evaluates `conditions` against `cells`, what a read with
+// ConditionReadFilter(conditions) returns (ordered by family, qualifier, then
+// newest first). Sets result->applied to whether all hold and lists the
+// failures.
 void EvaluateConditions(const std::vector<Condition>& conditions, const std::vector<Cell>& cells,
                         CheckAndMutateResult* result);
 

@@ -48,7 +48,8 @@ void ResolvedFilter::ReserveColumns(size_t columns, size_t qualifier_bytes) {
   column_bytes_.reserve(column_bytes_.size() + columns * 4 + qualifier_bytes * 2);
 }
 
-void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier) {
+void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier,
+                               const VersionRange& range) {
   all_families = false;
   const size_t n = qualifier.size();
   // Without a 0x00 to escape, the encoding is the qualifier and the terminator.
@@ -68,7 +69,7 @@ void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier) {
   if (n > 0) std::memcpy(p + size, qualifier.data(), n);
   char head[8] = {};
   std::memcpy(head, p, std::min<size_t>(size, 8));
-  columns_.push_back(Span{DecodeBigEndian64(head), offset, size, n, columns_.size()});
+  columns_.push_back(Span{DecodeBigEndian64(head), offset, size, n, columns_.size(), range});
 }
 
 void ResolvedFilter::SortColumns() {
@@ -84,9 +85,20 @@ void ResolvedFilter::SortColumns() {
     const int c = bytes(a).compare(bytes(b));
     return c != 0 ? c < 0 : a.source < b.source;
   });
-  columns_.erase(std::unique(columns_.begin(), columns_.end(),
-                             [&](const Span& a, const Span& b) { return bytes(a) == bytes(b); }),
-                 columns_.end());
+  // Repeats are adjacent, the first added first: it absorbs the others' ranges.
+  size_t kept = 0;
+  for (size_t i = 0; i < columns_.size(); i++) {
+    if (kept > 0 && bytes(columns_[kept - 1]) == bytes(columns_[i])) {
+      VersionRange& r = columns_[kept - 1].range;
+      const VersionRange& o = columns_[i].range;
+      r.min_timestamp = std::min(r.min_timestamp, o.min_timestamp);
+      r.max_timestamp = std::max(r.max_timestamp, o.max_timestamp);
+      r.max_versions = std::max(r.max_versions, o.max_versions);
+      continue;
+    }
+    columns_[kept++] = columns_[i];
+  }
+  columns_.resize(kept);
 }
 
 bool ResolvedFilter::MayWantFamily(uint16_t family) const {
@@ -129,6 +141,9 @@ void RowCells::SortByFamily() {
 
 Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
                           const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
+  // A column that is done is walked on for this many more entries before a
+  // Seek skips the rest: a Seek costs a search in every source.
+  constexpr int kNextsBeforeSeek = 8;
   struct RowMarker {
     uint64_t timestamp;
     SequenceNumber sequence;
@@ -140,6 +155,13 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
   FoundColumn found;  // the current column
   std::string qualifier;
   bool wanted = false;
+  // The current column's range; `done` once no further entry of it can be
+  // handed out, after which `skipped` counts the entries walked past.
+  const VersionRange whole_range{filter.min_timestamp, filter.max_timestamp, filter.max_versions};
+  const VersionRange* range = &whole_range;
+  bool done = false;
+  int skipped = 0;
+  std::string seek_target;  // non-empty: the next step is a Seek to it
   SequenceNumber column_delete_seq = 0;  // newest DeleteColumn seen in this column
   bool have_last_ts = false;
   uint64_t last_ts = 0;
@@ -150,7 +172,15 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
   const size_t num_singles = filter.num_columns();
   size_t next_single = 0;
 
-  for (; it->Valid(); it->Next()) {
+  auto advance = [&] {
+    if (seek_target.empty()) {
+      it->Next();
+    } else {
+      it->Seek(seek_target);
+      seek_target.clear();
+    }
+  };
+  for (; it->Valid(); advance()) {
     const Slice key = it->key();
     if (!key.starts_with(prefix)) break;
     if (key.size() < prefix.size() + 2 + 2 + 16) {
@@ -186,6 +216,7 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       if (wanted && found.index != FoundColumn::kWholeFamily) {
         // The column equals the filter's encoding of it, so it is well formed.
         found.qualifier = filter.qualifier(found.index);
+        range = &filter.column_range(found.index);
       } else {
         // Only a wanted column's qualifier is decoded; every one is checked.
         Slice q(col.data() + 2, col.size() - 2);
@@ -194,13 +225,28 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
           return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
         }
         found.qualifier = Slice(qualifier);
+        range = &whole_range;
       }
       found.family = nullptr;
       column_delete_seq = 0;
       have_last_ts = false;
       versions = 0;
+      done = false;
+      skipped = 0;
     }
     if (!wanted) continue;
+    // Versions come newest first: below the range, nothing more of the
+    // column is handed out (a delete marker there hides only lower ones).
+    if (!done && ts < range->min_timestamp) done = true;
+    if (done) {
+      if (++skipped > kNextsBeforeSeek) {
+        // Past every key of the column: the lowest timestamp and tag.
+        seek_target.assign(key.data(), key.size() - 16);
+        seek_target.append(16, '\xff');
+        skipped = 0;
+      }
+      continue;
+    }
     if (type == CellType::kDeleteColumn) {
       column_delete_seq = std::max(column_delete_seq, seq);
       continue;
@@ -218,9 +264,9 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       }
     }
     if (hidden) continue;
-    if (ts < filter.min_timestamp || ts > filter.max_timestamp) continue;
-    if (versions >= filter.max_versions) continue;
+    if (ts > range->max_timestamp) continue;
     versions++;
+    if (versions >= range->max_versions) done = true;
     if (found.family == nullptr) {
       found.family = schema.FamilyById(fam);
       if (found.family == nullptr) {

@@ -41,8 +41,19 @@ inline uint64_t ColumnHead(const char* p, size_t size) {
   return head;
 }
 
+// The versions of one column a row walk hands out: those with
+// min_timestamp <= timestamp <= max_timestamp, newest first, at most
+// max_versions of them.
+struct VersionRange {
+  uint64_t min_timestamp = kMinTimestamp;
+  uint64_t max_timestamp = kMaxTimestamp;
+  uint32_t max_versions = UINT32_MAX;
+};
+
 // A RowFilter with names resolved to family ids, and its single columns in
-// the form a row walk meets them. Intentionally copyable.
+// the form a row walk meets them. Whole families are read over the filter's
+// own range; each single column over the range it was added with.
+// Intentionally copyable.
 class ResolvedFilter {
  public:
   bool all_families = true;
@@ -60,10 +71,17 @@ class ResolvedFilter {
   // Makes room for `columns` more single columns whose qualifiers have
   // `qualifier_bytes` bytes in all.
   void ReserveColumns(size_t columns, size_t qualifier_bytes);
-  // Adds the single column (family, qualifier) and clears all_families; call
-  // SortColumns() after the last one.
-  void AddColumn(uint16_t family, const Slice& qualifier);
-  // Sorts the single columns and drops repeats (keeping the first added).
+  // Adds the single column (family, qualifier), read over `range`, and
+  // clears all_families; call SortColumns() after the last one.
+  void AddColumn(uint16_t family, const Slice& qualifier, const VersionRange& range);
+  // The same, read over the filter's range (min_timestamp, max_timestamp,
+  // max_versions) as it is at the call.
+  void AddColumn(uint16_t family, const Slice& qualifier) {
+    AddColumn(family, qualifier, VersionRange{min_timestamp, max_timestamp, max_versions});
+  }
+  // Sorts the single columns and merges repeats: the first added stays, read
+  // over the smallest range that covers every repeat's (lowest minimum,
+  // highest maximum, most versions).
   void SortColumns();
   // Removes every single column, keeping the memory for the next ones.
   void ClearColumns() {
@@ -93,6 +111,7 @@ class ResolvedFilter {
     return Slice(column_bytes_.data() + c.offset + c.size, c.qualifier_size);
   }
   size_t column_source(size_t i) const { return columns_[i].source; }
+  const VersionRange& column_range(size_t i) const { return columns_[i].range; }
 
  private:
   // In column_bytes_: the column's encoding, then its qualifier as given.
@@ -102,6 +121,7 @@ class ResolvedFilter {
     size_t size;  // of the encoding
     size_t qualifier_size;
     size_t source;  // the AddColumn call that added it, counted from 0
+    VersionRange range;
   };
   std::string column_bytes_;  // every column, in the order added
   std::vector<Span> columns_;
@@ -153,6 +173,10 @@ struct RowCells final : public RowSink {
 // Hands the row's visible cells that pass `filter` to *out, in cell-key
 // order, from where `it` stands (at or before the row's first entry,
 // `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
+// Once a column has given its max_versions, or the walk is below its
+// min_timestamp, the rest of the column is skipped (by a Seek past it when
+// more than a few entries remain): a column with a long history costs only
+// the versions the filter can use, and those above them.
 // Family names come from `schema`; a family id it does not know is
 // Corruption. Returns the iterator's error, if any.
 Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,

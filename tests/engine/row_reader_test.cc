@@ -39,6 +39,33 @@ class VectorIterator final : public InternalIterator {
   std::map<std::string, std::string>::const_iterator it_;
 };
 
+// A VectorIterator that counts the steps a walk takes.
+class CountingIterator final : public InternalIterator {
+ public:
+  explicit CountingIterator(std::map<std::string, std::string> entries)
+      : base_(std::move(entries)) {}
+
+  bool Valid() const override { return base_.Valid(); }
+  void SeekToFirst() override { base_.SeekToFirst(); }
+  void Seek(const Slice& target) override {
+    seeks++;
+    base_.Seek(target);
+  }
+  void Next() override {
+    nexts++;
+    base_.Next();
+  }
+  Slice key() const override { return base_.key(); }
+  Slice value() const override { return base_.value(); }
+  Status status() const override { return Status::OK(); }
+
+  int seeks = 0;
+  int nexts = 0;
+
+ private:
+  VectorIterator base_;
+};
+
 // What a sink saw: the cells, and the filter column of each.
 class Collected final : public RowSink {
  public:
@@ -239,6 +266,171 @@ TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
     }
     ASSERT_EQ(got.cells, expected);
     ASSERT_EQ(got.columns, expected_columns);
+  }
+}
+
+TEST(ResolvedFilterTest, RepeatsReadOverTheUnionOfTheirRanges) {
+  ResolvedFilter f;
+  f.min_timestamp = 3;
+  f.max_timestamp = 9;
+  f.max_versions = 2;
+  f.AddColumn(1, "b");  // the filter's range as it is now
+  f.AddColumn(1, "a", VersionRange{10, 20, 1});
+  f.AddColumn(1, "a", VersionRange{5, 12, 4});
+  f.AddColumn(1, "b", VersionRange{1, 4, 1});
+  f.AddColumn(2, "a", VersionRange{7, 7, UINT32_MAX});
+  f.SortColumns();
+  ASSERT_EQ(f.num_columns(), 3u);
+  EXPECT_EQ(f.qualifier(0).ToString(), "a");
+  EXPECT_EQ(f.column_source(0), 1u);
+  EXPECT_EQ(f.column_range(0).min_timestamp, 5u);
+  EXPECT_EQ(f.column_range(0).max_timestamp, 20u);
+  EXPECT_EQ(f.column_range(0).max_versions, 4u);
+  EXPECT_EQ(f.qualifier(1).ToString(), "b");
+  EXPECT_EQ(f.column_source(1), 0u);
+  EXPECT_EQ(f.column_range(1).min_timestamp, 1u);
+  EXPECT_EQ(f.column_range(1).max_timestamp, 9u);
+  EXPECT_EQ(f.column_range(1).max_versions, 2u);
+  EXPECT_EQ(f.column_range(2).min_timestamp, 7u);
+  EXPECT_EQ(f.column_range(2).max_timestamp, 7u);
+  EXPECT_EQ(f.column_range(2).max_versions, UINT32_MAX);
+}
+
+// Random rows as above, each single column read over a range of its own:
+// every column gives what the unrestricted whole-row walk gives for it, cut
+// to its range and max_versions.
+TEST(CollectRowTest, EachSingleColumnGetsItsOwnRange) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
+  Random rnd(seed);
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  const int rounds = test::UnderSanitizer() ? 100 : 500;
+  for (int round = 0; round < rounds; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::map<std::string, std::string> entries;
+    SequenceNumber seq = 1;
+    std::string other;
+    AppendCellKey(&other, "s", 1, "a", 5, seq++, CellType::kPut);
+    entries[other] = "other row";
+    // Few columns, long histories: most columns are cut short.
+    const int n = static_cast<int>(rnd.Uniform(80));
+    for (int i = 0; i < n; i++) {
+      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(2));
+      const std::string& q = kQualifiers[rnd.Uniform(3)];
+      const uint64_t ts = 1 + rnd.Uniform(30);
+      std::string key;
+      switch (rnd.Uniform(16)) {
+        case 0:
+          AppendCellKey(&key, "r", kRowMarkerFamily, "", ts, seq++, CellType::kDeleteRow);
+          break;
+        case 1:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteColumn);
+          break;
+        case 2:
+        case 3:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteCell);
+          break;
+        default:
+          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kPut);
+      }
+      entries[key] = "v" + std::to_string(i);
+    }
+    const SequenceNumber snapshot = rnd.Uniform(4) == 0 ? rnd.Uniform(seq) : seq;
+
+    ResolvedFilter filter;
+    const int k = 1 + static_cast<int>(rnd.Uniform(5));
+    for (int i = 0; i < k; i++) {
+      VersionRange r;
+      r.min_timestamp = 1 + rnd.Uniform(30);
+      r.max_timestamp = r.min_timestamp + rnd.Uniform(30);
+      r.max_versions = rnd.Uniform(2) == 0 ? UINT32_MAX : 1 + static_cast<uint32_t>(rnd.Uniform(3));
+      filter.AddColumn(static_cast<uint16_t>(1 + rnd.Uniform(2)), kQualifiers[rnd.Uniform(3)], r);
+    }
+    filter.SortColumns();
+
+    VectorIterator whole_it(entries);
+    whole_it.Seek(prefix);
+    Collected all;
+    ASSERT_TRUE(
+        CollectRowFromHere(&whole_it, prefix, snapshot, ResolvedFilter(), schema, &all).ok());
+
+    CountingIterator it(entries);
+    it.Seek(prefix);
+    Collected got;
+    ASSERT_TRUE(CollectRowFromHere(&it, prefix, snapshot, filter, schema, &got).ok());
+    EXPECT_TRUE(it.Valid() && it.value() == Slice("other row")) << "the walk stops after the row";
+
+    std::vector<Cell> expected;
+    std::vector<size_t> expected_columns;
+    for (size_t i = 0; i < filter.num_columns(); i++) {
+      const VersionRange& r = filter.column_range(i);
+      uint32_t taken = 0;
+      for (const Cell& c : all.cells) {
+        const std::string encoded = Encoded(schema.FindFamily(c.family)->id, c.qualifier);
+        if (filter.column(i) != Slice(encoded)) continue;
+        if (c.timestamp < r.min_timestamp || c.timestamp > r.max_timestamp) continue;
+        if (taken++ >= r.max_versions) continue;
+        expected.push_back(c);
+        expected_columns.push_back(i);
+      }
+    }
+    ASSERT_EQ(got.cells, expected);
+    ASSERT_EQ(got.columns, expected_columns);
+  }
+}
+
+// A column with a long history costs the walk the versions it can use, and
+// a Seek past the rest; the next column is still read.
+TEST(CollectRowTest, SkipsTheRestOfAColumnOnceDone) {
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  std::map<std::string, std::string> entries;
+  SequenceNumber seq = 1;
+  for (uint64_t ts = 1; ts <= 1000; ts++) {
+    std::string put, erase;
+    AppendCellKey(&put, "r", 1, "a", ts, seq++, CellType::kPut);
+    entries[put] = "a" + std::to_string(ts);
+    if (ts % 2 == 0) {  // every other version deleted, as a lock column's are
+      AppendCellKey(&erase, "r", 1, "a", ts, seq++, CellType::kDeleteCell);
+      entries[erase] = "";
+    }
+  }
+  std::string b;
+  AppendCellKey(&b, "r", 1, "b", 7, seq++, CellType::kPut);
+  entries[b] = "b";
+
+  struct Case {
+    VersionRange range;
+    std::vector<uint64_t> timestamps;  // of column a, newest first
+  };
+  const std::vector<Case> cases = {
+      {{1, kMaxTimestamp, 1}, {999}},
+      {{1, 500, 2}, {499, 497}},
+      {{990, 995, UINT32_MAX}, {995, 993, 991}},
+  };
+  for (const Case& c : cases) {
+    ResolvedFilter filter;
+    filter.AddColumn(1, "a", c.range);
+    filter.AddColumn(1, "b");
+    filter.SortColumns();
+    CountingIterator it(entries);
+    it.Seek(prefix);
+    const int seeks_before = it.seeks;
+    Collected got;
+    ASSERT_TRUE(CollectRowFromHere(&it, prefix, seq, filter, schema, &got).ok());
+    ASSERT_EQ(got.cells.size(), c.timestamps.size() + 1);
+    for (size_t i = 0; i < c.timestamps.size(); i++) {
+      EXPECT_EQ(got.cells[i].qualifier, "a");
+      EXPECT_EQ(got.cells[i].timestamp, c.timestamps[i]);
+    }
+    EXPECT_EQ(got.cells.back().qualifier, "b");
+    EXPECT_EQ(it.seeks - seeks_before, 1);
+    // The walk goes down to the range, then at most a few entries further.
+    EXPECT_LE(it.nexts, 2 * (1000 - static_cast<int>(c.timestamps.back())) + 20)
+        << c.range.min_timestamp;
   }
 }
 
