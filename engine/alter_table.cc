@@ -190,7 +190,7 @@ Status EngineCore::AlterTable(const TenantState& tenant, std::string_view name,
     for (const auto& tablet : table->tablets) {
       while (tablet->groups.size() < slots.size()) {
         const uint32_t index = static_cast<uint32_t>(tablet->groups.size());
-        tablet->groups.push_back(NewGroupState(tablet.get(), index, slots[index].in_memory));
+        tablet->groups.push_back(NewGroupState(tablet.get(), index, slots[index]));
       }
     }
     {
@@ -199,6 +199,9 @@ Status EngineCore::AlterTable(const TenantState& tenant, std::string_view name,
     }
     for (const auto& tablet : table->tablets) {
       for (const auto& g : tablet->groups) {
+        if (!schema->IsFreeSlot(g->index)) {
+          g->write_buffer_size.store(slots[g->index].write_buffer_size, std::memory_order_relaxed);
+        }
         const bool resident = !schema->IsFreeSlot(g->index) && slots[g->index].in_memory;
         MutexLock gl(&g->mu);
         if (g->resident == resident) continue;

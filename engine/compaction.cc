@@ -64,7 +64,9 @@ Status CompactionStream::FlushColumn() {
     const uint64_t ts = CellKeyTimestamp(key);
     const SequenceNumber seq = CellKeySequence(key);
     if (type == CellType::kDeleteColumn) {
-      keep[i] = !bottommost_ && !HiddenByRow(ts, seq);
+      // A newer column marker seen before it (at a timestamp as high or
+      // higher) hides everything this one does: it goes too.
+      keep[i] = !bottommost_ && !HiddenByRow(ts, seq) && seq > column_delete_seq;
       column_delete_seq = std::max(column_delete_seq, seq);
       continue;
     }

@@ -57,16 +57,17 @@ std::string RowBound(const std::string& row) {
 }  // namespace
 
 std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
-                                                  bool resident) {
+                                                  const LocalityGroupOptions& options) {
   auto group = std::make_unique<LocalityGroupState>();
   group->index = index;
   group->tablet = tablet;
+  group->write_buffer_size.store(options.write_buffer_size, std::memory_order_relaxed);
   auto view = std::make_shared<GroupView>();
   view->mem = std::make_shared<memtable::MemTable>();
   view->levels.resize(kNumLevels);
   MutexLock l(&group->mu);
   group->view = std::move(view);
-  group->resident = resident;
+  group->resident = options.in_memory;
   return group;
 }
 
@@ -162,7 +163,7 @@ std::shared_ptr<TableState> EngineCore::MakeTable(
     ts->start_row = tab.start_row;
     ts->end_row = tab.end_row;
     for (uint32_t g = 0; g < schema->locality_groups().size(); g++) {
-      ts->groups.push_back(NewGroupState(ts.get(), g, schema->locality_groups()[g].in_memory));
+      ts->groups.push_back(NewGroupState(ts.get(), g, schema->locality_groups()[g]));
     }
     t->tablets.push_back(std::move(ts));
   }
@@ -403,7 +404,10 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
   }
   for (LocalityGroupState* g : touched) {
     ChargeMemTable(g);
-    if (g->memtable_charge >= options_.write_buffer_size) SwitchMemTable(g, last);
+    const uint64_t own = g->write_buffer_size.load(std::memory_order_relaxed);
+    if (g->memtable_charge >= (own != 0 ? own : options_.write_buffer_size)) {
+      SwitchMemTable(g, last);
+    }
   }
   EnforceMemtableShares(touched, last);
   visible_sequence_.store(last, std::memory_order_release);

@@ -98,6 +98,9 @@ struct LocalityGroupState {
   // them go); a flush or compaction that shows new files checks it when it
   // does (EngineCore::ShowNewFiles).
   bool resident GUARDED_BY(mu) = false;
+  // LocalityGroupOptions::write_buffer_size, or 0 for the engine's. Set
+  // from the schema when the group state is made and by AlterTable.
+  std::atomic<uint64_t> write_buffer_size{0};
 
   std::shared_ptr<const GroupView> current() const LOCKS_EXCLUDED(mu) {
     MutexLock l(&mu);
@@ -154,9 +157,10 @@ struct TableState {
   TableReadState reads;
 };
 
-// A new, empty group state for slot `index` of `tablet`.
+// A new, empty group state for slot `index` of `tablet`, whose options are
+// `options` (resident when in_memory).
 std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
-                                                  bool resident);
+                                                  const LocalityGroupOptions& options);
 
 struct TenantState {
   uint64_t id = 0;

@@ -58,6 +58,12 @@ Result<Schema> Schema::FromUserImpl(const TableSchema& input, bool* implicit_def
       return Status::InvalidArgument("locality group '" + g.name + "': bloom bits per key " +
                                      std::to_string(g.bloom_bits_per_key) + " is outside 0..64");
     }
+    if (g.write_buffer_size != 0 &&
+        (g.write_buffer_size < kMinGroupWriteBuffer || g.write_buffer_size > kMaxGroupWriteBuffer)) {
+      return Status::InvalidArgument("locality group '" + g.name + "': write buffer size " +
+                                     std::to_string(g.write_buffer_size) +
+                                     " is neither 0 nor within 4 KiB..1 GiB");
+    }
     s.groups_.push_back(g);
   }
   std::set<std::string, std::less<>> family_names;
@@ -233,7 +239,12 @@ void Schema::EncodeTo(std::string* dst) const {
     v1 = families_[i].id == i + 1 && families_[i].moved_at == 0;
   }
   for (const auto& g : groups_) v1 = v1 && !g.name.empty();
-  PutVarint32(dst, v1 ? 1 : 2);  // schema encoding version
+  // Version 3 is version 2 with each group's write buffer size; it is
+  // written only when some group has one of its own.
+  bool v3 = false;
+  for (const auto& g : groups_) v3 = v3 || g.write_buffer_size != 0;
+  if (v3) v1 = false;
+  PutVarint32(dst, v1 ? 1 : v3 ? 3 : 2);  // schema encoding version
   PutVarint32(dst, static_cast<uint32_t>(groups_.size()));
   for (const auto& g : groups_) {
     PutLengthPrefixedSlice(dst, g.name);
@@ -242,6 +253,7 @@ void Schema::EncodeTo(std::string* dst) const {
     PutVarint32(dst, static_cast<uint32_t>(g.compression_level));
     PutVarint32(dst, g.block_size);
     PutVarint32(dst, static_cast<uint32_t>(g.bloom_bits_per_key));
+    if (v3) PutVarint64(dst, g.write_buffer_size);
   }
   PutVarint32(dst, static_cast<uint32_t>(families_.size()));
   for (const auto& f : families_) {
@@ -257,7 +269,7 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
   auto bad = [](const char* what) { return Status::Corruption(std::string("schema: ") + what); };
   uint32_t version, ngroups, nfamilies;
   if (!GetVarint32(input, &version)) return bad("truncated version");
-  if (version != 1 && version != 2) return bad("unknown schema encoding version");
+  if (version < 1 || version > 3) return bad("unknown schema encoding version");
   if (!GetVarint32(input, &ngroups)) return bad("truncated group count");
   Schema s;
   for (uint32_t i = 0; i < ngroups; i++) {
@@ -276,6 +288,13 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     g.compression_level = static_cast<int>(level);
     g.block_size = block;
     g.bloom_bits_per_key = static_cast<int>(bloom);
+    if (version == 3) {
+      if (!GetVarint64(input, &g.write_buffer_size)) return bad("truncated group options");
+      if (g.write_buffer_size != 0 && (g.write_buffer_size < kMinGroupWriteBuffer ||
+                                       g.write_buffer_size > kMaxGroupWriteBuffer)) {
+        return bad("group write buffer size out of range");
+      }
+    }
     s.groups_.push_back(std::move(g));
   }
   if (!GetVarint32(input, &nfamilies)) return bad("truncated family count");
@@ -284,7 +303,7 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     uint32_t id, group;
     uint64_t moved_at = 0;
     if (!GetLengthPrefixedSlice(input, &name) || !GetVarint32(input, &id) ||
-        !GetVarint32(input, &group) || (version == 2 && !GetVarint64(input, &moved_at))) {
+        !GetVarint32(input, &group) || (version >= 2 && !GetVarint64(input, &moved_at))) {
       return bad("truncated family");
     }
     const bool id_ok = version == 1 ? id == i + 1

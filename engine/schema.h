@@ -33,6 +33,9 @@ constexpr size_t kMaxNameLength = 64;
 constexpr size_t kMaxFamilies = 4096;
 // Family ids are 16 bits in cell keys; 0 marks row-delete markers.
 constexpr uint32_t kMaxFamilyId = UINT16_MAX;
+// A locality group's own write buffer size, when it has one.
+constexpr uint64_t kMinGroupWriteBuffer = 4096;
+constexpr uint64_t kMaxGroupWriteBuffer = uint64_t{1} << 30;
 
 // Names of tenants, tables, families and locality groups: 1 to 64 bytes of
 // [A-Za-z0-9_.-]. `what` names the kind of thing in the error message.

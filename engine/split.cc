@@ -289,6 +289,9 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
           group->view = std::move(view);
           group->flushed = flushed;
           group->resident = resident;
+          group->write_buffer_size.store(
+              parent_group->write_buffer_size.load(std::memory_order_relaxed),
+              std::memory_order_relaxed);
         }
         child->groups.push_back(std::move(group));
       }

@@ -70,7 +70,8 @@ class Tenant {
   //   - add column families, to groups the table has or to new ones;
   //   - add locality groups, and change a group's options: compression,
   //     compression_level, block_size and bloom_bits_per_key apply to the
-  //     files flushes and compactions write from then on; in_memory turned
+  //     files flushes and compactions write from then on, write_buffer_size
+  //     to the group's memtables from the next write on; in_memory turned
   //     on makes the group's files resident before the call returns (reads
   //     of the group then never touch the disk), turned off lets them go;
   //   - remove a family, or move it to another group, only while it holds

@@ -157,6 +157,12 @@ struct LocalityGroupOptions {
   uint32_t block_size = 16 << 10;
   // Bloom filter bits per key; 10 gives about 1% false positives. 0 turns filters off.
   int bloom_bits_per_key = 10;
+  // The group's memtable is flushed once it holds this many bytes; 0 means
+  // EngineOptions::write_buffer_size. A small one suits a group of small,
+  // often rewritten cells (say locks that are written and erased): flushes
+  // and compactions drop the erased versions, so reads of its rows walk a
+  // short history. 0, or 4 KiB to 1 GiB.
+  uint64_t write_buffer_size = 0;
 };
 
 struct ColumnFamilyOptions {

@@ -544,6 +544,68 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   EXPECT_EQ(Read("row0")[0].value, "newer");
 }
 
+// A group with a write buffer size of its own flushes at that size while
+// the others wait for the engine's; AlterTable sets and clears it, and the
+// schema keeps it across a reopen.
+TEST_F(EngineTest, GroupWriteBufferSizeFlushesThatGroupOnly) {
+  options_.write_buffer_size = 8 << 20;
+  Reopen();
+  TableSchema schema = TwoGroupSchema();
+  schema.locality_groups[0].write_buffer_size = 16 << 10;  // "small", families a and c
+  ASSERT_TRUE(tenant_.CreateTable("own", schema).ok());
+  Table t = *tenant_.OpenTable("own");
+  auto write = [&](const std::string& family, int from, int n) {
+    for (int i = from; i < from + n; i++) {
+      RowMutation m;
+      m.Put(family, "q", 1, std::string(100, 'v'));
+      ASSERT_TRUE(t.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+    }
+  };
+  auto flushes_reach = [&](uint64_t n) {
+    for (int i = 0; i < 1000 && engine_->GetStats().flushes < n; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return engine_->GetStats().flushes >= n;
+  };
+  write("b", 0, 2000);  // about 250 KiB into "big": below 8 MiB
+  EXPECT_EQ(engine_->GetStats().flushes, 0u);
+  write("a", 0, 2000);  // about 250 KiB into "small": 16 KiB memtables
+  ASSERT_TRUE(flushes_reach(5));
+  const uint64_t before = engine_->GetStats().flushes;
+  write("b", 2000, 2000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(engine_->GetStats().flushes, before) << "the other group flushed";
+
+  // Reopened, the table still has its own size; altered, "big" gets one too.
+  Reopen();
+  t = *tenant_.OpenTable("own");
+  Result<TableSchema> got = t.GetSchema();
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->locality_groups.size(), 2u);
+  EXPECT_EQ(got->locality_groups[0].write_buffer_size, 16u << 10);
+  EXPECT_EQ(got->locality_groups[1].write_buffer_size, 0u);
+  got->locality_groups[1].write_buffer_size = 16 << 10;
+  ASSERT_TRUE(tenant_.AlterTable("own", *got).ok());
+  const uint64_t altered = engine_->GetStats().flushes;
+  write("b", 4000, 2000);
+  EXPECT_TRUE(flushes_reach(altered + 5)) << "the altered group did not flush";
+  for (int i : {0, 1999, 3999, 5999}) {
+    Result<std::vector<Cell>> cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_TRUE(cells.ok());
+    EXPECT_FALSE(cells->empty()) << i;
+  }
+
+  // Out of range: InvalidArgument, nothing changed.
+  TableSchema bad = *t.GetSchema();
+  for (uint64_t size : {uint64_t{100}, uint64_t{4095}, (uint64_t{1} << 30) + 1}) {
+    bad.locality_groups[0].write_buffer_size = size;
+    EXPECT_TRUE(tenant_.AlterTable("own", bad).IsInvalidArgument()) << size;
+    EXPECT_TRUE(tenant_.CreateTable("bad", bad).IsInvalidArgument()) << size;
+  }
+  EXPECT_EQ(t.GetSchema()->locality_groups[0].write_buffer_size, 16u << 10);
+  EXPECT_TRUE(tenant_.OpenTable("bad").status().IsNotFound());
+}
+
 // A point read gathers one row from memtables and files on every level. A
 // wide row stays whole in one file of a level: compaction output is cut
 // only between rows.
@@ -749,6 +811,38 @@ TEST_F(EngineTest, FlushWritesOnlyWhatTheMemtableDoesNotHide) {
   Reopen();
   EXPECT_EQ(Read("k").size(), 1u);
   EXPECT_TRUE(Read("d5").empty());
+}
+
+// A column written and erased over and over with column markers, as a
+// transaction's lock is, flushes to the newest marker and what it does not
+// hide: an older marker under a newer one hides nothing more.
+TEST_F(EngineTest, FlushKeepsOnlyTheNewestOfStackedColumnMarkers) {
+  for (uint64_t ts = 1; ts <= 1000; ts++) {
+    RowMutation m;
+    m.Put("b", "lock", ts, std::string(100, 'l'));
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), "hot", m).ok());
+    ASSERT_TRUE(
+        table_.Mutate(WriteOptions(), "hot", RowMutation().DeleteColumn("b", "lock", ts)).ok());
+  }
+  // Written after the newest marker, at a timestamp below it: still visible.
+  ASSERT_TRUE(Put("hot", "b", "lock", 500, "late").ok());
+  ASSERT_TRUE(Put("hot", "b", "other", 3, "o").ok());
+  ASSERT_TRUE(engine_->Flush().ok());
+  EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.table_files, 1u);
+  // Three entries (the marker, the late put, the other column), not 2000.
+  EXPECT_LT(st.flush_bytes_written, 4u << 10);
+  auto check = [&] {
+    std::vector<Cell> cells = Read("hot");
+    ASSERT_EQ(cells.size(), 2u);
+    EXPECT_EQ(cells[0].qualifier, "lock");
+    EXPECT_EQ(cells[0].timestamp, 500u);
+    EXPECT_EQ(cells[0].value, "late");
+    EXPECT_EQ(cells[1].qualifier, "other");
+  };
+  check();
+  Reopen();
+  check();
 }
 
 // A delete marker hides cells of its row that sort after it: a row marker

@@ -194,6 +194,63 @@ TEST(SchemaTest, EncodingVersionsAndBadInput) {
   EXPECT_OK(decode(gap_v1));
 }
 
+// A group with a write buffer size of its own makes the encoding version 3
+// (version 2 plus the size per group); without one the version stays.
+TEST(SchemaTest, GroupWriteBufferSizeIsVersion3) {
+  TableSchema user = Base();
+  user.locality_groups.push_back({.name = "own", .in_memory = true, .write_buffer_size = 64 << 10});
+  user.families.push_back({.name = "z", .locality_group = "own"});
+  auto schema = Schema::FromUser(user);
+  ASSERT_OK(schema);
+  std::string e;
+  schema->EncodeTo(&e);
+  EXPECT_EQ(e[0], 3);
+  Slice in(e);
+  Schema back;
+  ASSERT_OK(Schema::DecodeFrom(&in, &back));
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(back.ToUser().locality_groups.back().write_buffer_size, 64u << 10);
+  EXPECT_EQ(back.ToUser().locality_groups.front().write_buffer_size, 0u);
+  std::string again;
+  back.EncodeTo(&again);
+  EXPECT_EQ(again, e);
+
+  // Every prefix is Corruption; so is a size out of range.
+  for (size_t n = 0; n < e.size(); n++) {
+    Slice cut(e.data(), n);
+    Schema s;
+    EXPECT_TRUE(Schema::DecodeFrom(&cut, &s).IsCorruption()) << n;
+  }
+  for (uint64_t size : {uint64_t{100}, uint64_t{1} << 31}) {
+    TableSchema odd = user;
+    odd.locality_groups.back().write_buffer_size = 64 << 10;
+    auto s = Schema::FromUser(odd);
+    ASSERT_OK(s);
+    std::string bytes;
+    s->EncodeTo(&bytes);
+    // The size is the group's last field: 64 KiB is the varint 80 80 04.
+    const std::string old_size("\x80\x80\x04", 3);
+    const size_t at = bytes.find(old_size);
+    ASSERT_NE(at, std::string::npos);
+    std::string replaced;
+    PutVarint64(&replaced, size);
+    bytes.replace(at, old_size.size(), replaced);
+    Slice bad(bytes);
+    Schema out;
+    EXPECT_TRUE(Schema::DecodeFrom(&bad, &out).IsCorruption()) << size;
+    odd.locality_groups.back().write_buffer_size = size;
+    EXPECT_TRUE(Schema::FromUser(odd).status().IsInvalidArgument()) << size;
+  }
+
+  // Without a size of its own anywhere, a never-altered schema stays version 1.
+  user.locality_groups.back().write_buffer_size = 0;
+  auto plain = Schema::FromUser(user);
+  ASSERT_OK(plain);
+  std::string v1;
+  plain->EncodeTo(&v1);
+  EXPECT_EQ(v1[0], 1);
+}
+
 TEST(SchemaTest, ManifestTag14ReplacesTheSchema) {
   auto base = Schema::FromUser(Base());
   ASSERT_OK(base);
