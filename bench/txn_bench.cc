@@ -128,6 +128,7 @@ struct Flags {
   bool fresh_hot = true;
   bool full_check = false;
   uint64_t backoff_us = 0;
+  uint64_t lock_buffer = strata::TransactionalTableOptions().lock_write_buffer_size;
   std::string db;
   uint64_t seed = 301;
 };
@@ -150,6 +151,8 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
   --backoff_us=N     after the n-th abort in a row of one transfer, sleep a random
                      0..min(N, 10us << n) microseconds before retrying; 0 (default)
                      retries at once (after a yield), in every system alike
+  --lock_buffer=N    Strata's TransactionalTableOptions::lock_write_buffer_size in
+                     bytes (default 1048576; 0: the engine's write_buffer_size, 32 MiB)
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
@@ -477,6 +480,7 @@ class StrataBank final : public Bank {
     }
     bank->check_db_ = std::move(db).value();
     strata::TransactionalTableOptions to;  // no compression, bloom 10, 16 KiB blocks
+    to.lock_write_buffer_size = g_flags.lock_buffer;
     s = bank->check_db_->CreateTable(kTable, to);
     if (!s.ok()) {
       *error = StatusString("CreateTable", s);
@@ -1185,6 +1189,11 @@ void ParseFlags(int* argc, char** argv) {
       g_flags.full_check = v == 1;
     } else if (name == "--backoff_us") {
       if (!ParseUint(value, &g_flags.backoff_us)) Usage("bad " + arg);
+    } else if (name == "--lock_buffer") {
+      if (!ParseUint(value, &g_flags.lock_buffer) ||
+          (g_flags.lock_buffer != 0 && g_flags.lock_buffer < 4096)) {
+        Usage("bad " + arg + " (0, or at least 4096)");
+      }
     } else if (name == "--db") {
       if (value.empty()) Usage("bad " + arg);
       g_flags.db = value;
@@ -1256,10 +1265,11 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(g_root);
 
   std::printf("txn_bench: txn_seconds=%g accounts=%" PRIu64 " hot_accounts=%" PRIu64
-              " fresh_hot=%d full_check=%d split=%d backoff_us=%" PRIu64 " dir=%s\n",
+              " fresh_hot=%d full_check=%d split=%d backoff_us=%" PRIu64 " lock_buffer=%" PRIu64
+              " dir=%s\n",
               g_flags.seconds, g_flags.accounts, g_flags.hot_accounts, g_flags.fresh_hot ? 1 : 0,
               g_flags.full_check ? 1 : 0, g_flags.split ? 1 : 0, g_flags.backoff_us,
-              g_root.string().c_str());
+              g_flags.lock_buffer, g_root.string().c_str());
   std::printf("load average at start: %s\n", LoadAverage().c_str());
 #ifndef STRATA_HAVE_ROCKSDB
   std::printf("RocksDB was not found at build time: Strata only\n");

@@ -122,7 +122,10 @@ WriteRecord CommitRecordFor(const LockRecord& lock) {
 void AddCommit(RowMutation* m, std::string_view column, const LockRecord& lock,
                uint64_t commit_ts) {
   m->Put(kWriteFamily, column, commit_ts, EncodeWrite(CommitRecordFor(lock)));
-  m->DeleteCell(kLockFamily, column, lock.start_ts);
+  // A column marker: no other lock version it hides can be live or come
+  // later (txn/FORMAT.md "How locks are erased"), and flushes keep only the
+  // newest of them.
+  m->DeleteColumn(kLockFamily, column, lock.start_ts);
 }
 
 void AddRollback(RowMutation* m, std::string_view column, uint64_t start_ts,

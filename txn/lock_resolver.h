@@ -72,7 +72,8 @@ Result<TxnStatus> ReadTxnStatus(const RowStore& store, std::string_view row,
 WriteRecord CommitRecordFor(const LockRecord& lock);
 
 // Appends to `m` the commit of (column) at commit_ts: the write record, and
-// the lock's removal. Data stays (it is the value).
+// the lock's removal (a column marker at its start_ts, txn/FORMAT.md "How
+// locks are erased"). Data stays (it is the value).
 void AddCommit(RowMutation* m, std::string_view column, const LockRecord& lock, uint64_t commit_ts);
 // Appends to `m` the rollback of (column) for start_ts: the rollback record,
 // the lock's and the data's removal.

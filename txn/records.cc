@@ -53,10 +53,11 @@ Status GetHead(Slice* in, const char* what, uint8_t max_kind, uint8_t* kind, uin
 
 TableSchema TransactionalSchema(const TransactionalTableOptions& options) {
   TableSchema schema;
-  auto group = [&](std::string_view name, bool in_memory) {
+  auto group = [&](std::string_view name, bool in_memory, uint64_t write_buffer_size = 0) {
     LocalityGroupOptions g;
     g.name = std::string(name);
     g.in_memory = in_memory;
+    g.write_buffer_size = write_buffer_size;
     g.compression = options.compression;
     g.compression_level = options.compression_level;
     g.block_size = options.block_size;
@@ -66,7 +67,7 @@ TableSchema TransactionalSchema(const TransactionalTableOptions& options) {
   };
   group(kDataFamily, false);
   group(kWriteFamily, false);
-  group(kLockFamily, true);
+  group(kLockFamily, true, options.lock_write_buffer_size);
   group(kNotifyFamily, true);
   group(kAckFamily, false);
   return schema;

@@ -1249,10 +1249,19 @@ TxnDB::SecondaryJob TxnDB::MergeJobs(const std::deque<SecondaryJob>& jobs) {
       for (const ConditionalMutation& cm : rows) {
         RowMutation& m = by_row[cm.row];
         for (const RowMutation::Entry& e : cm.mutation.entries()) {
-          if (e.kind == RowMutation::Kind::kPut) {
-            m.Put(e.family, e.qualifier, e.timestamp, e.value);
-          } else {
-            m.DeleteCell(e.family, e.qualifier, e.timestamp);
+          switch (e.kind) {
+            case RowMutation::Kind::kPut:
+              m.Put(e.family, e.qualifier, e.timestamp, e.value);
+              break;
+            case RowMutation::Kind::kDeleteCell:
+              m.DeleteCell(e.family, e.qualifier, e.timestamp);
+              break;
+            case RowMutation::Kind::kDeleteColumn:
+              m.DeleteColumn(e.family, e.qualifier, e.timestamp);
+              break;
+            case RowMutation::Kind::kDeleteRow:
+              m.DeleteRow(e.timestamp);
+              break;
           }
         }
       }

@@ -97,6 +97,12 @@ struct TransactionalTableOptions {
   int compression_level = 3;
   uint32_t block_size = 16 << 10;
   int bloom_bits_per_key = 10;
+  // The write buffer size of the `lock` group
+  // (LocalityGroupOptions::write_buffer_size). Every transaction writes a
+  // lock and erases it, and a read of a column walks the lock versions and
+  // erase markers its memtable holds: a small memtable, flushed and
+  // compacted often, keeps that walk short on rows many transactions write.
+  uint64_t lock_write_buffer_size = 1 << 20;
 };
 
 struct TransactionDBOptions {

@@ -25,8 +25,9 @@ namespace {
 using test::CellsOf;
 using test::CountLocks;
 
-// A store that forwards to another, remembers every CheckAndMutate it was
-// sent, and can fail one after applying it (an unknown outcome).
+// A store that forwards to another, remembers every write it was sent
+// (Mutate, CheckAndMutate, each row of a batch) and whether it applied, and
+// can fail a CheckAndMutate after applying it (an unknown outcome).
 class RecordingStore final : public test::ForwardingRowStore {
  public:
   explicit RecordingStore(std::shared_ptr<RowStore> base) : ForwardingRowStore(std::move(base)) {}
@@ -35,28 +36,36 @@ class RecordingStore final : public test::ForwardingRowStore {
     std::string row;
     std::vector<Condition> conditions;
     RowMutation mutation;
+    bool applied = false;
   };
 
+  Status Mutate(const WriteOptions& o, std::string_view row, const RowMutation& m) override {
+    Status s = base().Mutate(o, row, m);
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back(Call{std::string(row), {}, m, s.ok()});
+    return s;
+  }
   Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
                                               const std::vector<Condition>& c,
                                               const RowMutation& m) override {
+    Result<CheckAndMutateResult> r = base().CheckAndMutate(o, row, c, m);
     {
       std::lock_guard<std::mutex> l(mu_);
-      calls_.push_back(Call{std::string(row), c, m});
+      calls_.push_back(Call{std::string(row), c, m, r.ok() && r->applied});
     }
-    Result<CheckAndMutateResult> r = base().CheckAndMutate(o, row, c, m);
     if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
     return r;
   }
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
+    Result<std::vector<CheckAndMutateResult>> r = base().CheckAndMutateBatch(o, batch);
     {
       std::lock_guard<std::mutex> l(mu_);
-      for (const ConditionalMutation& cm : batch) {
-        calls_.push_back(Call{cm.row, cm.conditions, cm.mutation});
+      for (size_t i = 0; i < batch.size(); i++) {
+        const ConditionalMutation& cm = batch[i];
+        calls_.push_back(Call{cm.row, cm.conditions, cm.mutation, r.ok() && (*r)[i].applied});
       }
     }
-    Result<std::vector<CheckAndMutateResult>> r = base().CheckAndMutateBatch(o, batch);
     if (fail_after_apply_.exchange(false)) return Status::IOError("injected: outcome unknown");
     return r;
   }
@@ -396,6 +405,53 @@ TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
   EXPECT_EQ(younger->error().other_start_ts, older->start_ts());
   EXPECT_EQ(Read("bank", "x", "c"), "old");
   EXPECT_EQ(Read("bank", "y", "c"), "<none>");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+// A commit erases its lock with a column marker at start_ts, a rollback with
+// a cell marker (txn/FORMAT.md "How locks are erased"): the primary's and a
+// secondary's commit, and a wounded transaction's rollback.
+TEST_F(TransactionTest, CommitsEraseLocksWithColumnMarkersRollbacksWithCellMarkers) {
+  Open();
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  ASSERT_OK(older->Set("bank", "x", "c", "old"));
+  ASSERT_OK(older->Set("bank", "z", "c", "old"));
+  ASSERT_OK(younger->Set("bank", "x", "c", "young"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == younger->start_ts()) {
+      EXPECT_OK(older->Commit());  // wounds the younger one
+    }
+    return false;
+  };
+  EXPECT_EQ(younger->Commit().code(), Status::Code::kAborted);
+  int commits = 0, rollbacks = 0;
+  for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
+    if (!call.applied) continue;
+    for (const RowMutation::Entry& e : call.mutation.entries()) {
+      if (e.family != kLockFamily || e.kind == RowMutation::Kind::kPut) continue;
+      // The write record the same mutation puts tells what erases the lock.
+      for (const RowMutation::Entry& w : call.mutation.entries()) {
+        if (w.family != kWriteFamily || w.qualifier != e.qualifier) continue;
+        WriteRecord record;
+        ASSERT_OK(DecodeWrite(w.value, &record));
+        EXPECT_EQ(e.timestamp, record.start_ts);
+        if (record.kind == WriteKind::kRollback) {
+          EXPECT_EQ(e.kind, RowMutation::Kind::kDeleteCell) << call.row;
+          EXPECT_EQ(record.start_ts, younger->start_ts());
+          rollbacks++;
+        } else {
+          EXPECT_EQ(e.kind, RowMutation::Kind::kDeleteColumn) << call.row;
+          EXPECT_EQ(record.start_ts, older->start_ts());
+          commits++;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(commits, 2);  // x (primary) and z
+  EXPECT_EQ(rollbacks, 1);
+  EXPECT_EQ(Read("bank", "x", "c"), "old");
+  EXPECT_EQ(Read("bank", "z", "c"), "old");
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
 }
 
