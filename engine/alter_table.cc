@@ -190,7 +190,8 @@ Status EngineCore::AlterTable(const TenantState& tenant, std::string_view name,
     for (const auto& tablet : table->tablets) {
       while (tablet->groups.size() < slots.size()) {
         const uint32_t index = static_cast<uint32_t>(tablet->groups.size());
-        tablet->groups.push_back(NewGroupState(tablet.get(), index, slots[index]));
+        tablet->groups.push_back(
+            NewGroupState(tablet.get(), index, slots[index], options_.write_buffer_size));
       }
     }
     {

@@ -56,14 +56,19 @@ std::string RowBound(const std::string& row) {
 
 }  // namespace
 
+std::shared_ptr<memtable::MemTable> NewGroupMemTable(uint64_t write_buffer_size) {
+  return std::make_shared<memtable::MemTable>(static_cast<size_t>(write_buffer_size / 64));
+}
+
 std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
-                                                  const LocalityGroupOptions& options) {
+                                                  const LocalityGroupOptions& options,
+                                                  uint64_t engine_write_buffer_size) {
   auto group = std::make_unique<LocalityGroupState>();
   group->index = index;
   group->tablet = tablet;
   group->write_buffer_size.store(options.write_buffer_size, std::memory_order_relaxed);
   auto view = std::make_shared<GroupView>();
-  view->mem = std::make_shared<memtable::MemTable>();
+  view->mem = NewGroupMemTable(GroupWriteBufferSize(*group, engine_write_buffer_size));
   view->levels.resize(kNumLevels);
   MutexLock l(&group->mu);
   group->view = std::move(view);
@@ -163,7 +168,8 @@ std::shared_ptr<TableState> EngineCore::MakeTable(
     ts->start_row = tab.start_row;
     ts->end_row = tab.end_row;
     for (uint32_t g = 0; g < schema->locality_groups().size(); g++) {
-      ts->groups.push_back(NewGroupState(ts.get(), g, schema->locality_groups()[g]));
+      ts->groups.push_back(
+          NewGroupState(ts.get(), g, schema->locality_groups()[g], options_.write_buffer_size));
     }
     t->tablets.push_back(std::move(ts));
   }
@@ -404,8 +410,7 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
   }
   for (LocalityGroupState* g : touched) {
     ChargeMemTable(g);
-    const uint64_t own = g->write_buffer_size.load(std::memory_order_relaxed);
-    if (g->memtable_charge >= (own != 0 ? own : options_.write_buffer_size)) {
+    if (g->memtable_charge >= GroupWriteBufferSize(*g, options_.write_buffer_size)) {
       SwitchMemTable(g, last);
     }
   }
@@ -423,7 +428,7 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
     MutexLock l(&group->mu);
     auto view = std::make_shared<GroupView>(*group->view);
     view->imms.insert(view->imms.begin(), ImmutableMemTable{view->mem, last_sequence, charge});
-    view->mem = std::make_shared<memtable::MemTable>();
+    view->mem = NewGroupMemTable(GroupWriteBufferSize(*group, options_.write_buffer_size));
     group->view = std::move(view);
   }
   group->tablet->table->budget->MemtableSwitched(charge);

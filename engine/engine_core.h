@@ -157,10 +157,25 @@ struct TableState {
   TableReadState reads;
 };
 
+// The size at which a group's memtables fill: its own write_buffer_size, or
+// the engine's.
+inline uint64_t GroupWriteBufferSize(const LocalityGroupState& group,
+                                     uint64_t engine_write_buffer_size) {
+  const uint64_t own = group.write_buffer_size.load(std::memory_order_relaxed);
+  return own != 0 ? own : engine_write_buffer_size;
+}
+
+// A memtable to write for a group whose memtables fill at
+// `write_buffer_size` bytes: its row filter has a bit per 8 of those bytes
+// (about 8 bits per row of 64-byte entries, 1.6% of the memtable's memory).
+std::shared_ptr<memtable::MemTable> NewGroupMemTable(uint64_t write_buffer_size);
+
 // A new, empty group state for slot `index` of `tablet`, whose options are
-// `options` (resident when in_memory).
+// `options` (resident when in_memory), in an engine whose write buffer size
+// is `engine_write_buffer_size`.
 std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
-                                                  const LocalityGroupOptions& options);
+                                                  const LocalityGroupOptions& options,
+                                                  uint64_t engine_write_buffer_size);
 
 struct TenantState {
   uint64_t id = 0;

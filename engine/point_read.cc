@@ -74,12 +74,14 @@ Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
                         SequenceNumber snapshot,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   Sources sources;
-  // Memtables: the view keeps them alive for the call.
-  if (view.mem->num_entries() > 0) {
+  // Memtables: the view keeps them alive for the call. The caller read the
+  // snapshot after the Adds of every entry it may see, so their rows are in
+  // the row filters.
+  if (view.mem->num_entries() > 0 && view.mem->MayContainRow(prefix)) {
     STRATA_RETURN_IF_ERROR(Probe(view.mem->NewIterator(), nullptr, prefix, &sources));
   }
   for (const auto& imm : view.imms) {
-    if (imm.mem->num_entries() == 0) continue;
+    if (imm.mem->num_entries() == 0 || !imm.mem->MayContainRow(prefix)) continue;
     STRATA_RETURN_IF_ERROR(Probe(imm.mem->NewIterator(), nullptr, prefix, &sources));
   }
   for (size_t level = 0; level < view.levels.size(); level++) {

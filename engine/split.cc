@@ -248,8 +248,11 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
         auto group = std::make_unique<LocalityGroupState>();
         group->index = parent_group->index;
         group->tablet = child.get();
+        group->write_buffer_size.store(
+            parent_group->write_buffer_size.load(std::memory_order_relaxed),
+            std::memory_order_relaxed);
         auto view = std::make_shared<GroupView>();
-        view->mem = std::make_shared<memtable::MemTable>();
+        view->mem = NewGroupMemTable(GroupWriteBufferSize(*group, options_.write_buffer_size));
         view->levels.resize(kNumLevels);
         std::shared_ptr<const GroupView> parent_view;
         SequenceNumber flushed;
@@ -289,9 +292,6 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
           group->view = std::move(view);
           group->flushed = flushed;
           group->resident = resident;
-          group->write_buffer_size.store(
-              parent_group->write_buffer_size.load(std::memory_order_relaxed),
-              std::memory_order_relaxed);
         }
         child->groups.push_back(std::move(group));
       }

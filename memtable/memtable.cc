@@ -4,10 +4,39 @@
 #include <cstring>
 
 #include "common/coding.h"
+#include "common/hash.h"
 
 namespace strata::memtable {
 
 namespace {
+
+constexpr uint64_t kRowFilterSeed = 0x6d656d726f777331ull;  // "memrows1"
+constexpr int kRowFilterProbes = 6;
+constexpr size_t kWordsPerBlock = 8;  // 512 bits, one cache line
+
+// The filter block of a row's hash and its probes: 6 bit positions of 9
+// bits each, from a second mix of the hash.
+struct RowProbe {
+  size_t block;
+  uint64_t bits;
+  explicit RowProbe(const Slice& row_prefix, size_t blocks) {
+    const uint64_t h = Hash64(row_prefix, kRowFilterSeed);
+    block = static_cast<size_t>(((h >> 32) * blocks) >> 32);
+    bits = h * 0x9e3779b97f4a7c15ull;
+  }
+  // Word (within the block) and mask of probe i.
+  size_t word(int i) const { return ((bits >> (9 * i)) & 511) / 64; }
+  uint64_t mask(int i) const { return uint64_t{1} << (((bits >> (9 * i)) & 511) % 64); }
+};
+
+// The mc(row) prefix of an encoded cell key. REQUIRES: a well-formed key.
+inline Slice RowPrefixOf(const Slice& cell_key) {
+  Slice rest = cell_key;
+  const bool ok = SkipMemcomparable(&rest);
+  assert(ok);
+  (void)ok;
+  return Slice(cell_key.data(), cell_key.size() - rest.size());
+}
 
 // Reads the varint32-prefixed byte string at `p`. REQUIRES: `p` points to a
 // well-formed length prefix, as every entry written by Add has.
@@ -63,7 +92,55 @@ class MemTable::Iterator final : public InternalIterator {
   std::string seek_scratch_;
 };
 
-MemTable::MemTable() : table_(EntryComparator(), &arena_) {}
+MemTable::MemTable(size_t row_filter_bytes)
+    : table_(EntryComparator(), &arena_),
+      filter_words_((row_filter_bytes + 63) / 64 * kWordsPerBlock) {}
+
+void MemTable::AddToRowFilter(const Slice& cell_key) {
+  std::atomic<uint64_t>* filter = filter_.load(std::memory_order_relaxed);  // writer's own
+  const size_t blocks = filter_words_ / kWordsPerBlock;
+  auto add = [blocks](std::atomic<uint64_t>* f, const Slice& row) {
+    const RowProbe p(row, blocks);
+    std::atomic<uint64_t>* block = f + p.block * kWordsPerBlock;
+    for (int i = 0; i < kRowFilterProbes; i++) {
+      block[p.word(i)].fetch_or(p.mask(i), std::memory_order_relaxed);
+    }
+  };
+  if (filter == nullptr) {
+    if (filter_words_ == 0 || arena_.BytesInUse() < kRowFilterStart) return;
+    // Due: every entry so far goes in (the writer may walk the skiplist),
+    // then readers may use it.
+    filter_storage_.reset(new std::atomic<uint64_t>[filter_words_]);
+    filter = filter_storage_.get();
+    for (size_t i = 0; i < filter_words_; i++) filter[i].store(0, std::memory_order_relaxed);
+    Table::Iterator it(&table_);
+    std::string last_row;
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
+      const Slice row = RowPrefixOf(DecodeLengthPrefixed(it.key()));
+      if (row == Slice(last_row)) continue;  // a row's entries are adjacent
+      add(filter, row);
+      last_row.assign(row.data(), row.size());
+    }
+    filter_.store(filter, std::memory_order_release);
+  }
+  add(filter, RowPrefixOf(cell_key));
+}
+
+bool MemTable::MayContainRow(const Slice& row_prefix) const {
+  // Acquire: see the filter's bits for every entry it was made with.
+  const std::atomic<uint64_t>* filter = filter_.load(std::memory_order_acquire);
+  if (filter == nullptr) return true;
+  const RowProbe p(row_prefix, filter_words_ / kWordsPerBlock);
+  const std::atomic<uint64_t>* block = filter + p.block * kWordsPerBlock;
+  for (int i = 0; i < kRowFilterProbes; i++) {
+    if ((block[p.word(i)].load(std::memory_order_relaxed) & p.mask(i)) == 0) return false;
+  }
+  return true;
+}
+
+size_t MemTable::row_filter_bytes() const {
+  return filter_.load(std::memory_order_acquire) == nullptr ? 0 : filter_words_ * 8;
+}
 
 void MemTable::Add(const Slice& cell_key, const Slice& value) {
   assert(cell_key.size() <= UINT32_MAX && value.size() <= UINT32_MAX);
@@ -77,6 +154,9 @@ void MemTable::Add(const Slice& cell_key, const Slice& value) {
   p = EncodeVarint32(p + key_size, value_size);
   if (value_size > 0) std::memcpy(p, value.data(), value_size);
   assert(p + value_size == entry + encoded_size);
+  // The row's bits are set before the entry is linked: whoever can see the
+  // entry sees them (MayContainRow).
+  AddToRowFilter(cell_key);
   table_.Insert(entry);
   // Release, paired with the acquire in num_entries(): whoever reads the new
   // count also sees the entry linked above. Adds are serialized, so a plain
@@ -91,7 +171,9 @@ void MemTable::Add(SequenceNumber seq, CellType type, const Slice& row, uint16_t
   Add(Slice(key_scratch_), value);
 }
 
-size_t MemTable::ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+size_t MemTable::ApproximateMemoryUsage() const {
+  return arena_.MemoryUsage() + row_filter_bytes();
+}
 
 size_t MemTable::ApproximateDataSize() const { return arena_.BytesInUse(); }
 
