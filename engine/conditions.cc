@@ -46,8 +46,7 @@ Status ValidateConditions(const Schema& schema, const std::string& table_name,
   return Status::OK();
 }
 
-ResolvedFilter ConditionReadFilter(const Schema& schema,
-                                   const std::vector<Condition>& conditions) {
+ResolvedFilter ConditionReadFilter(const Schema& schema, const std::vector<Condition>& conditions) {
   ResolvedFilter filter;
   size_t qualifier_bytes = 0;
   for (const Condition& c : conditions) qualifier_bytes += c.qualifier().size();

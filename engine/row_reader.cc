@@ -48,8 +48,7 @@ void ResolvedFilter::ReserveColumns(size_t columns, size_t qualifier_bytes) {
   column_bytes_.reserve(column_bytes_.size() + columns * 4 + qualifier_bytes * 2);
 }
 
-void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier,
-                               const VersionRange& range) {
+void ResolvedFilter::AddColumn(uint16_t family, const Slice& qualifier, const VersionRange& range) {
   all_families = false;
   const size_t n = qualifier.size();
   // Without a 0x00 to escape, the encoding is the qualifier and the terminator.
@@ -161,7 +160,7 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
   const VersionRange* range = &whole_range;
   bool done = false;
   int skipped = 0;
-  std::string seek_target;  // non-empty: the next step is a Seek to it
+  std::string seek_target;               // non-empty: the next step is a Seek to it
   SequenceNumber column_delete_seq = 0;  // newest DeleteColumn seen in this column
   bool have_last_ts = false;
   uint64_t last_ts = 0;

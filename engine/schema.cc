@@ -58,8 +58,8 @@ Result<Schema> Schema::FromUserImpl(const TableSchema& input, bool* implicit_def
       return Status::InvalidArgument("locality group '" + g.name + "': bloom bits per key " +
                                      std::to_string(g.bloom_bits_per_key) + " is outside 0..64");
     }
-    if (g.write_buffer_size != 0 &&
-        (g.write_buffer_size < kMinGroupWriteBuffer || g.write_buffer_size > kMaxGroupWriteBuffer)) {
+    if (g.write_buffer_size != 0 && (g.write_buffer_size < kMinGroupWriteBuffer ||
+                                     g.write_buffer_size > kMaxGroupWriteBuffer)) {
       return Status::InvalidArgument("locality group '" + g.name + "': write buffer size " +
                                      std::to_string(g.write_buffer_size) +
                                      " is neither 0 nor within 4 KiB..1 GiB");

@@ -1,7 +1,8 @@
-// The row walk on its own: ResolvedFilter's single columns (order, repeats,
-// binary qualifiers) and CollectRowFromHere with a filter of single columns
-// against the same walk over the whole row, on random rows of versions and
-// delete markers.
+// The row walk on its own: ResolvedFilter's single columns (order, repeats
+// and their ranges, binary qualifiers) and CollectRowFromHere with a filter of
+// single columns, with or without ranges of their own, against the same walk
+// over the whole row, on random rows of versions and delete markers; and the
+// walk skipping what a column can no longer give.
 #include "engine/row_reader.h"
 
 #include <gtest/gtest.h>
@@ -164,18 +165,58 @@ TEST(ResolvedFilterTest, SingleColumnsSortAsTheirCellKeysAndKeepTheFirstRepeat) 
   EXPECT_FALSE(f.MayWantFamily(1));
 }
 
+// The random rows the walk tests read.
+struct RowShape {
+  int max_entries;         // fewer than this many entries
+  uint16_t families;       // ids 1..families
+  size_t qualifiers;       // the first this many of kQualifiers
+  uint64_t max_timestamp;  // timestamps 1..max_timestamp
+  uint32_t odds;           // of `odds` entries, one row marker, one column
+  uint32_t cell_markers;   // marker, this many cell markers; the rest puts
+};
+
+// Adds a random row "r" of `shape` to *entries, numbering entries from *seq.
+void AddRandomRow(Random* rnd, const RowShape& shape, SequenceNumber* seq,
+                  std::map<std::string, std::string>* entries) {
+  const int n = static_cast<int>(rnd->Uniform(shape.max_entries));
+  for (int i = 0; i < n; i++) {
+    const uint16_t family = static_cast<uint16_t>(1 + rnd->Uniform(shape.families));
+    const std::string& q = kQualifiers[rnd->Uniform(shape.qualifiers)];
+    const uint64_t ts = 1 + rnd->Uniform(shape.max_timestamp);
+    const uint32_t kind = static_cast<uint32_t>(rnd->Uniform(shape.odds));
+    std::string key;
+    if (kind == 0) {
+      AppendCellKey(&key, "r", kRowMarkerFamily, "", ts, (*seq)++, CellType::kDeleteRow);
+    } else if (kind == 1) {
+      AppendCellKey(&key, "r", family, q, ts, (*seq)++, CellType::kDeleteColumn);
+    } else if (kind < 2 + shape.cell_markers) {
+      AppendCellKey(&key, "r", family, q, ts, (*seq)++, CellType::kDeleteCell);
+    } else {
+      AppendCellKey(&key, "r", family, q, ts, (*seq)++, CellType::kPut);
+    }
+    (*entries)[key] = "v" + std::to_string(i);
+  }
+}
+
+// Rounds of random rows, from the seed the run was given.
+class RandomRowTest : public ::testing::Test {
+ protected:
+  RandomRowTest() { AppendRowPrefix(&prefix_, "r"); }
+
+  const uint64_t seed_ = test::TestSeed();
+  const ::testing::ScopedTrace trace_{__FILE__, __LINE__,
+                                      "STRATA_TEST_SEED=" + std::to_string(seed_)};
+  Random rnd_{seed_};
+  const Schema schema_ = ThreeFamilies();
+  std::string prefix_;  // of row "r"
+  const int rounds_ = test::UnderSanitizer() ? 100 : 500;
+};
+
 // Random rows of versions and delete markers of every kind: reading single
 // columns (with or without whole families) gives what the whole-row walk
 // gives for those columns, with each cell tagged with its filter column.
-TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
-  const uint64_t seed = test::TestSeed();
-  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
-  Random rnd(seed);
-  const Schema schema = ThreeFamilies();
-  std::string prefix;
-  AppendRowPrefix(&prefix, "r");
-  const int rounds = test::UnderSanitizer() ? 100 : 500;
-  for (int round = 0; round < rounds; round++) {
+TEST_F(RandomRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
+  for (int round = 0; round < rounds_; round++) {
     SCOPED_TRACE("round " + std::to_string(round));
     // The row, with a neighbour on each side that no read may return.
     std::map<std::string, std::string> entries;
@@ -185,35 +226,15 @@ TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
       AppendCellKey(&key, other, 1, "a", 5, seq++, CellType::kPut);
       entries[key] = "other row";
     }
-    const int n = static_cast<int>(rnd.Uniform(40));
-    for (int i = 0; i < n; i++) {
-      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(3));
-      const std::string& q = kQualifiers[rnd.Uniform(kQualifiers.size())];
-      const uint64_t ts = 1 + rnd.Uniform(8);
-      std::string key;
-      switch (rnd.Uniform(12)) {
-        case 0:
-          AppendCellKey(&key, "r", kRowMarkerFamily, "", ts, seq++, CellType::kDeleteRow);
-          break;
-        case 1:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteColumn);
-          break;
-        case 2:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteCell);
-          break;
-        default:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kPut);
-      }
-      entries[key] = "v" + std::to_string(i);
-    }
-    const SequenceNumber snapshot = rnd.Uniform(4) == 0 ? rnd.Uniform(seq) : seq;
+    AddRandomRow(&rnd_, RowShape{40, 3, kQualifiers.size(), 8, 12, 1}, &seq, &entries);
+    const SequenceNumber snapshot = rnd_.Uniform(4) == 0 ? rnd_.Uniform(seq) : seq;
 
     ResolvedFilter whole;
-    if (rnd.Uniform(2) == 0) {
-      whole.min_timestamp = 1 + rnd.Uniform(4);
-      whole.max_timestamp = whole.min_timestamp + rnd.Uniform(6);
+    if (rnd_.Uniform(2) == 0) {
+      whole.min_timestamp = 1 + rnd_.Uniform(4);
+      whole.max_timestamp = whole.min_timestamp + rnd_.Uniform(6);
     }
-    if (rnd.Uniform(2) == 0) whole.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
+    if (rnd_.Uniform(2) == 0) whole.max_versions = 1 + static_cast<uint32_t>(rnd_.Uniform(3));
     ResolvedFilter singles;
     singles.min_timestamp = whole.min_timestamp;
     singles.max_timestamp = whole.max_timestamp;
@@ -221,14 +242,14 @@ TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
     // Random single columns, repeats and unwritten ones included; sometimes
     // a whole family too.
     std::vector<std::pair<uint16_t, std::string>> wanted;
-    const int k = static_cast<int>(rnd.Uniform(10));
+    const int k = static_cast<int>(rnd_.Uniform(10));
     for (int i = 0; i < k; i++) {
-      wanted.emplace_back(static_cast<uint16_t>(1 + rnd.Uniform(3)),
-                          kQualifiers[rnd.Uniform(kQualifiers.size())]);
+      wanted.emplace_back(static_cast<uint16_t>(1 + rnd_.Uniform(3)),
+                          kQualifiers[rnd_.Uniform(kQualifiers.size())]);
       singles.AddColumn(wanted.back().first, wanted.back().second);
     }
-    if (wanted.empty() || rnd.Uniform(4) == 0) {
-      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(3));
+    if (wanted.empty() || rnd_.Uniform(4) == 0) {
+      const uint16_t family = static_cast<uint16_t>(1 + rnd_.Uniform(3));
       singles.all_families = false;
       singles.families.assign(4, false);
       singles.families[family] = true;
@@ -236,21 +257,21 @@ TEST(CollectRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
     singles.SortColumns();
 
     VectorIterator whole_it(entries);
-    whole_it.Seek(prefix);
+    whole_it.Seek(prefix_);
     Collected all;
-    ASSERT_TRUE(CollectRowFromHere(&whole_it, prefix, snapshot, whole, schema, &all).ok());
+    ASSERT_TRUE(CollectRowFromHere(&whole_it, prefix_, snapshot, whole, schema_, &all).ok());
     EXPECT_TRUE(whole_it.Valid() && whole_it.value() == Slice("other row"))
         << "the walk stops after the row";
 
     VectorIterator it(entries);
-    it.Seek(prefix);
+    it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(CollectRowFromHere(&it, prefix, snapshot, singles, schema, &got).ok());
+    ASSERT_TRUE(CollectRowFromHere(&it, prefix_, snapshot, singles, schema_, &got).ok());
 
     std::vector<Cell> expected;
     std::vector<size_t> expected_columns;
     for (const Cell& c : all.cells) {
-      const uint16_t family = schema.FindFamily(c.family)->id;
+      const uint16_t family = schema_.FindFamily(c.family)->id;
       const std::string encoded = Encoded(family, c.qualifier);
       if (singles.WantsFamily(family)) {
         expected.push_back(c);
@@ -299,15 +320,8 @@ TEST(ResolvedFilterTest, RepeatsReadOverTheUnionOfTheirRanges) {
 // Random rows as above, each single column read over a range of its own:
 // every column gives what the unrestricted whole-row walk gives for it, cut
 // to its range and max_versions.
-TEST(CollectRowTest, EachSingleColumnGetsItsOwnRange) {
-  const uint64_t seed = test::TestSeed();
-  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
-  Random rnd(seed);
-  const Schema schema = ThreeFamilies();
-  std::string prefix;
-  AppendRowPrefix(&prefix, "r");
-  const int rounds = test::UnderSanitizer() ? 100 : 500;
-  for (int round = 0; round < rounds; round++) {
+TEST_F(RandomRowTest, EachSingleColumnGetsItsOwnRange) {
+  for (int round = 0; round < rounds_; round++) {
     SCOPED_TRACE("round " + std::to_string(round));
     std::map<std::string, std::string> entries;
     SequenceNumber seq = 1;
@@ -315,51 +329,31 @@ TEST(CollectRowTest, EachSingleColumnGetsItsOwnRange) {
     AppendCellKey(&other, "s", 1, "a", 5, seq++, CellType::kPut);
     entries[other] = "other row";
     // Few columns, long histories: most columns are cut short.
-    const int n = static_cast<int>(rnd.Uniform(80));
-    for (int i = 0; i < n; i++) {
-      const uint16_t family = static_cast<uint16_t>(1 + rnd.Uniform(2));
-      const std::string& q = kQualifiers[rnd.Uniform(3)];
-      const uint64_t ts = 1 + rnd.Uniform(30);
-      std::string key;
-      switch (rnd.Uniform(16)) {
-        case 0:
-          AppendCellKey(&key, "r", kRowMarkerFamily, "", ts, seq++, CellType::kDeleteRow);
-          break;
-        case 1:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteColumn);
-          break;
-        case 2:
-        case 3:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kDeleteCell);
-          break;
-        default:
-          AppendCellKey(&key, "r", family, q, ts, seq++, CellType::kPut);
-      }
-      entries[key] = "v" + std::to_string(i);
-    }
-    const SequenceNumber snapshot = rnd.Uniform(4) == 0 ? rnd.Uniform(seq) : seq;
+    AddRandomRow(&rnd_, RowShape{80, 2, 3, 30, 16, 2}, &seq, &entries);
+    const SequenceNumber snapshot = rnd_.Uniform(4) == 0 ? rnd_.Uniform(seq) : seq;
 
     ResolvedFilter filter;
-    const int k = 1 + static_cast<int>(rnd.Uniform(5));
+    const int k = 1 + static_cast<int>(rnd_.Uniform(5));
     for (int i = 0; i < k; i++) {
       VersionRange r;
-      r.min_timestamp = 1 + rnd.Uniform(30);
-      r.max_timestamp = r.min_timestamp + rnd.Uniform(30);
-      r.max_versions = rnd.Uniform(2) == 0 ? UINT32_MAX : 1 + static_cast<uint32_t>(rnd.Uniform(3));
-      filter.AddColumn(static_cast<uint16_t>(1 + rnd.Uniform(2)), kQualifiers[rnd.Uniform(3)], r);
+      r.min_timestamp = 1 + rnd_.Uniform(30);
+      r.max_timestamp = r.min_timestamp + rnd_.Uniform(30);
+      r.max_versions =
+          rnd_.Uniform(2) == 0 ? UINT32_MAX : 1 + static_cast<uint32_t>(rnd_.Uniform(3));
+      filter.AddColumn(static_cast<uint16_t>(1 + rnd_.Uniform(2)), kQualifiers[rnd_.Uniform(3)], r);
     }
     filter.SortColumns();
 
     VectorIterator whole_it(entries);
-    whole_it.Seek(prefix);
+    whole_it.Seek(prefix_);
     Collected all;
     ASSERT_TRUE(
-        CollectRowFromHere(&whole_it, prefix, snapshot, ResolvedFilter(), schema, &all).ok());
+        CollectRowFromHere(&whole_it, prefix_, snapshot, ResolvedFilter(), schema_, &all).ok());
 
     CountingIterator it(entries);
-    it.Seek(prefix);
+    it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(CollectRowFromHere(&it, prefix, snapshot, filter, schema, &got).ok());
+    ASSERT_TRUE(CollectRowFromHere(&it, prefix_, snapshot, filter, schema_, &got).ok());
     EXPECT_TRUE(it.Valid() && it.value() == Slice("other row")) << "the walk stops after the row";
 
     std::vector<Cell> expected;
@@ -368,7 +362,7 @@ TEST(CollectRowTest, EachSingleColumnGetsItsOwnRange) {
       const VersionRange& r = filter.column_range(i);
       uint32_t taken = 0;
       for (const Cell& c : all.cells) {
-        const std::string encoded = Encoded(schema.FindFamily(c.family)->id, c.qualifier);
+        const std::string encoded = Encoded(schema_.FindFamily(c.family)->id, c.qualifier);
         if (filter.column(i) != Slice(encoded)) continue;
         if (c.timestamp < r.min_timestamp || c.timestamp > r.max_timestamp) continue;
         if (taken++ >= r.max_versions) continue;

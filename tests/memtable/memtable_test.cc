@@ -675,8 +675,8 @@ TEST(MemTableRowFilterTest, ConcurrentReadersFindEveryRowTheyLearnedOf) {
     });
   }
   for (int i = 0; i < rows; i++) {
-    mem.Add(static_cast<SequenceNumber>(i + 1), CellType::kPut, "r" + std::to_string(i), 1, "q",
-            1, value);
+    mem.Add(static_cast<SequenceNumber>(i + 1), CellType::kPut, "r" + std::to_string(i), 1, "q", 1,
+            value);
   }
   for (auto& t : readers) t.join();
   EXPECT_FALSE(failed.load());

@@ -136,6 +136,20 @@ class TransactionTest : public ::testing::Test {
     return t.ok() ? std::move(t).value() : nullptr;
   }
 
+  // Commits `younger`, and `older` right after younger's primary is
+  // prewritten, which wounds younger; returns younger's Commit.
+  Status CommitWoundedBy(Transaction* younger, Transaction* older) {
+    hook_ = [=](FailPoint p, uint64_t ts) {
+      if (p == FailPoint::kAfterPrimaryPrewrite && ts == younger->start_ts()) {
+        EXPECT_OK(older->Commit());
+      }
+      return false;
+    };
+    Status s = younger->Commit();
+    hook_ = nullptr;
+    return s;
+  }
+
   // The committed value of (table, row, column) as a new transaction reads
   // it; "<none>" when there is none.
   std::string Read(const std::string& table, const std::string& row, const std::string& column) {
@@ -393,13 +407,7 @@ TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
   ASSERT_OK(older->Set("bank", "x", "c", "old"));
   ASSERT_OK(younger->Set("bank", "x", "c", "young"));
   ASSERT_OK(younger->Set("bank", "y", "c", "young"));
-  hook_ = [&](FailPoint p, uint64_t ts) {
-    if (p == FailPoint::kAfterPrimaryPrewrite && ts == younger->start_ts()) {
-      EXPECT_OK(older->Commit());  // wounds the younger one
-    }
-    return false;
-  };
-  Status s = younger->Commit();
+  Status s = CommitWoundedBy(younger.get(), older.get());
   EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
   EXPECT_EQ(younger->error().kind, TransactionError::Kind::kAbortedByOlder);
   EXPECT_EQ(younger->error().other_start_ts, older->start_ts());
@@ -418,13 +426,7 @@ TEST_F(TransactionTest, CommitsEraseLocksWithColumnMarkersRollbacksWithCellMarke
   ASSERT_OK(older->Set("bank", "x", "c", "old"));
   ASSERT_OK(older->Set("bank", "z", "c", "old"));
   ASSERT_OK(younger->Set("bank", "x", "c", "young"));
-  hook_ = [&](FailPoint p, uint64_t ts) {
-    if (p == FailPoint::kAfterPrimaryPrewrite && ts == younger->start_ts()) {
-      EXPECT_OK(older->Commit());  // wounds the younger one
-    }
-    return false;
-  };
-  EXPECT_EQ(younger->Commit().code(), Status::Code::kAborted);
+  EXPECT_EQ(CommitWoundedBy(younger.get(), older.get()).code(), Status::Code::kAborted);
   int commits = 0, rollbacks = 0;
   for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
     if (!call.applied) continue;
