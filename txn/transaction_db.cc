@@ -49,8 +49,9 @@ class TxnIterator;
 
 class TransactionImpl final : public Transaction {
  public:
-  TransactionImpl(TxnDB* db, const TransactionOptions& options, uint64_t start_ts)
-      : db_(db), options_(options), start_ts_(start_ts) {}
+  TransactionImpl(std::shared_ptr<TxnDB> db, const TransactionOptions& options,
+                  uint64_t start_ts)
+      : db_(std::move(db)), options_(options), start_ts_(start_ts) {}
 
   ~TransactionImpl() override {
     if (hb_ != nullptr) db_->StopHeartbeat(hb_);
@@ -221,7 +222,7 @@ class TransactionImpl final : public Transaction {
   Status StopAt(FailPoint point);
   void Finish(State state);
 
-  TxnDB* const db_;
+  const std::shared_ptr<TxnDB> db_;  // lives on, closed, if the caller's handle goes
   const TransactionOptions options_;
   const uint64_t start_ts_;
   uint64_t commit_ts_ = 0;
@@ -1062,17 +1063,42 @@ TxnDB::TxnDB(TxnDBConfig config)
       resolver_(config_.tables.get(), config_.registry, clock_,
                 ResolverOptions{config_.options.sync && !config_.single_log}) {}
 
-Result<std::unique_ptr<TxnDB>> TxnDB::Make(TxnDBConfig config) {
+namespace {
+
+// What TxnDB::Make hands out: closes the TxnDB when it goes (transactions may
+// still hold it).
+class TxnDBHandle final : public TransactionDB {
+ public:
+  explicit TxnDBHandle(std::shared_ptr<TxnDB> db) : db_(std::move(db)) {}
+  ~TxnDBHandle() override { (void)db_->Close(); }
+
+  Status CreateTable(std::string_view name, const TransactionalTableOptions& options) override {
+    return db_->CreateTable(name, options);
+  }
+  Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options) override {
+    return db_->Begin(options);
+  }
+  void AdvanceSafepoint(uint64_t safepoint) override { db_->AdvanceSafepoint(safepoint); }
+  Status Close() override { return db_->Close(); }
+
+ private:
+  const std::shared_ptr<TxnDB> db_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TransactionDB>> TxnDB::Make(TxnDBConfig config) {
   if (config.oracle == nullptr || config.registry == nullptr || config.tables == nullptr) {
     return Status::InvalidArgument("a TxnDB needs an oracle, a liveness registry and tables");
   }
   if (config.options.lock_ttl_millis == 0) {
     return Status::InvalidArgument("lock_ttl_millis must be at least 1");
   }
-  std::unique_ptr<TxnDB> db(new TxnDB(std::move(config)));
+  std::shared_ptr<TxnDB> db(new TxnDB(std::move(config)));
+  // The threads stop in Close, which the handle calls before it lets go.
   db->heartbeat_thread_ = std::thread([d = db.get()] { d->HeartbeatThread(); });
   db->background_thread_ = std::thread([d = db.get()] { d->BackgroundThread(); });
-  return db;
+  return std::unique_ptr<TransactionDB>(new TxnDBHandle(std::move(db)));
 }
 
 TxnDB::~TxnDB() { (void)Close(); }
@@ -1086,7 +1112,7 @@ Status TxnDB::CreateTable(std::string_view name, const TransactionalTableOptions
 Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& options) {
   if (closed()) return Status::InvalidArgument("the TransactionDB is closed");
   STRATA_ASSIGN_OR_RETURN(uint64_t start_ts, config_.oracle->GetTimestamp());
-  return std::unique_ptr<Transaction>(new TransactionImpl(this, options, start_ts));
+  return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), options, start_ts));
 }
 
 void TxnDB::AdvanceSafepoint(uint64_t safepoint) {
@@ -1344,8 +1370,7 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return tables->tenant().CreateTable(name, txn::TransactionalSchema(table_options));
   };
   config.keep_alive = services;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<txn::TxnDB> db, txn::TxnDB::Make(std::move(config)));
-  return std::unique_ptr<TransactionDB>(std::move(db));
+  return txn::TxnDB::Make(std::move(config));
 }
 
 }  // namespace strata

@@ -102,15 +102,21 @@ struct HeartbeatState {
   std::string primary_lock_bytes GUARDED_BY(mu);
 };
 
-class TxnDB final : public TransactionDB {
+// The state of a TransactionDB, shared by the handle its caller holds
+// (TxnDB::Make's TransactionDB, which closes it when it goes) and by every
+// transaction begun on it, so that a transaction may outlive the handle: its
+// calls then fail as on a closed TransactionDB.
+class TxnDB final : public std::enable_shared_from_this<TxnDB> {
  public:
-  static Result<std::unique_ptr<TxnDB>> Make(TxnDBConfig config);
-  ~TxnDB() override;
+  // The caller's handle on a new TxnDB.
+  static Result<std::unique_ptr<TransactionDB>> Make(TxnDBConfig config);
+  ~TxnDB();
 
-  Status CreateTable(std::string_view name, const TransactionalTableOptions& options) override;
-  Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options) override;
-  void AdvanceSafepoint(uint64_t safepoint) override;
-  Status Close() override;
+  // As TransactionDB's.
+  Status CreateTable(std::string_view name, const TransactionalTableOptions& options);
+  Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options);
+  void AdvanceSafepoint(uint64_t safepoint);
+  Status Close();
 
   // For the transactions.
   const TxnDBConfig& config() const { return config_; }

@@ -236,7 +236,8 @@ class TransactionDB {
                                                      Tenant tenant,
                                                      const TransactionDBOptions& options = {});
 
-  // Every Transaction it began must be destroyed first.
+  // Closes it (Close). Transactions it began may outlive it: their later
+  // calls fail as after Close, and destroying them is safe.
   virtual ~TransactionDB() = default;
 
   // Creates a table with the transactional schema (txn/FORMAT.md).

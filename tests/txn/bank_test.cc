@@ -280,7 +280,7 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
     config.fail_point = [stopper](FailPoint p, uint64_t ts) {
       return stopper != nullptr && stopper->Hook(p, ts);
     };
-    Result<std::unique_ptr<TxnDB>> db = TxnDB::Make(std::move(config));
+    Result<std::unique_ptr<TransactionDB>> db = TxnDB::Make(std::move(config));
     ASSERT_OK(db.status());
     db_ = std::move(db).value();
   }
@@ -338,7 +338,7 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
   test::CountingOracle oracle_;
   std::unique_ptr<LocalLivenessRegistry> registry_;
   std::shared_ptr<test::ModelTables> model_;
-  std::unique_ptr<TxnDB> db_;
+  std::unique_ptr<TransactionDB> db_;
 };
 
 void BankTest::Run() {

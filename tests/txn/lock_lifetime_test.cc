@@ -41,7 +41,7 @@ class LockLifetimeTest : public ::testing::Test {
     config.clock = &clock_;
     config.tables = tables_;
     config.fail_point = [this](FailPoint p, uint64_t ts) { return hook_ ? hook_(p, ts) : false; };
-    Result<std::unique_ptr<TxnDB>> db = TxnDB::Make(std::move(config));
+    Result<std::unique_ptr<TransactionDB>> db = TxnDB::Make(std::move(config));
     ASSERT_OK(db.status());
     db_ = std::move(db).value();
 
@@ -103,7 +103,7 @@ class LockLifetimeTest : public ::testing::Test {
   std::unique_ptr<LocalLivenessRegistry> registry_;
   std::shared_ptr<test::ModelTables> tables_;
   std::function<bool(FailPoint, uint64_t)> hook_;
-  std::unique_ptr<TxnDB> db_;
+  std::unique_ptr<TransactionDB> db_;
 };
 
 // A coordinator that stays three TTLs between its primary's prewrite and the

@@ -24,6 +24,10 @@ class TransactionEngineTest : public ::testing::Test {
     engine_ = std::move(e).value();
     Status s = engine_->CreateTenant("t");
     ASSERT_TRUE(s.ok() || s.code() == Status::Code::kAlreadyExists) << s.ToString();
+    OpenDB();
+  }
+  // The services and a TransactionDB on tenant "t" of the open engine.
+  void OpenDB() {
     Result<std::shared_ptr<TransactionServices>> services =
         TransactionServices::Open(dir_.Join("services"));
     ASSERT_OK(services.status());
@@ -86,6 +90,42 @@ TEST_F(TransactionEngineTest, CommitsAcrossTablesSurviveReopen) {
   Result<Table> table = engine_->OpenTenant("t")->OpenTable("accounts");
   ASSERT_OK(table.status());
   std::unique_ptr<RowStore> store = NewTableRowStore(*table);
+  EXPECT_EQ(test::CountLocks(*store), 0u);
+}
+
+// Transactions may outlive their TransactionDB: once it is gone their calls
+// fail as after Close, and they can still be destroyed, committed or not.
+// What committed before stays, and no lock is left by the ones that never
+// got to prewrite.
+TEST_F(TransactionEngineTest, TransactionsOutliveTheirTransactionDB) {
+  Open();
+  ASSERT_OK(db_->CreateTable("accounts"));
+  std::unique_ptr<Transaction> done = std::move(db_->Begin()).value();
+  ASSERT_OK(done->Set("accounts", "bob", "c", "10"));
+  ASSERT_OK(done->Commit());
+  std::unique_ptr<Transaction> open = std::move(db_->Begin()).value();
+  ASSERT_OK(open->Set("accounts", "joe", "c", "2"));
+  std::unique_ptr<Transaction> reader = std::move(db_->Begin()).value();
+  ASSERT_OK(reader->Get("accounts", "bob", "c").status());
+
+  db_.reset();  // the handle goes first: the TransactionDB closes
+  for (Transaction* t : {open.get(), reader.get()}) {
+    Status s = t->Get("accounts", "bob", "c").status();
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.ToString().find("closed"), std::string::npos) << s.ToString();
+    EXPECT_EQ(t->Set("accounts", "x", "c", "1").code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(t->Commit().code(), Status::Code::kInvalidArgument);
+  }
+  EXPECT_EQ(done->commit_ts() > 0, true);
+  done.reset();
+  open.reset();
+  reader.reset();
+
+  ASSERT_NO_FATAL_FAILURE(OpenDB());
+  EXPECT_EQ(Read("accounts", "bob"), "10");
+  EXPECT_EQ(Read("accounts", "joe"), "<none>");
+  std::unique_ptr<RowStore> store =
+      NewTableRowStore(*engine_->OpenTenant("t")->OpenTable("accounts"));
   EXPECT_EQ(test::CountLocks(*store), 0u);
 }
 

@@ -125,7 +125,7 @@ class TransactionTest : public ::testing::Test {
     config.registry = registry_.get();
     config.tables = tables_;
     config.fail_point = [this](FailPoint p, uint64_t ts) { return hook_ ? hook_(p, ts) : false; };
-    Result<std::unique_ptr<TxnDB>> db = TxnDB::Make(std::move(config));
+    Result<std::unique_ptr<TransactionDB>> db = TxnDB::Make(std::move(config));
     ASSERT_OK(db.status());
     db_ = std::move(db).value();
   }
@@ -205,7 +205,7 @@ class TransactionTest : public ::testing::Test {
   std::shared_ptr<RecordingTables> tables_;
   TransactionDBOptions options_;
   std::function<bool(FailPoint, uint64_t)> hook_;
-  std::unique_ptr<TxnDB> db_;
+  std::unique_ptr<TransactionDB> db_;
 };
 
 // Cells of one column as (timestamp, value) pairs, newest first.
