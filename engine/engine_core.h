@@ -167,7 +167,8 @@ inline uint64_t GroupWriteBufferSize(const LocalityGroupState& group,
 
 // A memtable to write for a group whose memtables fill at
 // `write_buffer_size` bytes: its row filter has a bit per 8 of those bytes
-// (about 8 bits per row of 64-byte entries, 1.6% of the memtable's memory).
+// (about 8 bits per row of 64-byte entries), 1.6% of a full memtable, made
+// once the memtable is an eighth full (memtable/README.md).
 std::shared_ptr<memtable::MemTable> NewGroupMemTable(uint64_t write_buffer_size);
 
 // A new, empty group state for slot `index` of `tablet`, whose options are

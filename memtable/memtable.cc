@@ -107,7 +107,7 @@ void MemTable::AddToRowFilter(const Slice& cell_key) {
     }
   };
   if (filter == nullptr) {
-    if (filter_words_ == 0 || arena_.BytesInUse() < kRowFilterStart) return;
+    if (filter_words_ == 0 || arena_.BytesInUse() < RowFilterStart()) return;
     // Due: every entry so far goes in (the writer may walk the skiplist),
     // then readers may use it.
     filter_storage_.reset(new std::atomic<uint64_t>[filter_words_]);

@@ -34,14 +34,17 @@
 // The skiplist orders entries by memcmp of their key bytes alone.
 //
 // Row filter: a memtable made with row_filter_bytes > 0 keeps, once it holds
-// kRowFilterStart bytes, a blocked bloom filter over the rows of its entries
+// RowFilterStart() bytes, a blocked bloom filter over the rows of its entries
 // (their mc(row) prefixes): a point read of a row it does not hold then costs
-// one cache line instead of a skiplist search. Below that size the search is
-// cheap and an idle memtable costs no filter memory. Each row sets 6 bits in
+// one cache line instead of a skiplist search. The filter is made only once
+// the memtable's entries take 8 times its size (and at least 64 KiB), so it
+// never costs more than an eighth of them, and a small or idle memtable, whose
+// search is cheaper anyway, costs no filter memory. Each row sets 6 bits in
 // one 64-byte block; with 8 or more bits per row, about 2% false positives.
 #ifndef STRATA_MEMTABLE_MEMTABLE_H_
 #define STRATA_MEMTABLE_MEMTABLE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -58,8 +61,10 @@ namespace strata::memtable {
 
 class MemTable {
  public:
-  // A memtable holds this many bytes of entries before its row filter is made.
-  static constexpr size_t kRowFilterStart = 64 << 10;
+  // A memtable holds at least this many bytes of entries before its row
+  // filter is made, and 8 times the filter's size.
+  static constexpr size_t kRowFilterMinStart = 64 << 10;
+  static constexpr size_t kRowFilterStartRatio = 8;
 
   // `row_filter_bytes`: the size of the row filter, rounded up to 64 bytes;
   // 0 for none.
@@ -95,6 +100,10 @@ class MemTable {
   bool MayContainRow(const Slice& row_prefix) const;
   // Bytes of the row filter, once made (counted in ApproximateMemoryUsage).
   size_t row_filter_bytes() const;
+  // Bytes of entries (ApproximateDataSize) at which the row filter is made.
+  size_t RowFilterStart() const {
+    return std::max(kRowFilterMinStart, filter_words_ * 8 * kRowFilterStartRatio);
+  }
 
   // An iterator over (cell key, value) in cell-key (memcmp) order. The
   // memtable must outlive it. Entries added after creation may or may not be

@@ -617,7 +617,8 @@ TEST(MemTableRowFilterTest, AddedRowsAlwaysMatchAbsentRowsMostlyDoNot) {
   MemTable mem(8 << 10);  // 64 Ki bits for about 1000 rows
   MemTable plain;
   std::vector<std::string> added;
-  for (int i = 0; mem.ApproximateDataSize() < MemTable::kRowFilterStart + (32 << 10); i++) {
+  ASSERT_EQ(mem.RowFilterStart(), MemTable::kRowFilterMinStart);  // 8 KiB x 8 is below it
+  for (int i = 0; mem.ApproximateDataSize() < mem.RowFilterStart() + (32 << 10); i++) {
     // Rows with 0x00 bytes (escaped in their prefix) and several cells each.
     const std::string row = "row" + std::string(1, '\0') + std::to_string(i);
     for (uint16_t family = 1; family <= 2; family++) {
@@ -627,7 +628,7 @@ TEST(MemTableRowFilterTest, AddedRowsAlwaysMatchAbsentRowsMostlyDoNot) {
                 value);
     }
     added.push_back(row);
-    if (mem.ApproximateDataSize() < MemTable::kRowFilterStart) {
+    if (mem.ApproximateDataSize() < mem.RowFilterStart()) {
       EXPECT_EQ(mem.row_filter_bytes(), 0u);
       EXPECT_TRUE(mem.MayContainRow(prefix("absent" + std::to_string(i))));
     }
@@ -656,7 +657,8 @@ TEST(MemTableRowFilterTest, AddedRowsAlwaysMatchAbsentRowsMostlyDoNot) {
 TEST(MemTableRowFilterTest, ConcurrentReadersFindEveryRowTheyLearnedOf) {
   const std::string value(64, 'v');
   const int rows = test::UnderSanitizer() ? 4000 : 20000;
-  MemTable mem(64 << 10);
+  MemTable mem(16 << 10);  // made at 128 KiB of entries, midway
+  ASSERT_EQ(mem.RowFilterStart(), size_t{128} << 10);
   std::vector<std::string> prefixes(rows);
   for (int i = 0; i < rows; i++) AppendRowPrefix(&prefixes[i], "r" + std::to_string(i));
   std::atomic<bool> failed{false};
