@@ -10,6 +10,10 @@
 //   b_with_4_a_flooding A floods from 4 threads, so that A's writes queue
 //                       for the log behind one another and share its groups
 //                       with B's
+//   b_with_a_flooding_bg_nice
+//                       A floods from one thread, with the engine's flush and
+//                       compaction threads at nice 19
+//                       (EngineOptions::background_nice)
 //   b_alone_sync, b_with_a_flooding_sync
 //                       the first two with sync on for both tenants: B's
 //                       writes wait for an fdatasync, and share it with A's
@@ -60,6 +64,7 @@ struct Case {
   Neighbour neighbour = Neighbour::kNone;
   int a_threads = 1;  // flooding threads of tenant A
   bool sync = false;  // WriteOptions::sync of both tenants
+  int background_nice = 0;  // EngineOptions::background_nice
 };
 
 std::string BenchDir() {
@@ -92,6 +97,7 @@ void BM_NoisyNeighbour(benchmark::State& state, Case c) {
   strata::EngineOptions options;
   options.write_buffer_size = 2 << 20;
   options.total_write_buffer_size = 16 << 20;
+  options.background_nice = c.background_nice;
   auto opened = strata::Engine::Open(dir, options);
   if (!opened.ok()) {
     state.SkipWithError(opened.status().ToString().c_str());
@@ -210,6 +216,9 @@ BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone, Case{Neighbour::kNone})->UseRealTi
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding, Case{Neighbour::kFlooding})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_limited, Case{Neighbour::kLimited})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_4_a_flooding, Case{Neighbour::kFlooding, 4})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_bg_nice,
+                  Case{Neighbour::kFlooding, 1, false, 19})
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone_sync, Case{Neighbour::kNone, 1, true})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync, Case{Neighbour::kFlooding, 1, true})

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/coding.h"
+#include "common/thread_util.h"
 #include "engine/clamped_iterator.h"
 #include "engine/log_record.h"
 #include "engine/merging_iterator.h"
@@ -107,6 +108,10 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
         std::to_string(options.level0_compaction_trigger) + ", " +
         std::to_string(options.level0_slowdown_trigger) + ", " +
         std::to_string(options.level0_stop_trigger) + ")");
+  }
+  if (options.background_nice < 0 || options.background_nice > 19) {
+    return Status::InvalidArgument("background_nice must be in [0, 19] (got " +
+                                   std::to_string(options.background_nice) + ")");
   }
   if (options.max_background_compactions < 1 || options.max_background_compactions > 64) {
     return Status::InvalidArgument("max_background_compactions must be in [1, 64] (got " +
@@ -438,7 +443,14 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
   bg_cv_.SignalAll();
 }
 
+void EngineCore::StartBackgroundThread(const char* name) const {
+  SetCurrentThreadName(name);
+  // Best effort: raising a thread's nice value needs no privilege.
+  if (options_.background_nice > 0) (void)SetCurrentThreadNice(options_.background_nice);
+}
+
 void EngineCore::FlushThread() {
+  StartBackgroundThread("strata-flush");
   MutexLock l(&bg_mu_);
   while (!bg_stop_) {
     if (flush_queue_.empty()) {
@@ -465,6 +477,7 @@ void EngineCore::FlushThread() {
 }
 
 void EngineCore::CompactionThread() {
+  StartBackgroundThread("strata-compact");
   MutexLock l(&bg_mu_);
   while (!bg_stop_) {
     CompactionJob job;

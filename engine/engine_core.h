@@ -303,6 +303,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // Background work: one thread flushes; max_background_compactions
   // threads compact.
+  // Names the calling background thread and applies background_nice.
+  void StartBackgroundThread(const char* name) const;
   void FlushThread();
   void CompactionThread();
   // Splits tablets that have grown past tablet_split_size (engine/split.cc).

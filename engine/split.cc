@@ -76,6 +76,7 @@ uint64_t EngineCore::TabletBytes(const TabletState& tablet) {
 }
 
 void EngineCore::SplitThread() {
+  StartBackgroundThread("strata-split");
   // Tablets that could not be split, with their size then: tried again only
   // once they have grown by half.
   std::unordered_map<const TabletState*, uint64_t> stuck;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/coding.h"
+#include "common/thread_util.h"
 #include "strata/slice.h"
 #include "strata/table.h"
 
@@ -1188,6 +1189,7 @@ void TxnDB::RefreshPrimary(HeartbeatState* state) {
 }
 
 void TxnDB::HeartbeatThread() {
+  SetCurrentThreadName("strata-txn-hb");
   const uint64_t interval_micros = std::max<uint64_t>(
       1000, std::min<uint64_t>(config_.options.lock_ttl_millis * 1000 / 3, 1'000'000));
   MutexLock l(&mu_);
@@ -1244,6 +1246,7 @@ bool TxnDB::CommitSecondaries(const SecondaryJob& job, Status* status) {
 }
 
 void TxnDB::BackgroundThread() {
+  SetCurrentThreadName("strata-txn-bg");
   MutexLock l(&mu_);
   while (true) {
     while (jobs_.empty() && !stopping_) jobs_cv_.Wait();

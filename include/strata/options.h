@@ -84,6 +84,12 @@ struct EngineOptions {
   // A limit keeps compaction from starving foreground reads and writes of
   // disk bandwidth, at the risk of level 0 piling up under heavy writes.
   uint64_t compaction_rate_limit = 0;
+  // The nice value (0 to 19) of the engine's background threads: flush,
+  // compaction and tablet splits. Higher lets foreground reads and writes go
+  // first when every CPU is busy (one tenant's flood of writes then slows
+  // another tenant's reads less), at the risk of flushes and compactions
+  // falling behind, which writes then wait for (memtable and level-0 stops).
+  int background_nice = 0;
   // Memtable memory of the whole engine, split among tenants by their
   // TenantOptions::write_buffer_weight. A tenant whose memtables (active and
   // immutable, all its tables) hold more than its share has its largest

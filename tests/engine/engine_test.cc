@@ -2,6 +2,7 @@
 // tables, row mutations and reads with every delete kind and filter, bad
 // input, and recovery on reopen.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cctype>
@@ -11,7 +12,9 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/fault_injection_fs.h"
 #include "common/file_system.h"
@@ -542,6 +545,46 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   EXPECT_EQ(engine_->GetStats().last_sequence, seq + 1);
   Reopen();
   EXPECT_EQ(Read("row0")[0].value, "newer");
+}
+
+// The background threads carry names, and background_nice sets their nice
+// value; a value outside 0..19 is refused.
+TEST(EngineThreadsTest, BackgroundThreadsAreNamedAndNiced) {
+  ScratchDir dir("threads");
+  EngineOptions options;
+  options.background_nice = 6;
+  options.max_background_compactions = 2;
+  auto engine = Engine::Open(dir.path(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  // The threads set their name and nice value as they start.
+  std::map<std::string, std::vector<int>> nice_by_name;
+  for (int attempt = 0; attempt < 500; attempt++) {
+    nice_by_name.clear();
+    std::vector<std::string> tids;
+    ASSERT_TRUE(FileSystem::Default()->GetChildren("/proc/self/task", &tids).ok());
+    for (const std::string& tid : tids) {
+      std::string comm;
+      if (!ReadFileToString(FileSystem::Default(), "/proc/self/task/" + tid + "/comm", &comm)
+               .ok()) {
+        continue;  // the thread ended
+      }
+      while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      nice_by_name[comm].push_back(getpriority(PRIO_PROCESS, static_cast<id_t>(std::stoi(tid))));
+    }
+    if (nice_by_name["strata-flush"] == std::vector<int>{6} &&
+        nice_by_name["strata-compact"] == std::vector<int>{6, 6}) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(nice_by_name["strata-flush"], std::vector<int>{6});
+  EXPECT_EQ(nice_by_name["strata-compact"], (std::vector<int>{6, 6}));
+  ASSERT_TRUE((*engine)->Close().ok());
+
+  for (int bad : {-1, 20}) {
+    options.background_nice = bad;
+    EXPECT_TRUE(Engine::Open(dir.path(), options).status().IsInvalidArgument()) << bad;
+  }
 }
 
 // A group with a write buffer size of its own flushes at that size while

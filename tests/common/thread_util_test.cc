@@ -1,0 +1,42 @@
+#include "common/thread_util.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "common/file_system.h"
+
+namespace strata {
+namespace {
+
+std::string Comm(long tid) {
+  std::string comm;
+  EXPECT_TRUE(ReadFileToString(FileSystem::Default(),
+                               "/proc/self/task/" + std::to_string(tid) + "/comm", &comm)
+                  .ok());
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm;
+}
+
+TEST(ThreadUtilTest, NamesAndNiceBelongToTheCallingThreadAlone) {
+  const long main_tid = syscall(SYS_gettid);
+  const std::string main_comm = Comm(main_tid);
+  const int main_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(main_tid));
+  std::thread t([&] {
+    const long tid = syscall(SYS_gettid);
+    SetCurrentThreadName("strata-a-very-long-name");
+    EXPECT_EQ(Comm(tid), "strata-a-very-l");  // cut to 15 bytes
+    ASSERT_TRUE(SetCurrentThreadNice(7).ok());
+    EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(tid)), 7);
+  });
+  t.join();
+  EXPECT_EQ(Comm(main_tid), main_comm);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(main_tid)), main_nice);
+}
+
+}  // namespace
+}  // namespace strata
