@@ -1893,7 +1893,7 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
   sink->BeginRow(groups_read);
   for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
-    STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], table_cache_.get(),
+    STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], static_cast<uint32_t>(g), table_cache_.get(),
                                             table.budget->cache_id(), prefix, snapshot, filter,
                                             schema, sink));
   }

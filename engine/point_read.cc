@@ -58,10 +58,14 @@ Status Probe(std::unique_ptr<InternalIterator> it, std::shared_ptr<sstable::Tabl
   return it->status();
 }
 
+// `min_wanted`: ResolvedFilter::MinWantedTimestamp of the read.
 Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
-                 sstable::BlockCache::TenantId tenant, const Slice& prefix, Sources* sources) {
+                 sstable::BlockCache::TenantId tenant, const Slice& prefix, uint64_t min_wanted,
+                 Sources* sources) {
   Result<std::shared_ptr<sstable::TableReader>> reader = tables->Get(file.meta.number, tenant);
   if (!reader.ok()) return reader.status();
+  // Every cell older than the read wants, markers too: nothing for it.
+  if ((*reader)->properties().max_timestamp < min_wanted) return Status::OK();
   if (!(*reader)->RowPrefixMayMatch(prefix)) return Status::OK();
   std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
   return Probe(std::move(it), std::move(reader.value()), prefix, sources);
@@ -69,11 +73,12 @@ Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
 
 }  // namespace
 
-Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
+Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
                         sstable::BlockCache::TenantId tenant, const Slice& prefix,
                         SequenceNumber snapshot,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   Sources sources;
+  const uint64_t min_wanted = filter.MinWantedTimestamp(schema, group);
   // Memtables: the view keeps them alive for the call. The caller read the
   // snapshot after the Adds of every entry it may see, so their rows are in
   // the row filters.
@@ -91,7 +96,7 @@ Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
       for (const auto& f : files) {
         if (Slice(f->meta.largest).compare(prefix) < 0) continue;
         if (!StartsAtOrBeforeRow(f->meta.smallest, prefix)) continue;
-        STRATA_RETURN_IF_ERROR(ProbeFile(*f, tables, tenant, prefix, &sources));
+        STRATA_RETURN_IF_ERROR(ProbeFile(*f, tables, tenant, prefix, min_wanted, &sources));
       }
       continue;
     }
@@ -102,7 +107,7 @@ Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
       return Slice(f->meta.largest).compare(prefix) < 0;
     });
     for (; it != files.end() && StartsAtOrBeforeRow((*it)->meta.smallest, prefix); ++it) {
-      STRATA_RETURN_IF_ERROR(ProbeFile(**it, tables, tenant, prefix, &sources));
+      STRATA_RETURN_IF_ERROR(ProbeFile(**it, tables, tenant, prefix, min_wanted, &sources));
     }
   }
   if (sources.size() == 0) return Status::OK();

@@ -25,10 +25,10 @@ struct GroupView;
 
 // Hands *out the visible cells of the row whose encoded prefix is
 // `row_prefix` (AppendRowPrefix) that pass `filter`, as of `snapshot`, in
-// cell-key order.
+// cell-key order, from `view`, the view of locality group `group`.
 // `view` must stay alive for the call (it keeps the files on disk); tables
 // it opens charge their cached blocks to `tenant`.
-Status ReadRowFromGroup(const GroupView& view, sstable::TableCache* tables,
+Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
                         sstable::BlockCache::TenantId tenant, const Slice& row_prefix,
                         SequenceNumber snapshot,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out);

@@ -100,6 +100,25 @@ void ResolvedFilter::SortColumns() {
   columns_.resize(kept);
 }
 
+uint64_t ResolvedFilter::MinWantedTimestamp(const Schema& schema, uint32_t group) const {
+  auto in_group = [&](uint16_t family) {
+    const FamilyInfo* f = schema.FamilyById(family);
+    return f != nullptr && f->locality_group == group;
+  };
+  bool whole = all_families;
+  for (size_t id = 0; id < families.size() && !whole; id++) {
+    whole = families[id] && in_group(static_cast<uint16_t>(id));
+  }
+  uint64_t lowest = whole ? min_timestamp : kMaxTimestamp;
+  for (const Span& c : columns_) {
+    // A column's bytes start with its family id.
+    if (in_group(DecodeBigEndian16(column_bytes_.data() + c.offset))) {
+      lowest = std::min(lowest, c.range.min_timestamp);
+    }
+  }
+  return lowest;
+}
+
 bool ResolvedFilter::MayWantFamily(uint16_t family) const {
   if (WantsFamily(family)) return true;
   char id[2];

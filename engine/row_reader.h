@@ -67,6 +67,11 @@ class ResolvedFilter {
   }
   // Whether any column of `family` may be wanted (whole family or single columns).
   bool MayWantFamily(uint16_t family) const;
+  // The lowest timestamp any wanted version of a family in locality group
+  // `group` of `schema` may have: an SSTable of the group whose cells (delete
+  // markers included) are all older has nothing for the read, since its
+  // markers hide only versions older still.
+  uint64_t MinWantedTimestamp(const Schema& schema, uint32_t group) const;
 
   // Makes room for `columns` more single columns whose qualifiers have
   // `qualifier_bytes` bytes in all.

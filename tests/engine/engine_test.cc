@@ -1625,6 +1625,65 @@ TEST_F(EngineSplitTest, SplitsUnderConcurrentWritesAndReadsLoseNothing) {
 namespace strata {
 namespace {
 
+// A point read skips a file whose cells, delete markers included, are all
+// older than the versions it asks for; the same read with an older range
+// reads the file.
+TEST(EnginePointReadTest, FilesOlderThanTheReadAreNotRead) {
+  test::ScratchDir dir("older");
+  test::CountingReadFileSystem fs;
+  EngineOptions o;
+  o.file_system = &fs;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  TableSchema schema;
+  schema.locality_groups.push_back({.name = "g", .block_size = 256});  // a block per few rows
+  schema.locality_groups.push_back({.name = "other"});
+  schema.families.push_back({.name = "f", .locality_group = "g"});
+  schema.families.push_back({.name = "h", .locality_group = "other"});
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", schema).ok());
+  Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  for (int i = 0; i < 200; i++) {  // the older file: timestamps 1..5 and a marker at 5
+    RowMutation m;
+    m.Put("f", "q", 1 + i % 5, std::string(40, 'v')).DeleteCell("f", "gone", 5);
+    ASSERT_TRUE(t.Mutate(WriteOptions(), "r" + std::to_string(1000 + i), m).ok());
+  }
+  ASSERT_TRUE((*e)->Flush().ok());
+  RowMutation newer;
+  newer.Put("f", "q", 50, "new");
+  ASSERT_TRUE(t.Mutate(WriteOptions(), "r1000", newer).ok());
+  ASSERT_TRUE((*e)->Flush().ok());
+  ASSERT_EQ((*e)->GetStats().table_files, 2u);
+  auto read = [&](const std::string& row, uint64_t min_timestamp) {
+    Result<std::vector<Cell>> cells =
+        t.ReadRow(ReadOptions(), row, RowFilter{.min_timestamp = min_timestamp});
+    EXPECT_TRUE(cells.ok());
+    return cells.ok() ? cells->size() : size_t{999};
+  };
+  // Opens both files and reads r1000's blocks in each.
+  ASSERT_EQ(read("r1000", 1), 2u);
+  ASSERT_EQ(read("r1000", 10), 1u);  // only the newer file's version
+
+  uint64_t before = fs.reads();
+  EXPECT_EQ(read("r1150", 6), 0u);  // the older file holds only timestamps up to 5
+  EXPECT_EQ(fs.reads(), before) << "a file older than the read was read";
+  // A check-and-mutate's conditions: each group's files are judged by the
+  // ranges of its own columns (h, in the other group, asks for everything).
+  before = fs.reads();
+  Result<CheckAndMutateResult> checked = t.CheckAndMutate(
+      WriteOptions(), "r1160",
+      {Condition::NoCellInRange("f", "q", 6, kMaxTimestamp),
+       Condition::NoCellInRange("h", "q", kMinTimestamp, kMaxTimestamp)},
+      RowMutation());
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_TRUE(checked->applied);
+  EXPECT_EQ(fs.reads(), before) << "a condition read a file older than its range";
+  before = fs.reads();
+  EXPECT_EQ(read("r1174", 5), 1u);  // its one version, at 5
+  EXPECT_GT(fs.reads(), before) << "the file the read needs was not read";
+  ASSERT_TRUE((*e)->Close().ok());
+}
+
 TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
   test::ScratchDir dir("inmemory");
   test::CountingReadFileSystem fs;
