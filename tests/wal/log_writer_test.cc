@@ -31,6 +31,28 @@ std::unique_ptr<LogWriter> OpenWriter(const LogOptions& options, const std::stri
   return w;
 }
 
+// A power failure under the writers of `*w`: the file system stops at once,
+// `*crashed` tells the writer threads to end, and the data never synced is
+// dropped (even rounds) or torn (odd rounds). Then *got and *info are what
+// recovery finds in `dir`.
+void CrashAndRecover(FaultInjectionFileSystem* fs, std::atomic<bool>* crashed,
+                     std::vector<std::thread>* threads, std::unique_ptr<LogWriter>* w,
+                     const std::string& dir, int round, std::vector<Rec>* got,
+                     RecoveryInfo* info) {
+  fs->SetFilesystemActive(false);  // the instant of the crash
+  crashed->store(true);
+  for (auto& t : *threads) t.join();
+  w->reset();
+  Random rnd(round);
+  if (round % 2 == 0) {
+    ASSERT_OK(fs->DropUnsyncedData());
+  } else {
+    ASSERT_OK(fs->TearUnsyncedData(&rnd));
+  }
+  fs->SetFilesystemActive(true);
+  ASSERT_OK(Recover(dir, RecoveryMode::kTolerateTornTail, got, info, fs)) << "round " << round;
+}
+
 class LogWriterTest : public ::testing::TestWithParam<bool> {
  protected:
   bool uring() const { return GetParam(); }
@@ -467,22 +489,10 @@ TEST(LogWriterCrashTest, SyncedWriteCoversEarlierUnsyncedOnes) {
     last.payload = "the synced write";
     last.sync = true;
     ASSERT_OK(w->Write(&last));
-    fs.SetFilesystemActive(false);  // the instant of the crash
-    crashed = true;
-    for (auto& t : threads) t.join();
-    w.reset();
-    Random rnd(round);
-    if (round % 2 == 0) {
-      ASSERT_OK(fs.DropUnsyncedData());
-    } else {
-      ASSERT_OK(fs.TearUnsyncedData(&rnd));
-    }
-    fs.SetFilesystemActive(true);
-
     std::vector<Rec> got;
     RecoveryInfo info;
-    ASSERT_OK(Recover(dir.path(), RecoveryMode::kTolerateTornTail, &got, &info, &fs))
-        << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(
+        CrashAndRecover(&fs, &crashed, &threads, &w, dir.path(), round, &got, &info));
     std::set<std::string> found;
     for (const Rec& r : got) found.insert(r.payload);
     EXPECT_EQ(found.count(last.payload.ToString()), 1u) << "round " << round;
@@ -810,22 +820,10 @@ TEST(LogWriterCrashTest, AcknowledgedRecordsSurvivePowerLoss) {
       });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + round * 5));
-    fs.SetFilesystemActive(false);  // the instant of the crash
-    crashed = true;
-    for (auto& t : threads) t.join();
-    w.reset();
-    Random rnd(round);
-    if (round % 2 == 0) {
-      ASSERT_OK(fs.DropUnsyncedData());
-    } else {
-      ASSERT_OK(fs.TearUnsyncedData(&rnd));
-    }
-    fs.SetFilesystemActive(true);
-
     std::vector<Rec> got;
     RecoveryInfo info;
-    ASSERT_OK(Recover(dir.path(), RecoveryMode::kTolerateTornTail, &got, &info, &fs))
-        << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(
+        CrashAndRecover(&fs, &crashed, &threads, &w, dir.path(), round, &got, &info));
     std::map<std::string, SequenceNumber> found;
     for (size_t i = 0; i < got.size(); i++) {
       found[got[i].payload] = got[i].first;
