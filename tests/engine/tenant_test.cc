@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -156,6 +157,41 @@ class TenantTest : public ::testing::Test {
     auto t = TenantOf(tenant).OpenTable(name);
     EXPECT_OK(t);
     return t.ok() ? *t : Table();
+  }
+
+  // Tenant a's writes are about to stop on backpressure: a write of
+  // `a_value` to a's row "late" waits until `stops()` is 1, and then stays
+  // held while tenant b writes 20 rows of `b_value` through (`held_for`
+  // names what holds a). `while_held` checks more before `unblock()` lets a
+  // go; both writes then land.
+  void ExpectOnlyTenantAHeld(Table& at, Table& bt, const std::string& a_value,
+                             const std::string& b_value, const std::function<uint64_t()>& stops,
+                             const char* held_for, const std::function<void()>& while_held,
+                             const std::function<void()>& unblock) {
+    std::atomic<bool> a_done{false}, b_done{false};
+    Status a_write;
+    std::thread a_writer([&] {
+      a_write = at.Mutate(WriteOptions(), "late", PutOf(a_value));
+      a_done.store(true);
+    });
+    EXPECT_TRUE(Eventually([&] { return stops() == 1; }));
+    std::thread b_writer([&] {
+      for (int j = 0; j < 20; j++) {
+        EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(b_value)));
+      }
+      b_done.store(true);
+    });
+    EXPECT_TRUE(Eventually([&] { return b_done.load(); })) << "tenant b was held by " << held_for;
+    EXPECT_FALSE(a_done.load());  // a's background work cannot finish while blocked
+    EXPECT_EQ(stops(), 1u);
+    while_held();
+
+    unblock();
+    a_writer.join();
+    b_writer.join();
+    ASSERT_OK(a_write);
+    EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
+    EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
   }
 
   ScratchDir dir_{"tenant"};
@@ -409,33 +445,11 @@ TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
   fill_a(2);
   ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
 
-  std::atomic<bool> a_done{false}, b_done{false};
-  Status a_write;
-  std::thread a_writer([&] {
-    a_write = at.Mutate(WriteOptions(), "late", PutOf("late"));
-    a_done.store(true);
-  });
-  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().write_stops == 1; }));
   // Tenant b writes on, neither stopped nor slowed.
-  std::thread b_writer([&] {
-    for (int j = 0; j < 20; j++) {
-      EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf("b")));
-    }
-    b_done.store(true);
-  });
-  EXPECT_TRUE(Eventually([&] { return b_done.load(); }))
-      << "tenant b was held by tenant a's level 0";
-  EXPECT_FALSE(a_done.load());  // a's compaction cannot finish while reads are blocked
-  const EngineStats st = engine_->GetStats();
-  EXPECT_EQ(st.write_stops, 1u);
-  EXPECT_EQ(st.write_slowdowns, 0u);
-
-  fs.UnblockReads();
-  a_writer.join();
-  b_writer.join();
-  ASSERT_OK(a_write);
-  EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
-  EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
+  ExpectOnlyTenantAHeld(
+      at, bt, "late", "b", [&] { return engine_->GetStats().write_stops; },
+      "tenant a's level 0", [&] { EXPECT_EQ(engine_->GetStats().write_slowdowns, 0u); },
+      [&] { fs.UnblockReads(); });
 }
 
 // The engine-wide memtable stop (max_immutable_memtables) holds the tenants
@@ -468,31 +482,10 @@ TEST_F(TenantTest, MemtableStopHoldsOnlyTenantsWithMemtablesWaiting) {
   ASSERT_GT(StatsOf(a).immutable_memtable_bytes, 0u);
   ASSERT_EQ(StatsOf(b).immutable_memtable_bytes, 0u);
 
-  std::atomic<bool> a_done{false}, b_done{false};
-  Status a_write;
-  std::thread a_writer([&] {
-    a_write = at.Mutate(WriteOptions(), "late", PutOf(value));
-    a_done.store(true);
-  });
-  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().memtable_stops == 1; }));
   // Tenant b, none of whose memtables waits, writes on (less than a memtable).
-  std::thread b_writer([&] {
-    for (int j = 0; j < 20; j++) {
-      EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(value)));
-    }
-    b_done.store(true);
-  });
-  EXPECT_TRUE(Eventually([&] { return b_done.load(); }))
-      << "tenant b was held by tenant a's memtables";
-  EXPECT_FALSE(a_done.load());  // a's flushes cannot finish while blocked
-  EXPECT_EQ(engine_->GetStats().memtable_stops, 1u);
-
-  fs.Unblock();
-  a_writer.join();
-  b_writer.join();
-  ASSERT_OK(a_write);
-  EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
-  EXPECT_EQ(bt.ReadRow(ReadOptions(), "r19")->size(), 1u);
+  ExpectOnlyTenantAHeld(
+      at, bt, value, value, [&] { return engine_->GetStats().memtable_stops; },
+      "tenant a's memtables", [] {}, [&] { fs.Unblock(); });
 }
 
 // ----------------------------------------------------------------------------
