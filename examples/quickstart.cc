@@ -280,6 +280,13 @@ int main(int argc, char** argv) {
   if (!services.ok()) return Fail("open transaction services", services.status());
   auto db = strata::TransactionDB::Open(*services, *tenant);
   if (!db.ok()) return Fail("open transaction db", db.status());
+  // Closes the transaction db and lets go of it and the services.
+  auto close_transactions = [&]() -> strata::Status {
+    strata::Status closed = (*db)->Close();
+    db->reset();
+    services->reset();
+    return closed;
+  };
   s = (*db)->CreateTable("accounts");
   if (!s.ok()) return Fail("create table accounts", s);
   {
@@ -302,10 +309,8 @@ int main(int argc, char** argv) {
               kAccounts * kInitialBalance);
 
   std::printf("9. close and reopen, audit again\n");
-  s = (*db)->Close();
+  s = close_transactions();
   if (!s.ok()) return Fail("close transaction db", s);
-  db->reset();
-  services->reset();
   s = (*engine)->Close();
   if (!s.ok()) return Fail("close", s);
   engine->reset();
@@ -325,10 +330,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("  the accounts still sum to %lld\n", static_cast<long long>(*total));
-  s = (*db)->Close();
+  s = close_transactions();
   if (!s.ok()) return Fail("close transaction db", s);
-  db->reset();
-  services->reset();
 
   s = (*engine)->Close();
   if (!s.ok()) return Fail("close", s);
