@@ -87,24 +87,10 @@ bool Eventually(F done) {
 // flushes go on.
 class BlockingTableFs : public test::ForwardingFileSystem {
  public:
-  void Block() {
-    std::lock_guard<std::mutex> l(mu_);
-    blocked_ = true;
-  }
-  void Unblock() {
-    std::lock_guard<std::mutex> l(mu_);
-    blocked_ = false;
-    cv_.notify_all();
-  }
-  void BlockReads() {
-    std::lock_guard<std::mutex> l(mu_);
-    reads_blocked_ = true;
-  }
-  void UnblockReads() {
-    std::lock_guard<std::mutex> l(mu_);
-    reads_blocked_ = false;
-    cv_.notify_all();
-  }
+  void Block() { Set(&blocked_, true); }
+  void Unblock() { Set(&blocked_, false); }
+  void BlockReads() { Set(&reads_blocked_, true); }
+  void UnblockReads() { Set(&reads_blocked_, false); }
 
   Status NewRandomAccessFile(const std::string& path,
                              std::unique_ptr<RandomAccessFile>* result) override {
@@ -128,6 +114,12 @@ class BlockingTableFs : public test::ForwardingFileSystem {
  private:
   static bool IsTable(const std::string& path) {
     return path.size() > 4 && path.compare(path.size() - 4, 4, ".sst") == 0;
+  }
+  // Sets *flag; clearing it wakes the waiting calls.
+  void Set(bool* flag, bool on) {
+    std::lock_guard<std::mutex> l(mu_);
+    *flag = on;
+    if (!on) cv_.notify_all();
   }
 
   std::mutex mu_;
