@@ -64,6 +64,14 @@ std::string EncodeHeader() {
   return h;
 }
 
+// Readers refuse longer edits (a guard against allocating for a damaged
+// length), so none is ever written.
+Status CheckEditSize(const std::string& path, const std::string& payload) {
+  if (payload.size() <= kMaxEditSize) return Status::OK();
+  return Status::InvalidArgument(path + ": manifest edit of " + std::to_string(payload.size()) +
+                                 " bytes is over the limit of " + std::to_string(kMaxEditSize));
+}
+
 std::string FrameRecord(const std::string& payload) {
   std::string rec;
   char len[4];
@@ -468,7 +476,11 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
       if (len != ~DecodeFixed32(data.data() + pos + 8)) {
         return Status::Corruption(where + ": edit length field damaged");
       }
-      if (len > kMaxEditSize || data.size() - pos - kRecordHeaderSize < len) break;  // torn body
+      if (data.size() - pos - kRecordHeaderSize < len) break;  // torn body
+      if (len > kMaxEditSize) {
+        return Status::Corruption(where + ": edit of " + std::to_string(len) +
+                                  " bytes is over the limit of " + std::to_string(kMaxEditSize));
+      }
       uint32_t expected = DecodeFixed32(data.data() + pos);
       ChecksumBuilder ck(kChecksumSeed);
       ck.Update(data.data() + pos + 4, 4);
@@ -492,6 +504,7 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
   std::string fresh = EncodeHeader();
   std::string payload;
   catalog->Snapshot().EncodeTo(&payload);
+  STRATA_RETURN_IF_ERROR(CheckEditSize(path, payload));
   fresh += FrameRecord(payload);
   STRATA_RETURN_IF_ERROR(WriteFileAtomically(fs, path, fresh));
 
@@ -508,6 +521,8 @@ Status Manifest::Append(const VersionEdit& edit) {
   if (file_ == nullptr) return Status::InvalidArgument(path_ + ": manifest is closed");
   std::string payload;
   edit.EncodeTo(&payload);
+  // Refused before anything is written: the manifest stays as it was.
+  STRATA_RETURN_IF_ERROR(CheckEditSize(path_, payload));
   Status s = file_->Append(FrameRecord(payload));
   if (s.ok()) s = file_->Sync();
   if (!s.ok()) error_ = s;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/coding.h"
 #include "common/file_system.h"
 #include "util/test_util.h"
 
@@ -165,6 +166,42 @@ TEST_F(ManifestDamageTest, FlippedBitsAreCorruption) {
     }
   }
   EXPECT_GT(corrupt, 0);
+}
+
+// Edits over the 64 MiB limit: the writer refuses them with the manifest
+// unchanged; a reader meets one only in a damaged file, where a complete one
+// is Corruption (not a torn tail that would drop every later edit).
+TEST_F(ManifestDamageTest, OversizeEditsAreRefusedAndNeverReadAsTorn) {
+  constexpr size_t kLimit = size_t{64} << 20;
+  {
+    Catalog c;
+    std::unique_ptr<Manifest> m;
+    ASSERT_TRUE(Manifest::Open(fs_, dir_.path(), false, &c, &m).ok());
+    VersionEdit huge = TenantEdit(3, std::string(kLimit, 'x'));
+    Status s = m->Append(huge);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_TRUE(m->Append(TenantEdit(3, "three")).ok()) << "the manifest still takes edits";
+    ASSERT_TRUE(m->Close().ok());
+    Catalog again;
+    ASSERT_TRUE(Manifest::Open(fs_, dir_.path(), false, &again, &m).ok());
+    EXPECT_EQ(again.tenants.size(), 3u);
+    ASSERT_TRUE(m->Close().ok());
+  }
+  // A record header naming limit + 1 bytes (its length check intact).
+  std::string header(12, '\0');
+  const uint32_t len = static_cast<uint32_t>(kLimit + 1);
+  EncodeFixed32(header.data() + 4, len);
+  EncodeFixed32(header.data() + 8, ~len);
+  const std::string prefix = good_.substr(0, size_before_last_);
+  Catalog c;
+  Status s =
+      OpenWith(prefix + header + std::string(len, 'y') + good_.substr(size_before_last_), &c);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  // Cut short, it is a torn last record and is dropped.
+  Catalog torn;
+  s = OpenWith(prefix + header + std::string(100, 'y'), &torn);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(torn.tenants.size(), 1u);
 }
 
 }  // namespace
