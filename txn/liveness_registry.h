@@ -47,6 +47,10 @@ class LivenessRegistry {
   // The id of this instance.
   virtual uint64_t instance_id() const = 0;
 
+  // How long an owner stays alive without a Heartbeat (microseconds).
+  // Coordinators heartbeat several times within it.
+  virtual uint64_t timeout_micros() const = 0;
+
   // A new owner of this instance, alive as of now.
   virtual Result<Owner> Register() = 0;
 

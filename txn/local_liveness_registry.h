@@ -67,6 +67,7 @@ class LocalLivenessRegistry final : public LivenessRegistry {
   LocalLivenessRegistry& operator=(const LocalLivenessRegistry&) = delete;
 
   uint64_t instance_id() const override { return instance_id_; }
+  uint64_t timeout_micros() const override { return timeout_nanos_ / 1000; }
   Result<Owner> Register() override LOCKS_EXCLUDED(mu_);
   Status Heartbeat(const Owner& owner) override LOCKS_EXCLUDED(mu_);
   Status Unregister(const Owner& owner) override LOCKS_EXCLUDED(mu_);

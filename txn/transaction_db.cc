@@ -1,6 +1,7 @@
 #include "txn/transaction_db.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <map>
 #include <utility>
@@ -1040,6 +1041,12 @@ class TenantTables final : public TableResolver {
 
 }  // namespace
 
+uint64_t HeartbeatIntervalMicros(uint64_t lock_ttl_millis, uint64_t liveness_timeout_micros) {
+  const uint64_t ttl_micros = lock_ttl_millis > UINT64_MAX / 1000 ? UINT64_MAX
+                                                                  : lock_ttl_millis * 1000;
+  return std::clamp<uint64_t>(std::min(ttl_micros, liveness_timeout_micros) / 3, 100, 1'000'000);
+}
+
 const char* FailPointName(FailPoint point) {
   switch (point) {
     case FailPoint::kAfterPrimaryPrewrite:
@@ -1190,8 +1197,8 @@ void TxnDB::RefreshPrimary(HeartbeatState* state) {
 
 void TxnDB::HeartbeatThread() {
   SetCurrentThreadName("strata-txn-hb");
-  const uint64_t interval_micros = std::max<uint64_t>(
-      1000, std::min<uint64_t>(config_.options.lock_ttl_millis * 1000 / 3, 1'000'000));
+  const uint64_t interval_micros = HeartbeatIntervalMicros(
+      config_.options.lock_ttl_millis, config_.registry->timeout_micros());
   MutexLock l(&mu_);
   while (!stopping_) {
     cv_.WaitFor(static_cast<int64_t>(interval_micros));

@@ -61,8 +61,11 @@ struct TransactionServicesOptions {
   // the clock after a crash.
   uint64_t oracle_window_millis = 3000;
   // How long a coordinator stays alive without a heartbeat (microseconds).
-  // The TransactionDB heartbeats its live transactions a few times per
-  // timeout. Longer: a hung coordinator blocks readers of its locks longer.
+  // The TransactionDB heartbeats its live transactions every third of this or
+  // of TransactionDBOptions::lock_ttl_millis, whichever is shorter, but at
+  // least every second and at most every 100 us (so a timeout under about
+  // 300 us lets live coordinators die between beats). Longer: a hung
+  // coordinator blocks readers of its locks longer.
   uint64_t liveness_timeout_micros = 10'000'000;
 };
 
@@ -112,7 +115,8 @@ struct TransactionDBOptions {
   bool sync = true;
   // A lock's time to live (milliseconds of wall time). A lock older than this
   // whose transaction has not refreshed it may be rolled back by anyone. Live
-  // transactions refresh it with a heartbeat every third of it.
+  // transactions refresh it with a heartbeat every third of it (or of the
+  // liveness timeout, when that is shorter), at least every second.
   uint64_t lock_ttl_millis = 3000;
   // Values up to this many bytes are stored in the commit record itself, so
   // a read of them needs no second lookup. 0 stores every value in `data`.

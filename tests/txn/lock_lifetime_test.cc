@@ -220,5 +220,51 @@ TEST_F(LockLifetimeTest, ReaderRollsBackACoordinatorStoppedAfterCommitTsAtOnce) 
   EXPECT_EQ(Read(early.get(), "x"), "old");
 }
 
+// The heartbeat follows the shorter of the lock TTL and the liveness timeout.
+TEST(HeartbeatIntervalTest, AThirdOfTheShorterLifetimeWithinBounds) {
+  EXPECT_EQ(HeartbeatIntervalMicros(3000, 10'000'000), 1'000'000u);  // a third of 3 s is 1 s
+  EXPECT_EQ(HeartbeatIntervalMicros(60'000, 10'000'000), 1'000'000u);  // at most a second
+  EXPECT_EQ(HeartbeatIntervalMicros(3000, 600'000), 200'000u);  // the timeout is shorter
+  EXPECT_EQ(HeartbeatIntervalMicros(30, 10'000'000), 10'000u);  // the TTL is shorter
+  EXPECT_EQ(HeartbeatIntervalMicros(1, 1), 100u);               // at least 100 us
+  EXPECT_EQ(HeartbeatIntervalMicros(UINT64_MAX, UINT64_MAX), 1'000'000u);
+}
+
+// A liveness timeout much shorter than the lock TTL: a coordinator that
+// stays between its prewrites and its commit for several timeouts (real
+// time) is kept alive by the heartbeat, and commits.
+TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
+  test::ScratchDir dir("txn_short_liveness");
+  LocalLivenessRegistryOptions registry_options;
+  registry_options.timeout_micros = 600'000;
+  std::unique_ptr<LocalLivenessRegistry> registry;
+  ASSERT_OK(LocalLivenessRegistry::Open(dir.path(), registry_options, &registry));
+  auto tables = std::make_shared<test::ModelTables>();
+  ASSERT_OK(tables->Create("bank"));
+  test::CountingOracle oracle;
+  uint64_t stop_at = 0;
+  TxnDBConfig config;
+  config.options.sync = false;
+  config.options.lock_ttl_millis = 60'000;
+  config.oracle = &oracle;
+  config.registry = registry.get();
+  config.tables = tables;
+  config.fail_point = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == stop_at) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 2.5 timeouts
+    }
+    return false;
+  };
+  Result<std::unique_ptr<TransactionDB>> db = TxnDB::Make(std::move(config));
+  ASSERT_OK(db.status());
+  Result<std::unique_ptr<Transaction>> t = (*db)->Begin({});
+  ASSERT_OK(t.status());
+  ASSERT_OK((*t)->Set("bank", "x", "c", "1"));
+  ASSERT_OK((*t)->Set("bank", "y", "c", "2"));
+  stop_at = (*t)->start_ts();
+  EXPECT_OK((*t)->Commit());
+  EXPECT_OK((*db)->Close());
+}
+
 }  // namespace
 }  // namespace strata::txn
