@@ -574,7 +574,8 @@ LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
   lock.primary_table = primary_->table;
   lock.primary_row = primary_->row;
   lock.primary_column = primary_->column;
-  if (w.kind == MutationKind::kPut && w.value.size() <= db_->config().options.max_inline_value) {
+  const uint32_t max_inline = db_->config().options.max_inline_value;
+  if (w.kind == MutationKind::kPut && max_inline > 0 && w.value.size() <= max_inline) {
     lock.has_inline_value = true;
     lock.inline_value = w.value;
   }

@@ -339,6 +339,18 @@ TEST_F(TransactionTest, ShortValuesAreInlineInTheWriteRecord) {
   EXPECT_EQ(Read("bank", "b", "c"), "12345");
 }
 
+// max_inline_value 0 keeps every value in `data`, the empty one too.
+TEST_F(TransactionTest, NoInlineValuesAtZeroNotEvenEmptyOnes) {
+  options_.max_inline_value = 0;
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "a", "c", ""));
+  ASSERT_OK(t->Commit());
+  EXPECT_EQ(CellsOf(Store("bank"), "a", kDataFamily).size(), 1u);
+  EXPECT_FALSE(WriteAt(Store("bank"), "a", t->commit_ts()).has_inline_value);
+  EXPECT_EQ(Read("bank", "a", "c"), "");
+}
+
 TEST_F(TransactionTest, ReadSeesExactlyTheCommitsBeforeItsStart) {
   Open();
   std::unique_ptr<Transaction> w1 = Begin();
