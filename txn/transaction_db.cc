@@ -1,8 +1,8 @@
 #include "txn/transaction_db.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <utility>
 
@@ -1043,8 +1043,8 @@ class TenantTables final : public TableResolver {
 }  // namespace
 
 uint64_t HeartbeatIntervalMicros(uint64_t lock_ttl_millis, uint64_t liveness_timeout_micros) {
-  const uint64_t ttl_micros = lock_ttl_millis > UINT64_MAX / 1000 ? UINT64_MAX
-                                                                  : lock_ttl_millis * 1000;
+  const uint64_t ttl_micros =
+      lock_ttl_millis > UINT64_MAX / 1000 ? UINT64_MAX : lock_ttl_millis * 1000;
   return std::clamp<uint64_t>(std::min(ttl_micros, liveness_timeout_micros) / 3, 100, 1'000'000);
 }
 
@@ -1198,8 +1198,8 @@ void TxnDB::RefreshPrimary(HeartbeatState* state) {
 
 void TxnDB::HeartbeatThread() {
   SetCurrentThreadName("strata-txn-hb");
-  const uint64_t interval_micros = HeartbeatIntervalMicros(
-      config_.options.lock_ttl_millis, config_.registry->timeout_micros());
+  const uint64_t interval_micros =
+      HeartbeatIntervalMicros(config_.options.lock_ttl_millis, config_.registry->timeout_micros());
   MutexLock l(&mu_);
   while (!stopping_) {
     cv_.WaitFor(static_cast<int64_t>(interval_micros));

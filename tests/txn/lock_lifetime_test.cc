@@ -222,11 +222,11 @@ TEST_F(LockLifetimeTest, ReaderRollsBackACoordinatorStoppedAfterCommitTsAtOnce) 
 
 // The heartbeat follows the shorter of the lock TTL and the liveness timeout.
 TEST(HeartbeatIntervalTest, AThirdOfTheShorterLifetimeWithinBounds) {
-  EXPECT_EQ(HeartbeatIntervalMicros(3000, 10'000'000), 1'000'000u);  // a third of 3 s is 1 s
+  EXPECT_EQ(HeartbeatIntervalMicros(3000, 10'000'000), 1'000'000u);    // a third of 3 s is 1 s
   EXPECT_EQ(HeartbeatIntervalMicros(60'000, 10'000'000), 1'000'000u);  // at most a second
-  EXPECT_EQ(HeartbeatIntervalMicros(3000, 600'000), 200'000u);  // the timeout is shorter
-  EXPECT_EQ(HeartbeatIntervalMicros(30, 10'000'000), 10'000u);  // the TTL is shorter
-  EXPECT_EQ(HeartbeatIntervalMicros(1, 1), 100u);               // at least 100 us
+  EXPECT_EQ(HeartbeatIntervalMicros(3000, 600'000), 200'000u);         // the timeout is shorter
+  EXPECT_EQ(HeartbeatIntervalMicros(30, 10'000'000), 10'000u);         // the TTL is shorter
+  EXPECT_EQ(HeartbeatIntervalMicros(1, 1), 100u);                      // at least 100 us
   EXPECT_EQ(HeartbeatIntervalMicros(UINT64_MAX, UINT64_MAX), 1'000'000u);
 }
 
