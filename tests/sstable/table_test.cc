@@ -492,5 +492,68 @@ TEST(TableTest, FilterFalsePositivesOnTable) {
   EXPECT_LT(col_fp, probes * 0.0125);
 }
 
+// The worked example of sstable/FORMAT.md, byte for byte.
+TEST(TableTest, WorkedExampleOfFormatDoc) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  const std::string path = dir.Join("example.sst");
+  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  o.table_id = 1;
+  o.tablet_id = 2;
+  o.locality_group_id = 3;
+  o.file_number = 4;
+  o.creation_time = 1700000000;
+  std::string key;
+  AppendCellKey(&key, "r1", 1, "q", 5, 7, CellType::kPut);
+  ASSERT_OK(test::WriteTable(fs, path, o, Model{{key, "v1"}}));
+  std::string bytes;
+  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  // The cell key at 0x0003..0x001b: mc("r1"), family 1, mc("q"), ~5, ~(7 << 8 | put).
+  const std::string cell_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
+  const std::string expected =
+      // data block, handle (0, 38)
+      "001902" +  // shared 0, non_shared 25, value_length 2
+      cell_key +
+      "7631"                            // value "v1"
+      "00000000"                        // restart[0] = 0
+      "01000000"                        // num_restarts 1
+      "00faf7c103"                      // trailer: type none, checksum
+                                        // filter block, handle (43, 22)
+      "09000000"                        // row_filter_length 9
+      "000000802449020007"              // row bloom
+      "000024491200000007"              // column bloom
+      "0070f803f5"                      // trailer
+                                        // index block, handle (70, 14)
+      "000102730026"                    // key "s", handle (0, 38)
+      "0000000001000000"                // restart[0] = 0, num_restarts 1
+      "00296ba93c"                      // trailer
+                                        // properties block, handle (89, 155)
+      "010101"                          // format_version 1
+      "020101030101040100050100060100"  // cells 1, puts 1, delete_* 0
+      "070101080101"                    // rows 1, columns 1
+      "0901190a0102"                    // raw_key_bytes 25, raw_value_bytes 2
+      "0b01010c012b0d01130e011b"        // data_blocks, data_bytes, index_bytes, filter_bytes
+      "0f0105100105110107120107"        // timestamps 5..5, sequences 7..7
+      "1302723114027231"                // first_row "r1", last_row "r1"
+      "1519" +                          // smallest_key
+      cell_key +
+      "1619" + cell_key +                 // largest_key
+      "1701011801021901031a0104"          // table 1, tablet 2, group 3, file 4
+      "1b0580e2cfaa06"                    // creation_time 1700000000
+      "1c01001d0103"                      // compression none, level 3
+      "1e038080011f011020010a"            // block_size 16384, restart 16, bloom 10
+      "210101"                            // family_ids: 1
+      "003add66be"                        // trailer
+                                          // footer
+      "2b000000000000001600000000000000"  // filter handle (43, 22)
+      "46000000000000000e00000000000000"  // index handle (70, 14)
+      "59000000000000009b00000000000000"  // properties handle (89, 155)
+      "01000000"                          // format_version 1
+      "8bbbcbe6"                          // footer checksum
+      "5354524154535354";                 // magic "STRATSST"
+  EXPECT_EQ(bytes.size(), 313u);
+  EXPECT_EQ(HexBytes(bytes), expected);
+}
+
 }  // namespace
 }  // namespace strata::sstable
