@@ -15,7 +15,6 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderSize = 16;      // magic, version, checksum
 constexpr size_t kRecordHeaderSize = 12;  // checksum, length, ~length
 constexpr uint64_t kChecksumSeed = 0x4d414e49464553ULL;  // "MANIFES"
-constexpr uint32_t kMaxEditSize = 64u << 20;
 
 // DO NOT CHANGE: stored on disk.
 enum Tag : uint32_t {
@@ -64,12 +63,11 @@ std::string EncodeHeader() {
   return h;
 }
 
-// Readers refuse longer edits (a guard against allocating for a damaged
-// length), so none is ever written.
-Status CheckEditSize(const std::string& path, const std::string& payload) {
-  if (payload.size() <= kMaxEditSize) return Status::OK();
+// Readers refuse longer edits, so none is ever written.
+Status CheckEditSize(const std::string& path, const std::string& payload, uint64_t limit) {
+  if (payload.size() <= limit) return Status::OK();
   return Status::InvalidArgument(path + ": manifest edit of " + std::to_string(payload.size()) +
-                                 " bytes is over the limit of " + std::to_string(kMaxEditSize));
+                                 " bytes is over the limit of " + std::to_string(limit));
 }
 
 std::string FrameRecord(const std::string& payload) {
@@ -450,7 +448,7 @@ Manifest::~Manifest() { Close().PermitUncheckedError();  // callers that care ca
 }
 
 Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
-                      std::unique_ptr<Manifest>* result) {
+                      std::unique_ptr<Manifest>* result, uint64_t max_edit_bytes) {
   const std::string path = JoinPath(dir, kFileName);
   if (fs->FileExists(path)) {
     std::string data;
@@ -477,9 +475,9 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
         return Status::Corruption(where + ": edit length field damaged");
       }
       if (data.size() - pos - kRecordHeaderSize < len) break;  // torn body
-      if (len > kMaxEditSize) {
+      if (len > max_edit_bytes) {
         return Status::Corruption(where + ": edit of " + std::to_string(len) +
-                                  " bytes is over the limit of " + std::to_string(kMaxEditSize));
+                                  " bytes is over the limit of " + std::to_string(max_edit_bytes));
       }
       uint32_t expected = DecodeFixed32(data.data() + pos);
       ChecksumBuilder ck(kChecksumSeed);
@@ -504,7 +502,7 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
   std::string fresh = EncodeHeader();
   std::string payload;
   catalog->Snapshot().EncodeTo(&payload);
-  STRATA_RETURN_IF_ERROR(CheckEditSize(path, payload));
+  STRATA_RETURN_IF_ERROR(CheckEditSize(path, payload, max_edit_bytes));
   fresh += FrameRecord(payload);
   STRATA_RETURN_IF_ERROR(WriteFileAtomically(fs, path, fresh));
 
@@ -512,7 +510,7 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
   FileOpenOptions opts;
   opts.truncate = false;
   STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, opts, &file));
-  result->reset(new Manifest(path, std::move(file)));
+  result->reset(new Manifest(path, std::move(file), max_edit_bytes));
   return Status::OK();
 }
 
@@ -522,7 +520,7 @@ Status Manifest::Append(const VersionEdit& edit) {
   std::string payload;
   edit.EncodeTo(&payload);
   // Refused before anything is written: the manifest stays as it was.
-  STRATA_RETURN_IF_ERROR(CheckEditSize(path_, payload));
+  STRATA_RETURN_IF_ERROR(CheckEditSize(path_, payload, max_edit_bytes_));
   Status s = file_->Append(FrameRecord(payload));
   if (s.ok()) s = file_->Sync();
   if (!s.ok()) error_ = s;

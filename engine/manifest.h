@@ -136,6 +136,9 @@ struct Catalog {
 class Manifest {
  public:
   static constexpr const char* kFileName = "MANIFEST";
+  // The largest edit (a snapshot included) written or read: 1 GiB, about ten
+  // million files' worth of catalog.
+  static constexpr uint64_t kMaxEditBytes = uint64_t{1} << 30;
 
   Manifest(const Manifest&) = delete;
   Manifest& operator=(const Manifest&) = delete;
@@ -143,22 +146,26 @@ class Manifest {
 
   // Replays dir/MANIFEST into *catalog (which must be empty), then rewrites
   // it as a snapshot. With `create`, a missing manifest starts an empty one;
-  // otherwise a missing manifest is NotFound.
+  // otherwise a missing manifest is NotFound. `max_edit_bytes` (tests make
+  // it small) bounds every edit: a complete record over it is Corruption, and
+  // a snapshot over it fails the open with the file untouched.
   static Status Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
-                     std::unique_ptr<Manifest>* result);
+                     std::unique_ptr<Manifest>* result, uint64_t max_edit_bytes = kMaxEditBytes);
 
-  // Appends the edit and syncs it. On error the manifest refuses every later
-  // edit (its tail is unknown until the next open).
+  // Appends the edit and syncs it. An edit over max_edit_bytes is
+  // InvalidArgument, with nothing written. On any other error the manifest
+  // refuses every later edit (its tail is unknown until the next open).
   Status Append(const VersionEdit& edit);
 
   Status Close();
 
  private:
-  Manifest(std::string path, std::unique_ptr<WritableFile> file)
-      : path_(std::move(path)), file_(std::move(file)) {}
+  Manifest(std::string path, std::unique_ptr<WritableFile> file, uint64_t max_edit_bytes)
+      : path_(std::move(path)), file_(std::move(file)), max_edit_bytes_(max_edit_bytes) {}
 
   const std::string path_;
   std::unique_ptr<WritableFile> file_;
+  const uint64_t max_edit_bytes_;
   Status error_;
 };
 

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "common/coding.h"
 #include "common/file_system.h"
 #include "util/test_util.h"
 
@@ -168,40 +167,82 @@ TEST_F(ManifestDamageTest, FlippedBitsAreCorruption) {
   EXPECT_GT(corrupt, 0);
 }
 
-// Edits over the 64 MiB limit: the writer refuses them with the manifest
-// unchanged; a reader meets one only in a damaged file, where a complete one
-// is Corruption (not a torn tail that would drop every later edit).
-TEST_F(ManifestDamageTest, OversizeEditsAreRefusedAndNeverReadAsTorn) {
-  constexpr size_t kLimit = size_t{64} << 20;
+// Edits over the limit (small here; 1 GiB in the engine): the writer refuses
+// them with the manifest unchanged and still usable; a complete record over
+// it is Corruption (not a torn tail that would drop every later edit), a cut
+// one is a torn tail; a snapshot over it fails the open, file untouched.
+TEST(ManifestLimitTest, OversizeEditsAreRefusedAndNeverReadAsTorn) {
+  constexpr uint64_t kLimit = 1024;
+  test::ScratchDir dir("manifest");
+  FileSystem* fs = FileSystem::Default();
+  const std::string path = dir.Join("MANIFEST");
+  auto open = [&](uint64_t limit, Catalog* c, std::unique_ptr<Manifest>* m) {
+    return Manifest::Open(fs, dir.path(), true, c, m, limit);
+  };
   {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(Manifest::Open(fs_, dir_.path(), false, &c, &m).ok());
-    VersionEdit huge = TenantEdit(3, std::string(kLimit, 'x'));
-    Status s = m->Append(huge);
+    ASSERT_TRUE(open(kLimit, &c, &m).ok());
+    Status s = m->Append(TenantEdit(1, std::string(2000, 'x')));
     EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-    EXPECT_TRUE(m->Append(TenantEdit(3, "three")).ok()) << "the manifest still takes edits";
-    ASSERT_TRUE(m->Close().ok());
-    Catalog again;
-    ASSERT_TRUE(Manifest::Open(fs_, dir_.path(), false, &again, &m).ok());
-    EXPECT_EQ(again.tenants.size(), 3u);
+    ASSERT_TRUE(m->Append(TenantEdit(1, "one")).ok()) << "the manifest still takes edits";
     ASSERT_TRUE(m->Close().ok());
   }
-  // A record header naming limit + 1 bytes (its length check intact).
-  std::string header(12, '\0');
-  const uint32_t len = static_cast<uint32_t>(kLimit + 1);
-  EncodeFixed32(header.data() + 4, len);
-  EncodeFixed32(header.data() + 8, ~len);
-  const std::string prefix = good_.substr(0, size_before_last_);
+  std::string small;
+  ASSERT_TRUE(ReadFileToString(fs, path, &small).ok());
+  {
+    Catalog c;
+    std::unique_ptr<Manifest> m;
+    ASSERT_TRUE(open(kLimit, &c, &m).ok());
+    EXPECT_EQ(c.tenants.size(), 1u);
+    ASSERT_TRUE(m->Close().ok());
+    // Written under a larger limit, the edit is over this reader's.
+    Catalog again;
+    ASSERT_TRUE(open(Manifest::kMaxEditBytes, &again, &m).ok());
+    ASSERT_TRUE(m->Append(TenantEdit(2, std::string(2000, 'y'))).ok());
+    ASSERT_TRUE(m->Append(TenantEdit(3, "three")).ok());
+    ASSERT_TRUE(m->Close().ok());
+  }
+  std::string big;
+  ASSERT_TRUE(ReadFileToString(fs, path, &big).ok());
+  const size_t big_edit = big.find(std::string(2000, 'y'));
+  ASSERT_NE(big_edit, std::string::npos);
   Catalog c;
-  Status s =
-      OpenWith(prefix + header + std::string(len, 'y') + good_.substr(size_before_last_), &c);
+  std::unique_ptr<Manifest> m;
+  Status s = open(kLimit, &c, &m);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
-  // Cut short, it is a torn last record and is dropped.
+  EXPECT_NE(s.ToString().find("over the limit"), std::string::npos) << s.ToString();
+  std::string after;
+  ASSERT_TRUE(ReadFileToString(fs, path, &after).ok());
+  EXPECT_EQ(after, big) << "a failed open rewrote the manifest";
+  // Cut inside the big edit, it is the torn last record and is dropped.
+  ASSERT_TRUE(WriteFileAtomically(fs, path, big.substr(0, big_edit + 100)).ok());
   Catalog torn;
-  s = OpenWith(prefix + header + std::string(100, 'y'), &torn);
+  s = open(kLimit, &torn, &m);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(torn.tenants.size(), 1u);
+  ASSERT_TRUE(m->Close().ok());
+
+  // Edits each under the limit whose snapshot is over it: the open fails.
+  ASSERT_TRUE(WriteFileAtomically(fs, path, small).ok());
+  {
+    Catalog grow;
+    ASSERT_TRUE(open(kLimit, &grow, &m).ok());
+    for (uint64_t id = 2; id <= 4; id++) {
+      ASSERT_TRUE(m->Append(TenantEdit(id, std::string(500, 'a' + id))).ok());
+    }
+    ASSERT_TRUE(m->Close().ok());
+  }
+  ASSERT_TRUE(ReadFileToString(fs, path, &big).ok());
+  Catalog over;
+  s = open(kLimit, &over, &m);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  ASSERT_TRUE(ReadFileToString(fs, path, &after).ok());
+  EXPECT_EQ(after, big);
+  Catalog all;
+  ASSERT_TRUE(open(Manifest::kMaxEditBytes, &all, &m).ok());
+  EXPECT_EQ(all.tenants.size(), 4u);
+  ASSERT_TRUE(m->Close().ok());
 }
 
 }  // namespace
