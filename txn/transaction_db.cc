@@ -1045,7 +1045,7 @@ class TenantTables final : public TableResolver {
 uint64_t HeartbeatIntervalMicros(uint64_t lock_ttl_millis, uint64_t liveness_timeout_micros) {
   const uint64_t ttl_micros =
       lock_ttl_millis > UINT64_MAX / 1000 ? UINT64_MAX : lock_ttl_millis * 1000;
-  return std::clamp<uint64_t>(std::min(ttl_micros, liveness_timeout_micros) / 3, 100, 1'000'000);
+  return std::clamp<uint64_t>(std::min(ttl_micros, liveness_timeout_micros) / 3, 1000, 1'000'000);
 }
 
 const char* FailPointName(FailPoint point) {
@@ -1100,8 +1100,11 @@ Result<std::unique_ptr<TransactionDB>> TxnDB::Make(TxnDBConfig config) {
   if (config.oracle == nullptr || config.registry == nullptr || config.tables == nullptr) {
     return Status::InvalidArgument("a TxnDB needs an oracle, a liveness registry and tables");
   }
-  if (config.options.lock_ttl_millis == 0) {
-    return Status::InvalidArgument("lock_ttl_millis must be at least 1");
+  if (config.options.lock_ttl_millis == 0 ||
+      config.options.lock_ttl_millis > TransactionDBOptions::kMaxLockTtlMillis) {
+    return Status::InvalidArgument("lock_ttl_millis " +
+                                   std::to_string(config.options.lock_ttl_millis) + " not in [1, " +
+                                   std::to_string(TransactionDBOptions::kMaxLockTtlMillis) + "]");
   }
   std::shared_ptr<TxnDB> db(new TxnDB(std::move(config)));
   // The threads stop in Close, which the handle calls before it lets go.

@@ -58,7 +58,7 @@ const char* FailPointName(FailPoint point);
 
 // How often the TxnDB heartbeats its live transactions (microseconds): a
 // third of the shorter of the lock TTL and the registry's liveness timeout,
-// so that a beat may be missed, but at most a second and at least 100 us.
+// so that a beat may be missed, but at most a second and at least 1 ms.
 uint64_t HeartbeatIntervalMicros(uint64_t lock_ttl_millis, uint64_t liveness_timeout_micros);
 
 // The oracle and the registry of TransactionServices.

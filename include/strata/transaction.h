@@ -63,9 +63,9 @@ struct TransactionServicesOptions {
   // How long a coordinator stays alive without a heartbeat (microseconds).
   // The TransactionDB heartbeats its live transactions every third of this or
   // of TransactionDBOptions::lock_ttl_millis, whichever is shorter, but at
-  // least every second and at most every 100 us (so a timeout under about
-  // 300 us lets live coordinators die between beats). Longer: a hung
-  // coordinator blocks readers of its locks longer.
+  // least every second and at most every millisecond (so a timeout of a few
+  // milliseconds or less is too short to keep live coordinators alive).
+  // Longer: a hung coordinator blocks readers of its locks longer.
   uint64_t liveness_timeout_micros = 10'000'000;
 };
 
@@ -109,6 +109,7 @@ struct TransactionalTableOptions {
 };
 
 struct TransactionDBOptions {
+  static constexpr uint64_t kMaxLockTtlMillis = 24ull * 3600 * 1000;  // a day
   // Wait for commits to be durable. Prewrites are never waited for on their
   // own: the primary's synced commit, later in the engine's one log, makes
   // them durable with it.
@@ -116,7 +117,8 @@ struct TransactionDBOptions {
   // A lock's time to live (milliseconds of wall time). A lock older than this
   // whose transaction has not refreshed it may be rolled back by anyone. Live
   // transactions refresh it with a heartbeat every third of it (or of the
-  // liveness timeout, when that is shorter), at least every second.
+  // liveness timeout, when that is shorter), at least every second. Between
+  // 1 and kMaxLockTtlMillis.
   uint64_t lock_ttl_millis = 3000;
   // Values up to this many bytes are stored in the commit record itself, so
   // a read of them needs no second lookup. 0 stores every value in `data`.

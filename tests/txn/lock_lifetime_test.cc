@@ -226,7 +226,7 @@ TEST(HeartbeatIntervalTest, AThirdOfTheShorterLifetimeWithinBounds) {
   EXPECT_EQ(HeartbeatIntervalMicros(60'000, 10'000'000), 1'000'000u);  // at most a second
   EXPECT_EQ(HeartbeatIntervalMicros(3000, 600'000), 200'000u);         // the timeout is shorter
   EXPECT_EQ(HeartbeatIntervalMicros(30, 10'000'000), 10'000u);         // the TTL is shorter
-  EXPECT_EQ(HeartbeatIntervalMicros(1, 1), 100u);                      // at least 100 us
+  EXPECT_EQ(HeartbeatIntervalMicros(1, 1), 1000u);                     // at least 1 ms
   EXPECT_EQ(HeartbeatIntervalMicros(UINT64_MAX, UINT64_MAX), 1'000'000u);
 }
 
@@ -236,7 +236,7 @@ TEST(HeartbeatIntervalTest, AThirdOfTheShorterLifetimeWithinBounds) {
 TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
   test::ScratchDir dir("txn_short_liveness");
   LocalLivenessRegistryOptions registry_options;
-  registry_options.timeout_micros = 600'000;
+  registry_options.timeout_micros = 900'000;  // beats every 300 ms (1 s before)
   std::unique_ptr<LocalLivenessRegistry> registry;
   ASSERT_OK(LocalLivenessRegistry::Open(dir.path(), registry_options, &registry));
   auto tables = std::make_shared<test::ModelTables>();
@@ -251,7 +251,7 @@ TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
   config.tables = tables;
   config.fail_point = [&](FailPoint p, uint64_t ts) {
     if (p == FailPoint::kAfterPrimaryPrewrite && ts == stop_at) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 2.5 timeouts
+      std::this_thread::sleep_for(std::chrono::milliseconds(1800));  // two timeouts
     }
     return false;
   };
@@ -264,6 +264,23 @@ TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
   stop_at = (*t)->start_ts();
   EXPECT_OK((*t)->Commit());
   EXPECT_OK((*db)->Close());
+}
+
+// A lock TTL of 0 or over a day is refused.
+TEST(HeartbeatIntervalTest, LockTtlOutOfRangeIsRefused) {
+  test::ScratchDir dir("txn_ttl_range");
+  std::unique_ptr<LocalLivenessRegistry> registry;
+  ASSERT_OK(LocalLivenessRegistry::Open(dir.path(), {}, &registry));
+  test::CountingOracle oracle;
+  for (uint64_t ttl : {uint64_t{0}, TransactionDBOptions::kMaxLockTtlMillis + 1, UINT64_MAX}) {
+    TxnDBConfig config;
+    config.options.lock_ttl_millis = ttl;
+    config.oracle = &oracle;
+    config.registry = registry.get();
+    config.tables = std::make_shared<test::ModelTables>();
+    Result<std::unique_ptr<TransactionDB>> db = TxnDB::Make(std::move(config));
+    EXPECT_TRUE(db.status().IsInvalidArgument()) << ttl << ": " << db.status().ToString();
+  }
 }
 
 }  // namespace
