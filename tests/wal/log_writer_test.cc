@@ -482,12 +482,13 @@ TEST(LogWriterCrashTest, SyncedWriteCoversEarlierUnsyncedOnes) {
     // A loaded machine may not have run a writer yet: wait for some acks.
     std::this_thread::sleep_for(std::chrono::milliseconds(2 + round % 7));
     size_t before = 0;
-    while (before == 0) {
+    for (int waited = 0; waited < 10'000; waited++) {
       {
         std::lock_guard<std::mutex> l(mu);
         before = acked.size();  // these returned before the synced write began
       }
-      if (before == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (before > 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     WriteRequest last;
     last.payload = "the synced write";
@@ -500,6 +501,7 @@ TEST(LogWriterCrashTest, SyncedWriteCoversEarlierUnsyncedOnes) {
     std::set<std::string> found;
     for (const Rec& r : got) found.insert(r.payload);
     EXPECT_EQ(found.count(last.payload.ToString()), 1u) << "round " << round;
+    ASSERT_GT(before, 0u) << "no write was acknowledged in 10 s";
     for (size_t i = 0; i < before; i++) {
       ASSERT_EQ(found.count(acked[i]), 1u)
           << "record " << acked[i] << " acknowledged before the synced write is lost, round "
