@@ -4,8 +4,8 @@
 #include <array>
 #include <cinttypes>
 #include <cstdio>
-#include <set>
 #include <mutex>
+#include <set>
 
 #include "common/clock.h"
 #include "common/coding.h"
@@ -15,6 +15,7 @@
 #include "engine/merging_iterator.h"
 #include "engine/point_read.h"
 #include "sstable/table_builder.h"
+#include "wal/log_format.h"
 #include "wal/log_reader.h"
 
 namespace strata::engine {
@@ -24,6 +25,10 @@ namespace {
 constexpr const char* kLockFileName = "LOCK";
 constexpr const char* kLogDirName = "wal";
 constexpr const char* kTableDirName = "sst";
+// The most EngineOptions::max_row_key_size, max_qualifier_size and
+// max_value_size may allow: lengths are stored in 32 bits, and a write must
+// fit with room to spare.
+constexpr size_t kMaxWriteLimit = size_t{1} << 30;
 
 wal::RecoveryMode ToWalMode(WalRecoveryMode m) {
   switch (m) {
@@ -126,6 +131,23 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
     return Status::InvalidArgument(
         "write_buffer_size, total_write_buffer_size, target_file_size and level1_max_bytes must "
         "be at least 4096");
+  }
+  // Checked here, before recovery touches the directory (the log writer
+  // would refuse it only after the log was recovered).
+  if (options.wal_segment_size < wal::kBlockSize || options.wal_segment_size % wal::kBlockSize) {
+    return Status::InvalidArgument("wal_segment_size must be a positive multiple of " +
+                                   std::to_string(wal::kBlockSize) + " (got " +
+                                   std::to_string(options.wal_segment_size) + ")");
+  }
+  for (const auto& [name, limit] :
+       {std::pair<const char*, size_t>{"max_row_key_size", options.max_row_key_size},
+        {"max_qualifier_size", options.max_qualifier_size},
+        {"max_value_size", options.max_value_size}}) {
+    if (limit < 1 || limit > kMaxWriteLimit) {
+      return Status::InvalidArgument(std::string(name) + " must be in [1, " +
+                                     std::to_string(kMaxWriteLimit) + "] (got " +
+                                     std::to_string(limit) + ")");
+    }
   }
   FileSystem* fs = options.file_system != nullptr ? options.file_system : FileSystem::Default();
   std::shared_ptr<EngineCore> core(new EngineCore(dir, options, fs));

@@ -281,6 +281,11 @@ void HexDump(const std::string& data, uint64_t base) {
 // Prints the stored bytes and what the trailer says; checks the checksum.
 int DumpStored(const std::string& file_name, std::optional<BlockKind> kind, uint64_t offset,
                const std::string& stored) {
+  if (stored.size() < kBlockTrailerSize) {
+    return Fail(Status::Corruption(
+        "file " + file_name + ": block at offset " + std::to_string(offset) + " has " +
+        std::to_string(stored.size()) + " bytes, less than its trailer"));
+  }
   std::printf("block at offset %" PRIu64 ", %zu stored bytes (contents %zu + trailer %zu)",
               offset, stored.size(), stored.size() - kBlockTrailerSize, kBlockTrailerSize);
   if (kind) std::printf(", kind %s", BlockKindName(*kind));
@@ -319,14 +324,17 @@ int CmdDumpBlockRaw(const Args& args) {
   std::unique_ptr<RandomAccessFile> file;
   Status s = fs->NewRandomAccessFile(args.file, &file);
   if (!s.ok()) return Fail(s);
-  const uint64_t n = *args.size + kBlockTrailerSize;
   Result<uint64_t> file_size = file->Size();
   if (!file_size.ok()) return Fail(file_size.status());
-  if (*args.offset > *file_size || n > *file_size - *args.offset) {
+  // Compared without adding, so that no size wraps around.
+  if (*args.offset > *file_size || *file_size - *args.offset < kBlockTrailerSize ||
+      *args.size > *file_size - *args.offset - kBlockTrailerSize) {
     return Usage("offset " + std::to_string(*args.offset) + " + size " +
-                 std::to_string(n) + " is past the end of the file (" +
-                 std::to_string(*file_size) + " bytes)");
+                 std::to_string(*args.size) + " + the " + std::to_string(kBlockTrailerSize) +
+                 "-byte trailer is past the end of the file (" + std::to_string(*file_size) +
+                 " bytes)");
   }
+  const uint64_t n = *args.size + kBlockTrailerSize;
   std::string buf(n, '\0');
   Slice got;
   s = file->Read(*args.offset, n, &got, buf.data());

@@ -44,8 +44,9 @@ struct EngineOptions {
   // Write the log through io_uring (linked write + fdatasync, registered
   // buffers). Off, or when the kernel refuses a ring, uses pwritev + fdatasync.
   bool use_io_uring = true;
-  // Size of each preallocated log segment. Larger segments mean fewer file
-  // switches; smaller ones free disk sooner after a flush.
+  // Size of each preallocated log segment, a positive multiple of 32 KiB.
+  // Larger segments mean fewer file switches; smaller ones free disk sooner
+  // after a flush.
   uint64_t wal_segment_size = 64ull << 20;
   // Reuse released log segments instead of creating new files, so most
   // fdatasyncs do not also have to commit file-size metadata.
@@ -112,7 +113,8 @@ struct EngineOptions {
   std::shared_ptr<CompactionFilter> compaction_filter;
 
   // Limits on what one write may carry; larger input is InvalidArgument.
-  // Keys live in every index entry and block, so they are kept small.
+  // Keys live in every index entry and block, so they are kept small. Each
+  // limit is between 1 and 1 GiB.
   size_t max_row_key_size = 16 << 10;
   size_t max_qualifier_size = 16 << 10;
   size_t max_value_size = 16 << 20;

@@ -1,6 +1,8 @@
 // Engine behaviour through the public API: opening and locking, tenants and
 // tables, row mutations and reads with every delete kind and filter, bad
 // input, and recovery on reopen.
+#include "strata/engine.h"
+
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -8,6 +10,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -21,7 +24,6 @@
 #include "common/random.h"
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
-#include "strata/engine.h"
 #include "util/forwarding_fs.h"
 #include "util/test_util.h"
 
@@ -1074,6 +1076,46 @@ TEST(EngineBackpressureTest, BadTriggersAreRejected) {
   o.max_background_compactions = 1;
   o.max_immutable_memtables = 0;
   EXPECT_TRUE(Engine::Open(dir.path(), o).status().IsInvalidArgument());
+}
+
+// Options the log or the write path would refuse later are refused before
+// the directory is touched: a bad open of an existing engine changes no file.
+TEST(EngineOptionsTest, BadLogAndWriteLimitsChangeNothing) {
+  test::ScratchDir dir("options");
+  {
+    auto e = Engine::Open(dir.path(), EngineOptions());
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_TRUE((*e)->CreateTenant("t").ok());
+    ASSERT_TRUE((*e)->Close().ok());
+  }
+  auto listing = [&] {
+    std::string all;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+      all += entry.path().string() + " " +
+             (entry.is_regular_file() ? std::to_string(entry.file_size()) : "dir") + "\n";
+    }
+    return all;
+  };
+  const std::string before = listing();
+  std::vector<EngineOptions> bad(7);
+  bad[0].wal_segment_size = 0;
+  bad[1].wal_segment_size = 100000;  // not a multiple of 32 KiB
+  bad[2].max_row_key_size = 0;
+  bad[3].max_qualifier_size = (size_t{1} << 30) + 1;
+  bad[4].max_value_size = 0;
+  bad[5].max_value_size = size_t{5} << 30;  // past what 32-bit lengths hold
+  bad[6].max_row_key_size = SIZE_MAX;
+  for (size_t i = 0; i < bad.size(); i++) {
+    auto e = Engine::Open(dir.path(), bad[i]);
+    EXPECT_TRUE(e.status().IsInvalidArgument()) << i << ": " << e.status().ToString();
+    EXPECT_EQ(listing(), before) << i;
+  }
+  EngineOptions limits;
+  limits.max_value_size = size_t{1} << 30;
+  limits.max_row_key_size = 1;
+  auto e = Engine::Open(dir.path(), limits);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE((*e)->OpenTenant("t").ok());
 }
 
 // Rows "row<i>" for i in [begin, end) by `step` hold one cell each.
