@@ -1123,6 +1123,11 @@ Status TxnDB::CreateTable(std::string_view name, const TransactionalTableOptions
 
 Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& options) {
   if (closed()) return Status::InvalidArgument("the TransactionDB is closed");
+  if (options.lock_wait_millis > TransactionOptions::kMaxLockWaitMillis) {
+    return Status::InvalidArgument("lock_wait_millis " + std::to_string(options.lock_wait_millis) +
+                                   " is over the limit of " +
+                                   std::to_string(TransactionOptions::kMaxLockWaitMillis));
+  }
   STRATA_ASSIGN_OR_RETURN(uint64_t start_ts, config_.oracle->GetTimestamp());
   return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), options, start_ts));
 }

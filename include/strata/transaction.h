@@ -144,8 +144,10 @@ struct TransactionOptions {
   //   - a commit that meets the lock of an older transaction waits for it,
   //     then aborts (kKeyLocked): older transactions win. (A younger
   //     transaction's lock is rolled back at once.)
-  // 0 pushes or aborts at once. Waiting trades latency for fewer retries
+  // 0 pushes or aborts at once; at most kMaxLockWaitMillis (a day), or Begin
+  // fails with InvalidArgument. Waiting trades latency for fewer retries
   // when transactions contend for the same keys.
+  static constexpr uint64_t kMaxLockWaitMillis = 24ull * 3600 * 1000;
   uint64_t lock_wait_millis = 0;
 };
 

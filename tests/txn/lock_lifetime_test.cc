@@ -266,6 +266,19 @@ TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
   EXPECT_OK((*db)->Close());
 }
 
+// A lock wait over a day is refused (a wait near 2^64 ms wrapped around to
+// none at all).
+TEST_F(LockLifetimeTest, LockWaitOverADayIsRefused) {
+  TransactionOptions o;
+  o.lock_wait_millis = TransactionOptions::kMaxLockWaitMillis;
+  EXPECT_OK(db_->Begin(o).status());
+  for (uint64_t wait : {TransactionOptions::kMaxLockWaitMillis + 1, UINT64_MAX}) {
+    o.lock_wait_millis = wait;
+    Result<std::unique_ptr<Transaction>> t = db_->Begin(o);
+    EXPECT_TRUE(t.status().IsInvalidArgument()) << wait << ": " << t.status().ToString();
+  }
+}
+
 // A lock TTL of 0 or over a day is refused.
 TEST(HeartbeatIntervalTest, LockTtlOutOfRangeIsRefused) {
   test::ScratchDir dir("txn_ttl_range");
