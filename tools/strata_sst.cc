@@ -17,10 +17,11 @@
 #include "common/cell_key.h"
 #include "common/coding.h"
 #include "common/file_system.h"
+#include "hex_dump.h"
 #include "sstable/block.h"
 #include "sstable/format.h"
 #include "sstable/table_reader.h"
-#include "hex_dump.h"
+#include "tool_util.h"
 
 namespace strata::sstable {
 namespace {
@@ -78,16 +79,6 @@ int Fail(const Status& s) {
   return s.IsCorruption() ? kExitCorruption : kExitUsage;
 }
 
-bool ParseNumber(const std::string& s, uint64_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
-  *out = v;
-  return true;
-}
-
 bool Unescape(const std::string& in, std::string* out) {
   out->clear();
   for (size_t i = 0; i < in.size(); i++) {
@@ -128,7 +119,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
     const bool has_value = eq != std::string::npos;
     auto number = [&](std::optional<uint64_t>* out) -> bool {
       uint64_t v;
-      if (!has_value || !ParseNumber(value, &v)) return false;
+      if (!has_value || !tools::ParseDecimal(value, &v)) return false;
       *out = v;
       return true;
     };
@@ -387,8 +378,9 @@ int Main(int argc, char** argv) {
       return Usage("dump-block needs exactly one of --index and --offset");
     }
     if (args.size && !args.offset) return Usage("--size needs --offset");
-    if (args.size) return CmdDumpBlockRaw(args);
   }
+  if (const std::string why = tools::NotAFileReason(args.file); !why.empty()) return Usage(why);
+  if (args.size) return CmdDumpBlockRaw(args);
   Result<std::unique_ptr<TableReader>> table = Open(args.file);
   if (!table.ok()) return Fail(table.status());
   if (cmd == "props") return CmdProps(**table);

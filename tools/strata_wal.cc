@@ -29,9 +29,10 @@
 #include "common/coding.h"
 #include "common/file_system.h"
 #include "engine/log_record.h"
+#include "hex_dump.h"
+#include "tool_util.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
-#include "hex_dump.h"
 
 namespace strata::wal {
 namespace {
@@ -107,16 +108,6 @@ int Unreadable(const std::string& message) {
   return kExitUsage;
 }
 
-bool ParseNumber(const std::string& s, uint64_t* out) {
-  if (s.empty() || s[0] == '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
 const char* ModeName(RecoveryMode mode) {
   switch (mode) {
     case RecoveryMode::kTolerateTornTail:
@@ -181,7 +172,8 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
     }
     if (name == "--max-value") {
       uint64_t v;
-      if (!ParseNumber(value, &v)) return Usage("bad value '" + value + "' for --max-value");
+      if (!tools::ParseDecimal(value, &v))
+        return Usage("bad value '" + value + "' for --max-value");
       args->max_value = v;
     } else if (!ParseMode(value, &args->mode)) {
       return Usage("bad value '" + value + "' for --mode (torn-tail, absolute or point-in-time)");
@@ -208,6 +200,7 @@ struct Target {
 std::optional<int> Resolve(FileSystem* fs, const std::string& path, Target* target) {
   target->path = path;
   if (!fs->FileExists(path)) return Unreadable(path + ": no such file or directory");
+  if (const std::string why = tools::NotAFileReason(path); !why.empty()) return Unreadable(why);
   std::vector<std::string> names;
   if (fs->GetChildren(path, &names).ok()) {
     target->is_dir = true;

@@ -1,8 +1,8 @@
 // strata-sst run as a child process on good, truncated and damaged files and
 // with bad arguments: exit codes and messages.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -87,7 +87,12 @@ TEST_F(StrataSstTest, BadArguments) {
         "props --hex " + Quote(path_), "dump-block " + Quote(path_),
         "dump-block --index=1 --offset=0 " + Quote(path_),
         "dump-block --index=100000 " + Quote(path_), "dump-block --offset=3 " + Quote(path_),
-        "props " + Quote(path_) + " extra", "scan --from=\\\\q " + Quote(path_)}) {
+        "props " + Quote(path_) + " extra", "scan --from=\\\\q " + Quote(path_),
+        // Decimal only: no sign, space or 0x; no size that wraps past the end.
+        "dump-block --index=0x1 " + Quote(path_), "scan --limit=' 1' " + Quote(path_),
+        "scan --limit=+1 " + Quote(path_),
+        "dump-block --offset=0 --size=18446744073709551611 " + Quote(path_),
+        "dump-block --offset=0 --size=" + std::to_string(good_.size() - 4) + " " + Quote(path_)}) {
     RunResult r = RunTool(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("strata-sst: "), std::string::npos) << args;
@@ -95,6 +100,15 @@ TEST_F(StrataSstTest, BadArguments) {
   RunResult r = RunTool("props " + Quote(dir_.Join("missing.sst")));
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("missing.sst"), std::string::npos) << r.out;
+  // A FIFO (whose open would block until a writer came) is refused at once.
+  const std::string fifo = dir_.Join("fifo.sst");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& args :
+       {"props " + Quote(fifo), "dump-block --offset=0 --size=1 " + Quote(fifo)}) {
+    r = RunTool(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  }
 }
 
 TEST_F(StrataSstTest, Props) {

@@ -2,6 +2,7 @@
 // bits, garbage, empty files, missing paths and bad arguments: exit codes and
 // messages, and that it never changes a file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -146,6 +147,12 @@ TEST_F(StrataWalTest, MissingPathAndEmptyDirectory) {
   RunResult r = RunTool("verify " + Quote(empty));
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_TRUE(Contains(r.out, "no log segments")) << r.out;
+  // A FIFO (whose open would block until a writer came) is refused at once.
+  const std::string fifo = dir_.Join("0000000001.log");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = RunTool("verify " + Quote(fifo));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_TRUE(Contains(r.out, "not a regular file")) << r.out;
 }
 
 TEST_F(StrataWalTest, GoodLog) {

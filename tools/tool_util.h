@@ -1,0 +1,41 @@
+// Argument and path checks the command-line tools share.
+#ifndef STRATA_TOOLS_TOOL_UTIL_H_
+#define STRATA_TOOLS_TOOL_UTIL_H_
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace strata::tools {
+
+// A decimal number: digits only (no sign, space, 0x or octal prefix), no
+// overflow. False for anything else.
+inline bool ParseDecimal(const std::string& s, uint64_t* out) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// Why `path` is not something the tools read, or "" when it is a regular
+// file, a directory or missing (the open reports that). A FIFO or a device
+// would block the open or never end.
+inline std::string NotAFileReason(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return "";
+  return path + ": not a regular file or directory";
+}
+
+}  // namespace strata::tools
+
+#endif  // STRATA_TOOLS_TOOL_UTIL_H_
