@@ -334,6 +334,9 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
         if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
           db_->clock()->SleepMicros(backoff_micros);
           backoff_micros = std::min<uint64_t>(backoff_micros * 2, 50'000);
+          // Waiting is bounded by wait_until, not by the rounds: only
+          // rounds in which the key changed count.
+          --round;
         }
         blocked = true;
         break;
@@ -649,10 +652,18 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
       if (record.kind == WriteKind::kRollback) {
         // Another transaction's rollback: it changes no value and only keeps
         // that transaction's late prewrite out. Prewrite around it.
+        // A record may be rewritten (a victim's own undo after a wound puts
+        // rolled_back_by 0 where the wound put the older start_ts): the
+        // newest bytes seen at a timestamp replace the older ones.
         auto& seen = state->rollbacks[i];
-        seen.emplace_back(cell.timestamp, cell.value);
-        std::sort(seen.begin(), seen.end());
-        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+        auto at = std::find_if(seen.begin(), seen.end(),
+                               [&](const auto& r) { return r.first == cell.timestamp; });
+        if (at != seen.end()) {
+          at->second = cell.value;
+        } else {
+          seen.emplace_back(cell.timestamp, cell.value);
+          std::sort(seen.begin(), seen.end());
+        }
         continue;
       }
       return Fail(
@@ -854,6 +865,9 @@ Status TransactionImpl::Commit() {
     rows.back().keys.push_back(it);
   }
   const RowWrites& primary_row = tables[0].second[0];
+  // Every store first: past this point only Finish ends the commit.
+  for (const auto& [table, rows] : tables) STRATA_RETURN_IF_ERROR(StoreFor(table).status());
+  STRATA_ASSIGN_OR_RETURN(primary_store_, StoreFor(primary_->table));
 
   Result<Owner> owner = db_->config().registry->Register();
   if (!owner.ok()) return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, owner.status());
@@ -861,10 +875,13 @@ Status TransactionImpl::Commit() {
   hb_->owner = *owner;
   hb_->primary = *primary_;
   lock_wall_millis_ = db_->resolver()->NowMillis();
+  // The owner is kept alive from now on, and the primary's lock from the
+  // moment it is written: a prewrite may wait for older locks long before
+  // the first batch is done.
+  db_->StartHeartbeat(hb_);
 
   // 1–2. Prewrite: the primary's row first, on its own or in the first batch
   // of its table, then the other rows in batches per table.
-  STRATA_ASSIGN_OR_RETURN(primary_store_, StoreFor(primary_->table));
   WriteOptions wo;
   wo.sync = db_->config().options.sync && !db_->config().single_log;
   const size_t max_rows = std::max<uint32_t>(1, db_->config().options.max_batch_rows);
@@ -890,6 +907,10 @@ Status TransactionImpl::Commit() {
       auto prewritten = [&](size_t i) {
         if (with_primary && i == 0) {
           primary_prewritten_ = true;
+          MutexLock l(&hb_->mu);
+          hb_->prewritten = true;
+          hb_->primary_lock = MakeLock(writes_.begin()->second);
+          hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
         } else {
           prewritten_.emplace_back(store, &rows[i]);
         }
@@ -916,13 +937,6 @@ Status TransactionImpl::Commit() {
       }
       begin = end;
       if (with_primary) {
-        {
-          MutexLock l(&hb_->mu);
-          hb_->prewritten = true;
-          hb_->primary_lock = MakeLock(writes_.begin()->second);
-          hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
-        }
-        db_->StartHeartbeat(hb_);
         if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
           return StopAt(FailPoint::kAfterPrimaryPrewrite);
         }
@@ -1008,7 +1022,8 @@ Status TransactionImpl::Rollback() {
     return Status::InvalidArgument("the transaction has committed; it cannot roll back");
   }
   if (state_ != State::kOpen) return Status::OK();
-  writes_.clear();
+  // The buffered writes stay (unused) until the transaction goes: an open
+  // scan iterator walks them.
   state_ = State::kAborted;
   return Status::OK();
 }

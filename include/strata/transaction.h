@@ -210,7 +210,8 @@ class Transaction {
       std::string_view table, const std::vector<Key>& keys) = 0;
   // Every (row, column) with a value in [start_row, end_row) (an empty
   // bound is open), in row then column order; `columns` empty means every
-  // column. Includes this transaction's buffered writes.
+  // column. Includes this transaction's buffered writes. The iterator must
+  // not outlive the transaction; a Rollback meanwhile leaves it usable.
   virtual Result<std::unique_ptr<TransactionIterator>> Scan(
       std::string_view table, std::string_view start_row, std::string_view end_row,
       const std::vector<std::string>& columns = {}) = 0;

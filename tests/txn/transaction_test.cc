@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +49,7 @@ class RecordingStore final : public test::ForwardingRowStore {
   Result<CheckAndMutateResult> CheckAndMutate(const WriteOptions& o, std::string_view row,
                                               const std::vector<Condition>& c,
                                               const RowMutation& m) override {
+    if (before_check_) before_check_(row, c);
     Result<CheckAndMutateResult> r = base().CheckAndMutate(o, row, c, m);
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -71,6 +73,12 @@ class RecordingStore final : public test::ForwardingRowStore {
   }
 
   void FailNextAfterApply() { fail_after_apply_ = true; }
+  // Runs before each single-row CheckAndMutate is forwarded (not thread-safe:
+  // set it while no transaction runs).
+  void BeforeCheckAndMutate(
+      std::function<void(std::string_view, const std::vector<Condition>&)> f) {
+    before_check_ = std::move(f);
+  }
   std::vector<Call> calls() {
     std::lock_guard<std::mutex> l(mu_);
     return calls_;
@@ -80,6 +88,7 @@ class RecordingStore final : public test::ForwardingRowStore {
   std::mutex mu_;
   std::vector<Call> calls_;
   std::atomic<bool> fail_after_apply_{false};
+  std::function<void(std::string_view, const std::vector<Condition>&)> before_check_;
 };
 
 // Tables whose stores are RecordingStores over ModelRowStores.
@@ -392,6 +401,96 @@ TEST_F(TransactionTest, OfTwoConcurrentWritersOnlyOneCommits) {
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
 }
 
+// A read allowed to wait longer than its rounds of backoff add up to (about
+// 1.3 s) waits out the whole wait, then pushes the live writer's lock and
+// reads on; it does not give up with kKeyLocked.
+TEST_F(TransactionTest, ReadWaitsItsWholeLockWaitThenPushes) {
+  Open();
+  Seed({{"x", "c"}}, "seed");
+  std::unique_ptr<Transaction> writer = Begin();
+  ASSERT_OK(writer->Set("bank", "x", "c", "new"));
+  TransactionOptions o;
+  o.lock_wait_millis = 1600;
+  std::unique_ptr<Transaction> reader = Begin(o);
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == writer->start_ts()) {
+      const auto start = std::chrono::steady_clock::now();
+      Result<std::string> v = reader->Get("bank", "x", "c");
+      EXPECT_OK(v.status());
+      if (v.ok()) {
+        EXPECT_EQ(*v, "seed");
+      }
+      EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1600));
+    }
+    return false;
+  };
+  ASSERT_OK(writer->Commit());
+  hook_ = nullptr;
+  EXPECT_GT(writer->commit_ts(), reader->start_ts());
+  EXPECT_EQ(Read("bank", "x", "c"), "new");
+}
+
+// A writer whose first batch waits for an older lock keeps its primary's
+// lock alive meanwhile: its heartbeat starts when the primary is written,
+// not when the batch is done. A reader that comes after several TTLs pushes
+// the lock instead of rolling it back, and the writer commits once the older
+// coordinator is gone.
+TEST_F(TransactionTest, PrimaryStaysAliveWhileItsBatchWaitsForAnOlderLock) {
+  options_.lock_ttl_millis = 600;  // heartbeats every 200 ms
+  Open();
+  Seed({{"a-p", "c"}, {"k", "c"}}, "seed");
+  std::unique_ptr<Transaction> older = Begin();
+  TransactionOptions waits;
+  waits.lock_wait_millis = 10'000;
+  std::unique_ptr<Transaction> writer = Begin(waits);
+  ASSERT_OK(older->Set("bank", "k", "c", "older"));
+  ASSERT_OK(writer->Set("bank", "a-p", "c", "new"));  // the primary, batched with k
+  ASSERT_OK(writer->Set("bank", "k", "c", "new"));
+  std::atomic<bool> older_paused{false}, release_older{false};
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p != FailPoint::kAfterPrimaryPrewrite || ts != older->start_ts()) return false;
+    older_paused = true;
+    while (!release_older) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;  // the older coordinator stops, as if its process died
+  };
+  std::thread older_thread([&] { EXPECT_FALSE(older->Commit().ok()); });
+  while (!older_paused) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Status writer_status;
+  std::thread writer_thread([&] { writer_status = writer->Commit(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 2.5 TTLs
+  std::unique_ptr<Transaction> reader = Begin();
+  Result<std::string> v = reader->Get("bank", "a-p", "c");
+  ASSERT_OK(v.status());
+  EXPECT_EQ(*v, "seed");
+  release_older = true;
+  older_thread.join();
+  writer_thread.join();
+  hook_ = nullptr;
+  EXPECT_OK(writer_status) << TransactionErrorKindName(writer->error().kind);
+  EXPECT_EQ(Read("bank", "a-p", "c"), "new");
+  EXPECT_EQ(Read("bank", "k", "c"), "new");
+}
+
+// A scan iterator stays usable after its transaction rolls back (it walked
+// buffered writes the rollback used to free).
+TEST_F(TransactionTest, ScanIteratorOutlivesRollback) {
+  Open();
+  Seed({{"a", "c"}, {"c", "c"}}, "seed");
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "b", "c", "mine"));
+  ASSERT_OK(t->Set("bank", "d", "c", "mine"));
+  Result<std::unique_ptr<TransactionIterator>> it = t->Scan("bank", "", "");
+  ASSERT_OK(it.status());
+  ASSERT_TRUE((*it)->Valid());
+  EXPECT_EQ((*it)->row(), "a");
+  ASSERT_OK(t->Rollback());
+  std::vector<std::string> rows;
+  for ((*it)->Next(); (*it)->Valid(); (*it)->Next()) rows.emplace_back((*it)->row());
+  EXPECT_OK((*it)->status());
+  EXPECT_EQ(rows, (std::vector<std::string>{"b", "c", "d"}));
+  EXPECT_EQ(Read("bank", "b", "c"), "<none>");
+}
+
 TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
   Open();
   std::unique_ptr<Transaction> older = Begin();
@@ -425,6 +524,47 @@ TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
   EXPECT_EQ(younger->error().other_start_ts, older->start_ts());
   EXPECT_EQ(Read("bank", "x", "c"), "old");
   EXPECT_EQ(Read("bank", "y", "c"), "<none>");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
+// An older writer that wounded a younger one prewrites around the younger
+// one's rollback record; the younger coordinator's own undo then rewrites
+// that record (rolled_back_by 0 instead of the older start_ts). The older
+// writer takes the new bytes in place of the old and commits, rather than
+// asking for both versions of one cell until it gives up.
+TEST_F(TransactionTest, OlderWriterFollowsARollbackRecordItsVictimRewrote) {
+  Open();
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  const uint64_t y = younger->start_ts();
+  ASSERT_OK(older->Set("bank", "a-op", "c", "old"));
+  ASSERT_OK(older->Set("bank", "k", "c", "old"));
+  ASSERT_OK(younger->Set("bank", "a-yp", "c", "young"));
+  ASSERT_OK(younger->Set("bank", "k", "c", "young"));
+  RecordingStore* store = tables_->Get("bank");
+  bool rewrote = false;
+  store->BeforeCheckAndMutate([&](std::string_view row, const std::vector<Condition>& c) {
+    if (rewrote || row != "k") return;
+    for (const Condition& cond : c) {
+      if (cond.kind() != Condition::Kind::kValueEquals || cond.min_timestamp() != y) continue;
+      // What the younger coordinator's undo writes over the wound's record.
+      WriteRecord record;
+      record.kind = WriteKind::kRollback;
+      record.start_ts = y;
+      RowMutation m;
+      m.Put(kWriteFamily, "c", y, EncodeWrite(record));
+      EXPECT_OK(store->Mutate(WriteOptions(), "k", m));
+      rewrote = true;
+      return;
+    }
+  });
+  EXPECT_EQ(CommitWoundedBy(younger.get(), older.get()).code(), Status::Code::kAborted);
+  store->BeforeCheckAndMutate(nullptr);
+  EXPECT_TRUE(rewrote) << "the older writer never prewrote around the rollback record";
+  EXPECT_EQ(older->error().kind, TransactionError::Kind::kNone)
+      << TransactionErrorKindName(older->error().kind);
+  EXPECT_EQ(Read("bank", "k", "c"), "old");
+  EXPECT_EQ(Read("bank", "a-op", "c"), "old");
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
 }
 
