@@ -14,6 +14,7 @@
 #include "engine/log_record.h"
 #include "engine/merging_iterator.h"
 #include "engine/point_read.h"
+#include "engine/test_hooks.h"
 #include "sstable/table_builder.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
@@ -458,6 +459,7 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
     view->mem = NewGroupMemTable(GroupWriteBufferSize(*group, options_.write_buffer_size));
     group->view = std::move(view);
   }
+  memtable_switches_.fetch_add(1, std::memory_order_release);
   group->tablet->table->budget->MemtableSwitched(charge);
   MutexLock l(&bg_mu_);
   flush_queue_.push_back(group);
@@ -1800,19 +1802,29 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   // Views first, then the snapshot (as in ReadRow).
   std::vector<ScanIterator::GroupInput> inputs;
   std::vector<const TabletState*> input_tablets;
-  for (const auto& tablet : table->tablets) {
-    if (!spec.end_row.empty() && !tablet->start_row.empty() && tablet->start_row >= spec.end_row) {
-      continue;
-    }
-    if (!tablet->end_row.empty() && tablet->end_row <= spec.start_row) continue;
-    for (size_t g = 0; g < group_needed.size(); g++) {
-      if (group_needed[g]) {
-        inputs.push_back({tablet->groups[g]->current(), nullptr});
-        input_tablets.push_back(tablet.get());
+  SequenceNumber snapshot;
+  for (;;) {
+    const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
+    for (const auto& tablet : table->tablets) {
+      if (!spec.end_row.empty() && !tablet->start_row.empty() &&
+          tablet->start_row >= spec.end_row) {
+        continue;
+      }
+      if (!tablet->end_row.empty() && tablet->end_row <= spec.start_row) continue;
+      for (size_t g = 0; g < group_needed.size(); g++) {
+        if (group_needed[g]) {
+          inputs.push_back({tablet->groups[g]->current(), nullptr});
+          input_tablets.push_back(tablet.get());
+        }
       }
     }
+    if (auto* hook = test_hooks::after_scan_views.load(std::memory_order_relaxed)) hook();
+    snapshot = visible_sequence_.load(std::memory_order_acquire);
+    if (memtable_switches_.load(std::memory_order_acquire) == switches) break;
+    // A memtable switched meanwhile (memtable_switches_): take them again.
+    inputs.clear();
+    input_tablets.clear();
   }
-  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
   for (size_t i = 0; i < inputs.size(); i++) {
     // Each tablet's part of [lo, hi): files shared with split siblings also
     // hold their rows, which the siblings' own inputs give.
@@ -1893,13 +1905,22 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
     views = many_views.data();
   }
   size_t groups_read = 0;
-  for (const auto& f : schema.families()) {
-    if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {
-      views[f.locality_group] = tablet->groups[f.locality_group]->current();
-      groups_read++;
+  SequenceNumber snapshot;
+  for (;;) {
+    const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
+    for (const auto& f : schema.families()) {
+      if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {
+        views[f.locality_group] = tablet->groups[f.locality_group]->current();
+        groups_read++;
+      }
     }
+    if (auto* hook = test_hooks::after_row_read_views.load(std::memory_order_relaxed)) hook();
+    snapshot = visible_sequence_.load(std::memory_order_acquire);
+    if (memtable_switches_.load(std::memory_order_acquire) == switches) break;
+    // A memtable switched meanwhile (memtable_switches_): take them again.
+    for (size_t g = 0; g < num_groups; g++) views[g].reset();
+    groups_read = 0;
   }
-  const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
   // The row's prefix: every key of the row starts with it.
   char prefix_buf[256];
   std::string prefix_heap;

@@ -10,7 +10,9 @@
 //   - Every entry in a memtable has a sequence number; readers see exactly the
 //     entries with sequence <= visible_sequence_, and visible_sequence_ only
 //     moves after all entries of every row mutation up to it are in their
-//     memtables, so a reader sees a row mutation whole or not at all.
+//     memtables, so a reader sees a row mutation whole or not at all (its
+//     views are taken with no memtable switch between them and its
+//     snapshot: memtable_switches_).
 //   - Memtable inserts happen only in the log's apply function (which never
 //     runs concurrently with itself) or during recovery, before the log opens.
 //   - A writer holds its row's stripe in row_locks_ (Mutate shared,
@@ -565,6 +567,13 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // release by the apply function after the inserts; loaded with acquire by
   // readers, so every entry up to it is visible to them.
   std::atomic<SequenceNumber> visible_sequence_{0};
+  // Memtable switches so far. A reader takes its views, then its snapshot;
+  // a switch in between could send a later row mutation to a memtable one
+  // of its views lacks while another view holds the rest of it. Bumped with
+  // release after the new view is in place (so before any write reaches the
+  // new memtable); a reader that sees it change across taking its views and
+  // snapshot takes both again.
+  std::atomic<uint64_t> memtable_switches_{0};
 
   // Statistics; relaxed: counters with no ordering duties.
   std::atomic<uint64_t> stat_writes_{0};

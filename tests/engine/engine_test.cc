@@ -22,6 +22,7 @@
 #include "common/fault_injection_fs.h"
 #include "common/file_system.h"
 #include "common/random.h"
+#include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
 #include "util/forwarding_fs.h"
@@ -588,6 +589,73 @@ TEST(EngineThreadsTest, BackgroundThreadsAreNamedAndNiced) {
     EXPECT_TRUE(Engine::Open(dir.path(), options).status().IsInvalidArgument()) << bad;
   }
 }
+
+// A point read takes its groups' views, then its snapshot. A memtable
+// switch of one group in between, followed by a row mutation over both
+// groups, must not leave the read with that mutation's cells in one group
+// and not the other: the read takes its views again.
+std::atomic<bool> g_read_in_hook{false};
+std::atomic<bool> g_release_read{false};
+void StopReadAfterViews() {
+  engine::test_hooks::after_row_read_views.store(nullptr);  // the retry runs on
+  g_read_in_hook = true;
+  while (!g_release_read) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void StopScanAfterViews() {
+  engine::test_hooks::after_scan_views.store(nullptr);
+  g_read_in_hook = true;
+  while (!g_release_read) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+class EngineSwitchTest : public EngineTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(EngineSwitchTest, ReadSeesARowMutationWholeAcrossAMemtableSwitch) {
+  const bool scan = GetParam();
+  ASSERT_TRUE(tenant_.CreateTable("two", TwoGroupSchema()).ok());
+  Table t = *tenant_.OpenTable("two");
+  auto put = [&](std::vector<std::string> families, const std::string& value) {
+    RowMutation m;
+    for (const std::string& f : families) m.Put(f, "q", 1, value);
+    ASSERT_TRUE(t.Mutate(WriteOptions(), "r", m).ok());
+  };
+  put({"a", "b"}, "v1");
+  ASSERT_TRUE(engine_->Flush().ok());
+  g_read_in_hook = false;
+  g_release_read = false;
+  if (scan) {
+    engine::test_hooks::after_scan_views.store(&StopScanAfterViews);
+  } else {
+    engine::test_hooks::after_row_read_views.store(&StopReadAfterViews);
+  }
+  std::map<std::string, std::string> seen;
+  std::thread reader([&] {
+    if (scan) {
+      Result<std::unique_ptr<RowIterator>> it = t.Scan(ReadOptions(), ScanSpec());
+      ASSERT_TRUE(it.ok()) << it.status().ToString();
+      ASSERT_TRUE((*it)->Valid());
+      for (const Cell& c : (*it)->cells()) seen[c.family] = c.value;
+      return;
+    }
+    Result<std::vector<Cell>> cells = t.ReadRow(ReadOptions(), "r", RowFilter());
+    ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+    for (const Cell& c : *cells) seen[c.family] = c.value;
+  });
+  while (!g_read_in_hook) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  put({"a"}, "x");
+  ASSERT_TRUE(engine_->Flush().ok());  // switches group "small" only: "big" is empty
+  put({"a", "b"}, "v2");
+  g_release_read = true;
+  reader.join();
+  engine::test_hooks::after_row_read_views.store(nullptr);
+  engine::test_hooks::after_scan_views.store(nullptr);
+  EXPECT_EQ(seen["a"], "v2");
+  EXPECT_EQ(seen["b"], "v2");
+}
+INSTANTIATE_TEST_SUITE_P(ReadAndScan, EngineSwitchTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Scan" : "ReadRow";
+                         });
 
 // A group with a write buffer size of its own flushes at that size while
 // the others wait for the engine's; AlterTable sets and clears it, and the

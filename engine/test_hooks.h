@@ -1,0 +1,19 @@
+// Points where a test may stop an engine thread to force an interleaving
+// that is otherwise too narrow to reach. Each is null outside tests, and
+// costs one relaxed load where the engine passes it.
+#ifndef STRATA_ENGINE_TEST_HOOKS_H_
+#define STRATA_ENGINE_TEST_HOOKS_H_
+
+#include <atomic>
+
+namespace strata::engine::test_hooks {
+
+// A point read, after it took its groups' views and before it read its
+// snapshot (EngineCore::ReadRowOpenInto).
+inline std::atomic<void (*)()> after_row_read_views{nullptr};
+// A scan, at the same point (EngineCore::Scan).
+inline std::atomic<void (*)()> after_scan_views{nullptr};
+
+}  // namespace strata::engine::test_hooks
+
+#endif  // STRATA_ENGINE_TEST_HOOKS_H_
