@@ -1162,12 +1162,18 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
   }
   // Everything the manifest is about to call flushed must be durable in the
   // log too, or a crash could leave the log ending before the manifest's
-  // last sequence.
+  // last sequence. So `visible` is read before the sync: writes applied
+  // after it may be lost in a crash, and the log floor and last sequence
+  // recorded below must not reach past what the sync made durable. The
+  // memtable's own entries were logged before their apply switched it out,
+  // perhaps before that apply published them: the sync covers them too.
+  const SequenceNumber visible =
+      std::max(visible_sequence_.load(std::memory_order_acquire), imm.last_sequence);
   STRATA_RETURN_IF_ERROR(log_->Sync());
+  if (auto* hook = test_hooks::after_flush_log_sync.load(std::memory_order_relaxed)) hook();
   VersionEdit edit;
   if (meta.entries > 0) edit.new_files.push_back({tablet.id, group->index, 0, meta});
   edit.flushed.push_back({tablet.id, group->index, imm.last_sequence});
-  const SequenceNumber visible = visible_sequence_.load(std::memory_order_acquire);
   edit.last_sequence = visible;
   {
     MutexLock l(&mu_);

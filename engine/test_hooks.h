@@ -13,6 +13,9 @@ namespace strata::engine::test_hooks {
 inline std::atomic<void (*)()> after_row_read_views{nullptr};
 // A scan, at the same point (EngineCore::Scan).
 inline std::atomic<void (*)()> after_scan_views{nullptr};
+// A flush, after it synced the log and before it records the flush in the
+// manifest (EngineCore::FlushOldest).
+inline std::atomic<void (*)()> after_flush_log_sync{nullptr};
 
 }  // namespace strata::engine::test_hooks
 

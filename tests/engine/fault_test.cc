@@ -14,6 +14,7 @@
 
 #include "common/fault_injection_fs.h"
 #include "common/random.h"
+#include "engine/test_hooks.h"
 #include "strata/engine.h"
 #include "util/test_util.h"
 
@@ -190,6 +191,68 @@ TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
 // Writers on several threads write unsynced; one synced write makes every
 // write acknowledged before it began durable, whichever thread wrote it. The
 // power fails the moment the synced write returns.
+// A flush records a log floor and last sequence no further than what its
+// log sync made durable. Here an unsynced write lands right after the sync,
+// in a table then dropped (so no memtable holds the floor back): had the
+// flush read its sequence after the write, the floor would pass the log's
+// durable end, and after a power loss the engine would hand out sequence
+// numbers below the floor, which replay then skips, losing a synced write.
+std::atomic<bool> g_flush_in_hook{false};
+std::atomic<bool> g_release_flush{false};
+void StopFlushAfterLogSync() {
+  engine::test_hooks::after_flush_log_sync.store(nullptr);
+  g_flush_in_hook = true;
+  while (!g_release_flush) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("doomed", s).ok());
+  Table doomed = *engine_->OpenTenant("t")->OpenTable("doomed");
+  auto put_a = [&](const std::string& row) {
+    RowMutation m;
+    m.Put("a", "x", 1, row);  // group g1 only
+    return table_.Mutate(WriteOptions(), row, m);
+  };
+  g_flush_in_hook = false;
+  g_release_flush = false;
+  engine::test_hooks::after_flush_log_sync.store(&StopFlushAfterLogSync);
+  // Fill g1's memtable until a write switches it: that write's entries are
+  // in the switched memtable, so no memtable holds data after it. (A
+  // background flush, not Engine::Flush, which holds off DropTable.)
+  int rows = 0;
+  while (engine_->GetStats().immutable_memtables == 0) {
+    ASSERT_TRUE(put_a("before" + std::to_string(rows++)).ok());
+  }
+  while (!g_flush_in_hook) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  WriteOptions unsynced;
+  unsynced.sync = false;
+  RowMutation m;
+  m.Put("f", "q", 1, std::string(100, 'w'));
+  for (int i = 0; i < 10; i++) {
+    ASSERT_TRUE(doomed.Mutate(unsynced, "w" + std::to_string(i), m).ok());
+  }
+  doomed = Table();
+  ASSERT_TRUE(engine_->OpenTenant("t")->DropTable("doomed").ok());
+  g_release_flush = true;
+  while (engine_->GetStats().immutable_memtables > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  Crash(/*tear=*/false);
+  Open();
+  ASSERT_TRUE(put_a("after").ok());  // synced
+  Crash(false);
+  Open();
+  for (int i = 0; i <= rows; i++) {
+    const std::string row = i < rows ? "before" + std::to_string(i) : "after";
+    Result<std::vector<Cell>> cells = table_.ReadRow(ReadOptions(), row);
+    ASSERT_TRUE(cells.ok());
+    EXPECT_EQ(cells->size(), 1u) << "synced row " << row << " lost";
+  }
+}
+
 TEST_F(EngineFaultTest, SyncedWriteMakesEarlierUnsyncedWritesDurable) {
   const int rounds = test::LongTests() ? 20 : 5;
   for (int r = 0; r < rounds; r++) {
