@@ -903,7 +903,10 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   }
   if (!s.ok() || dropped) {
     path.clear();
-    cleanup();  // the outputs of a dropped table's compaction go at once
+    // The outputs of a dropped table's compaction go at once. Those of a
+    // failed append stay: the edit may have reached the file (a failed
+    // sync), and the next open keeps them or deletes them as leftovers.
+    if (dropped) cleanup();
     return s;
   }
   s = ShowNewFiles(group, outputs, pinned, [&]() NO_THREAD_SAFETY_ANALYSIS {

@@ -163,6 +163,43 @@ TEST_F(EngineFaultTest, FailedFlushStopsWritesAndReopenRecovers) {
   EXPECT_GT(engine_->GetStats().table_files, 0u);
 }
 
+// A compaction whose manifest append fails (here its sync) does not know
+// whether the edit reached the file: it keeps its outputs for the next open
+// to keep or delete. Had it deleted them, a process crash (the edit in the
+// file, its outputs gone, its inputs deleted at open) would lose the data.
+TEST_F(EngineFaultTest, FailedCompactionEditKeepsItsOutputs) {
+  engine_.reset();
+  table_ = Table();
+  options_.level0_compaction_trigger = 8;  // compactions only when asked
+  options_.level0_slowdown_trigger = 9;
+  options_.level0_stop_trigger = 10;
+  Open();
+  int acked = 0;
+  for (bool power_loss : {false, true}) {
+    SCOPED_TRACE(power_loss ? "power loss" : "process crash");
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < 100; i++) ASSERT_TRUE(Write(acked++).ok());
+      ASSERT_TRUE(engine_->Flush().ok());
+    }
+    ASSERT_GE(engine_->GetStats().level_files[0], 3u);
+    const uint64_t compactions = engine_->GetStats().compactions;
+    fs_.FailAfter(FaultOp::kSync, 0, 1, EIO, "MANIFEST");
+    EXPECT_FALSE(engine_->Compact().ok());
+    EXPECT_EQ(engine_->GetStats().compactions, compactions);
+    fs_.ClearFaults();
+    if (power_loss) {
+      Crash(/*tear=*/false);  // the edit is gone: the outputs are leftovers
+    } else {
+      // What the process wrote stays in the files: the edit is there.
+      engine_->Close().PermitUncheckedError();
+      engine_.reset();
+      table_ = Table();
+    }
+    Open();
+    CheckRows(acked, acked);
+  }
+}
+
 TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
   const int rounds = test::LongTests() ? 50 : 10;
   int next = 0;
