@@ -184,7 +184,7 @@ Status EngineCore::AlterTable(const TenantState& tenant, std::string_view name,
     edit.altered_tables.push_back({table->id, *schema});
     edit.last_sequence = sequence;
     MutexLock l(&mu_);
-    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(AppendEdit(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     const auto& slots = schema->locality_groups();
     for (const auto& tablet : table->tablets) {

@@ -750,7 +750,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
           tablet.retired.load(std::memory_order_relaxed)) {
         return Status::OK();
       }
-      STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+      STRATA_RETURN_IF_ERROR(AppendEdit(edit));
       STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     }
     MutexLock l(&group->mu);
@@ -897,7 +897,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
               tablet.retired.load(std::memory_order_relaxed);
     if (!dropped) {
       edit.next_id = catalog_.next_id;
-      s = manifest_->Append(edit);
+      s = AppendEdit(edit);
       if (s.ok()) s = catalog_.Apply(edit);
     }
   }
@@ -1190,7 +1190,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
       return Status::OK();
     }
     edit.next_id = catalog_.next_id;
-    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(AppendEdit(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   }
   bool popped = false;
@@ -1231,7 +1231,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     e.log_floor = floor;
     MutexLock l(&mu_);
     if (floor > catalog_.log_floor) {
-      STRATA_RETURN_IF_ERROR(manifest_->Append(e));
+      STRATA_RETURN_IF_ERROR(AppendEdit(e));
       STRATA_RETURN_IF_ERROR(catalog_.Apply(e));
     }
   }
@@ -1293,7 +1293,7 @@ Status EngineCore::CreateTenant(std::string_view name, const TenantOptions& opti
   // a manifest older versions can read.
   if (!(options == TenantOptions())) edit.tenant_options.push_back({t.id, options});
   edit.next_id = catalog_.next_id + 1;
-  STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+  STRATA_RETURN_IF_ERROR(AppendEdit(edit));
   STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   auto state = std::make_shared<TenantState>();
   state->id = t.id;
@@ -1350,7 +1350,7 @@ Status EngineCore::CreateTable(const TenantState& tenant, std::string_view name,
   edit.tables.push_back(t);
   edit.tablets.push_back(tab);
   edit.next_id = catalog_.next_id + 2;
-  STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+  STRATA_RETURN_IF_ERROR(AppendEdit(edit));
   STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
   auto state = MakeTable(t, {tab});
   state->budget = tenant.budget;
@@ -1418,7 +1418,7 @@ Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
     }
     VersionEdit edit;
     edit.dropped_tables.push_back(it->second->id);
-    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(AppendEdit(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     dropped.push_back(it->second);
     tables_.erase(it);
@@ -1447,7 +1447,7 @@ Status EngineCore::DropTenant(std::string_view name) {
       }
     }
     edit.dropped_tenants.push_back(tenant->id);
-    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(AppendEdit(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     for (const auto& t : dropped) tables_.erase({tenant->id, t->name});
     UnlinkTables(dropped);
@@ -1536,12 +1536,28 @@ Status EngineCore::ValidateMutation(const TableState& table, const Schema& schem
 
 Status EngineCore::WaitToWrite(const TenantBudget& budget) {
   if (bg_failed_.load(std::memory_order_relaxed)) {
-    // Memtables can no longer be flushed: refuse writes rather than grow
-    // memory without bound. Everything acknowledged is in the log.
-    MutexLock l(&bg_mu_);
-    return bg_error_;
+    // Memtables can no longer be flushed, or the manifest's tail is unknown:
+    // refuse writes. Everything acknowledged is in the log.
+    {
+      MutexLock l(&bg_mu_);
+      if (!bg_error_.ok()) return bg_error_;
+    }
+    MutexLock l(&manifest_error_mu_);
+    return manifest_error_;
   }
   return WaitForWriteRoom(budget);
+}
+
+Status EngineCore::AppendEdit(const VersionEdit& edit) {
+  Status s = manifest_->Append(edit);
+  if (!s.ok() && !s.IsInvalidArgument()) {
+    MutexLock l(&manifest_error_mu_);
+    if (manifest_error_.ok()) {
+      manifest_error_ = s.WithContext("manifest write failed; reopen the engine");
+    }
+    bg_failed_.store(true, std::memory_order_relaxed);
+  }
+  return s;
 }
 
 Status EngineCore::MakePendingRow(const TableState& table, const Schema& schema,

@@ -413,6 +413,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Fails with the background error once flushes have failed; otherwise
   // applies backpressure (WaitForWriteRoom). REQUIRES: close_mu_ held shared.
   Status WaitToWrite(const TenantBudget& budget);
+  // Appends `edit` to the manifest. A failure other than a refused edit
+  // (InvalidArgument, nothing written) leaves the manifest's tail unknown:
+  // the edit may be in the file, so writes stop at once, before the
+  // caller's error lets any more in, until the engine is reopened.
+  Status AppendEdit(const VersionEdit& edit);
   // Everything a write of `bytes` payload bytes to `table` passes before its
   // row locks (engine/tenant_governance.cc): the tenant's disk quota when
   // the write adds data, its write rate limit (slept without the close gate,
@@ -534,9 +539,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Set by Compact(); cleared by the background thread once it finds no work.
   bool manual_compaction_ GUARDED_BY(bg_mu_) = false;
   Status bg_error_ GUARDED_BY(bg_mu_);
-  // Set once bg_error_ is; writes then fail fast. Relaxed: a flag checked on
-  // the write path; the error itself is read under bg_mu_.
+  // Set once bg_error_ or manifest_error_ is; writes then fail fast.
+  // Relaxed: a flag checked on the write path; the error itself is read
+  // under its mutex.
   std::atomic<bool> bg_failed_{false};
+  // The first failed manifest append (AppendEdit). A leaf lock: appends
+  // happen under mu_, which comes after bg_mu_.
+  Mutex manifest_error_mu_;
+  Status manifest_error_ GUARDED_BY(manifest_error_mu_);
   std::thread flush_thread_;
   std::vector<std::thread> compaction_threads_;
   std::thread split_thread_;

@@ -298,7 +298,7 @@ Status EngineCore::SplitTablet(TabletState* tablet) {
       }
       children.push_back(std::move(child));
     }
-    s = manifest_->Append(edit);
+    s = AppendEdit(edit);
     if (s.ok()) s = catalog_.Apply(edit);
     if (s.ok()) {
       // Relaxed: background work reads it under mu_, held here.

@@ -164,7 +164,7 @@ Status EngineCore::SetTenantOptions(std::string_view name, const TenantOptions& 
     if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
     VersionEdit edit;
     edit.tenant_options.push_back({it->second->id, options});
-    STRATA_RETURN_IF_ERROR(manifest_->Append(edit));
+    STRATA_RETURN_IF_ERROR(AppendEdit(edit));
     STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     governor_.SetOptions(it->second->budget.get(), options);
   }

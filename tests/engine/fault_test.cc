@@ -200,6 +200,35 @@ TEST_F(EngineFaultTest, FailedCompactionEditKeepsItsOutputs) {
   }
 }
 
+// A failed manifest write (here a drop's sync) may still have put the edit
+// in the file: writes stop at once, so none is acknowledged into a table the
+// next open finds dropped, and reopening goes on from what the file holds.
+TEST_F(EngineFaultTest, FailedManifestWriteStopsWritesUntilReopen) {
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  Tenant tenant = *engine_->OpenTenant("t");
+  ASSERT_TRUE(tenant.CreateTable("doomed", s).ok());
+  Table doomed = *tenant.OpenTable("doomed");
+  for (int i = 0; i < 10; i++) ASSERT_TRUE(Write(i).ok());
+  fs_.FailAfter(FaultOp::kSync, 0, 1, EIO, "MANIFEST");
+  EXPECT_FALSE(tenant.DropTable("doomed").ok());
+  fs_.ClearFaults();
+  RowMutation m;
+  m.Put("f", "q", 1, "after the failed drop");
+  EXPECT_FALSE(doomed.Mutate(WriteOptions(), "r", m).ok());
+  EXPECT_FALSE(Write(10).ok());
+  // The process dies; the drop's edit is in the file.
+  doomed = Table();
+  tenant = Tenant();
+  engine_->Close().PermitUncheckedError();
+  engine_.reset();
+  table_ = Table();
+  Open();
+  EXPECT_TRUE(engine_->OpenTenant("t")->OpenTable("doomed").status().IsNotFound());
+  CheckRows(10, 11);
+  ASSERT_TRUE(Write(11).ok());
+}
+
 TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
   const int rounds = test::LongTests() ? 50 : 10;
   int next = 0;
