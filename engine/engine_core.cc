@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -26,6 +27,9 @@ namespace {
 constexpr const char* kLockFileName = "LOCK";
 constexpr const char* kLogDirName = "wal";
 constexpr const char* kTableDirName = "sst";
+// Tries a read makes at taking its views and snapshot with no memtable
+// switch between them, before it takes them under apply_mu_.
+constexpr int kViewAttempts = 4;
 // The most EngineOptions::max_row_key_size, max_qualifier_size and
 // max_value_size may allow: lengths are stored in 32 bits, and a write must
 // fit with room to spare.
@@ -903,10 +907,11 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   }
   if (!s.ok() || dropped) {
     path.clear();
-    // The outputs of a dropped table's compaction go at once. Those of a
-    // failed append stay: the edit may have reached the file (a failed
-    // sync), and the next open keeps them or deletes them as leftovers.
-    if (dropped) cleanup();
+    // The outputs of a dropped table's compaction go at once, as do those
+    // of a refused edit (nothing written). Those of a failed append stay:
+    // the edit may have reached the file (a failed sync), and the next open
+    // keeps them or deletes them as leftovers.
+    if (dropped || s.IsInvalidArgument()) cleanup();
     return s;
   }
   s = ShowNewFiles(group, outputs, pinned, [&]() NO_THREAD_SAFETY_ANALYSIS {
@@ -1828,7 +1833,9 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   std::vector<ScanIterator::GroupInput> inputs;
   std::vector<const TabletState*> input_tablets;
   SequenceNumber snapshot;
-  for (;;) {
+  for (int attempt = 1;; attempt++) {
+    std::optional<MutexLock> quiet;  // as in ReadRowOpenInto
+    if (attempt > kViewAttempts) quiet.emplace(&apply_mu_);
     const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
     for (const auto& tablet : table->tablets) {
       if (!spec.end_row.empty() && !tablet->start_row.empty() &&
@@ -1931,7 +1938,11 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
   }
   size_t groups_read = 0;
   SequenceNumber snapshot;
-  for (;;) {
+  for (int attempt = 1;; attempt++) {
+    // Switches come under apply_mu_: past a few stale attempts, holding it
+    // ends the retries.
+    std::optional<MutexLock> quiet;
+    if (attempt > kViewAttempts) quiet.emplace(&apply_mu_);
     const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
     for (const auto& f : schema.families()) {
       if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {

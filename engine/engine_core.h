@@ -410,14 +410,15 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // REQUIRES: close_mu_ held shared and !closed_; every row validated;
   // count >= 1, all rows of one table.
   Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
-  // Fails with the background error once flushes have failed; otherwise
-  // applies backpressure (WaitForWriteRoom). REQUIRES: close_mu_ held shared.
+  // Fails with the background error once flushes or a manifest write have
+  // failed; otherwise applies backpressure (WaitForWriteRoom). REQUIRES:
+  // close_mu_ held shared.
   Status WaitToWrite(const TenantBudget& budget);
   // Appends `edit` to the manifest. A failure other than a refused edit
   // (InvalidArgument, nothing written) leaves the manifest's tail unknown:
   // the edit may be in the file, so writes stop at once, before the
   // caller's error lets any more in, until the engine is reopened.
-  Status AppendEdit(const VersionEdit& edit);
+  Status AppendEdit(const VersionEdit& edit) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Everything a write of `bytes` payload bytes to `table` passes before its
   // row locks (engine/tenant_governance.cc): the tenant's disk quota when
   // the write adds data, its write rate limit (slept without the close gate,
@@ -520,7 +521,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // Held by the apply function while it inserts, and by whoever switches a
   // memtable from outside it, so no insert lands in a memtable being flushed.
-  Mutex apply_mu_;
+  // A reader whose views kept going stale takes it too (no switch and no
+  // publish can then come between its views and its snapshot).
+  mutable Mutex apply_mu_;
 
   // The flush thread's queue and state.
   mutable Mutex bg_mu_;
@@ -582,7 +585,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // of its views lacks while another view holds the rest of it. Bumped with
   // release after the new view is in place (so before any write reaches the
   // new memtable); a reader that sees it change across taking its views and
-  // snapshot takes both again.
+  // snapshot takes both again, and after kViewAttempts takes them under
+  // apply_mu_.
   std::atomic<uint64_t> memtable_switches_{0};
 
   // Statistics; relaxed: counters with no ordering duties.

@@ -887,7 +887,7 @@ Status TransactionImpl::Commit() {
   const size_t max_rows = std::max<uint32_t>(1, db_->config().options.max_batch_rows);
   Status s;
   for (size_t t = 0; t < tables.size(); ++t) {
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(tables[t].first));
+    const std::shared_ptr<RowStore> store = stores_.at(tables[t].first);  // resolved above
     const std::vector<RowWrites>& rows = tables[t].second;
     for (size_t begin = 0; begin < rows.size();) {
       const bool with_primary = t == 0 && begin == 0;

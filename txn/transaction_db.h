@@ -102,7 +102,7 @@ struct HeartbeatState {
   bool prewritten GUARDED_BY(mu) = false;
   bool finished GUARDED_BY(mu) = false;  // committing, committed or aborted
   bool owner_dead GUARDED_BY(mu) = false;
-  TxnKey primary;  // immutable once prewritten is set
+  TxnKey primary;  // immutable once the heartbeat has the state (StartHeartbeat)
   LockRecord primary_lock GUARDED_BY(mu);
   std::string primary_lock_bytes GUARDED_BY(mu);
 };

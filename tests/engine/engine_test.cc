@@ -657,6 +657,50 @@ INSTANTIATE_TEST_SUITE_P(ReadAndScan, EngineSwitchTest, ::testing::Bool(),
                            return p.param ? "Scan" : "ReadRow";
                          });
 
+// Memtables switching without end do not keep a read retrying: after a few
+// stale attempts it takes its views and snapshot with switches held off.
+std::atomic<int> g_view_attempts{0};
+std::atomic<uint64_t> g_flushes_seen{0};
+Engine* g_engine = nullptr;
+void WaitForASwitch() {
+  g_view_attempts++;
+  // Until a flush (a switch) happens, or 100 ms: none can while the read
+  // holds switches off.
+  const uint64_t before = g_flushes_seen.load();
+  for (int i = 0; i < 100 && g_engine->GetStats().flushes <= before; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  g_flushes_seen = g_engine->GetStats().flushes;
+}
+
+TEST_F(EngineTest, ReadRetriesAreBoundedWhileMemtablesKeepSwitching) {
+  ASSERT_TRUE(tenant_.CreateTable("two", TwoGroupSchema()).ok());
+  Table t = *tenant_.OpenTable("two");
+  RowMutation m;
+  m.Put("a", "q", 1, "v").Put("b", "q", 1, "v");
+  ASSERT_TRUE(t.Mutate(WriteOptions(), "r", m).ok());
+  std::atomic<bool> stop{false};
+  std::thread switcher([&] {
+    RowMutation a;
+    a.Put("a", "q", 2, "w");
+    while (!stop) {
+      ASSERT_TRUE(t.Mutate(WriteOptions(), "s", a).ok());
+      ASSERT_TRUE(engine_->Flush().ok());
+    }
+  });
+  g_engine = engine_.get();
+  g_view_attempts = 0;
+  g_flushes_seen = engine_->GetStats().flushes;
+  engine::test_hooks::after_row_read_views.store(&WaitForASwitch);
+  Result<std::vector<Cell>> cells = t.ReadRow(ReadOptions(), "r", RowFilter());
+  engine::test_hooks::after_row_read_views.store(nullptr);
+  stop = true;
+  switcher.join();
+  ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+  EXPECT_EQ(cells->size(), 2u);
+  EXPECT_LE(g_view_attempts.load(), 5);
+}
+
 // A group with a write buffer size of its own flushes at that size while
 // the others wait for the engine's; AlterTable sets and clears it, and the
 // schema keeps it across a reopen.
