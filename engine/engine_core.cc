@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
-#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -27,9 +26,6 @@ namespace {
 constexpr const char* kLockFileName = "LOCK";
 constexpr const char* kLogDirName = "wal";
 constexpr const char* kTableDirName = "sst";
-// Tries a read makes at taking its views and snapshot with no memtable
-// switch between them, before it takes them under apply_mu_.
-constexpr int kViewAttempts = 4;
 // The most EngineOptions::max_row_key_size, max_qualifier_size and
 // max_value_size may allow: lengths are stored in 32 bits, and a write must
 // fit with room to spare.
@@ -1832,11 +1828,9 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   // Views first, then the snapshot (as in ReadRow).
   std::vector<ScanIterator::GroupInput> inputs;
   std::vector<const TabletState*> input_tablets;
-  SequenceNumber snapshot;
-  for (int attempt = 1;; attempt++) {
-    std::optional<MutexLock> quiet;  // as in ReadRowOpenInto
-    if (attempt > kViewAttempts) quiet.emplace(&apply_mu_);
-    const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
+  const SequenceNumber snapshot = ViewsThenSnapshot(test_hooks::after_scan_views, [&] {
+    inputs.clear();
+    input_tablets.clear();
     for (const auto& tablet : table->tablets) {
       if (!spec.end_row.empty() && !tablet->start_row.empty() &&
           tablet->start_row >= spec.end_row) {
@@ -1850,13 +1844,7 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
         }
       }
     }
-    if (auto* hook = test_hooks::after_scan_views.load(std::memory_order_relaxed)) hook();
-    snapshot = visible_sequence_.load(std::memory_order_acquire);
-    if (memtable_switches_.load(std::memory_order_acquire) == switches) break;
-    // A memtable switched meanwhile (memtable_switches_): take them again.
-    inputs.clear();
-    input_tablets.clear();
-  }
+  });
   for (size_t i = 0; i < inputs.size(); i++) {
     // Each tablet's part of [lo, hi): files shared with split siblings also
     // hold their rows, which the siblings' own inputs give.
@@ -1937,26 +1925,16 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
     views = many_views.data();
   }
   size_t groups_read = 0;
-  SequenceNumber snapshot;
-  for (int attempt = 1;; attempt++) {
-    // Switches come under apply_mu_: past a few stale attempts, holding it
-    // ends the retries.
-    std::optional<MutexLock> quiet;
-    if (attempt > kViewAttempts) quiet.emplace(&apply_mu_);
-    const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
+  const SequenceNumber snapshot = ViewsThenSnapshot(test_hooks::after_row_read_views, [&] {
+    for (size_t g = 0; g < num_groups; g++) views[g].reset();
+    groups_read = 0;
     for (const auto& f : schema.families()) {
       if (views[f.locality_group] == nullptr && filter.MayWantFamily(f.id)) {
         views[f.locality_group] = tablet->groups[f.locality_group]->current();
         groups_read++;
       }
     }
-    if (auto* hook = test_hooks::after_row_read_views.load(std::memory_order_relaxed)) hook();
-    snapshot = visible_sequence_.load(std::memory_order_acquire);
-    if (memtable_switches_.load(std::memory_order_acquire) == switches) break;
-    // A memtable switched meanwhile (memtable_switches_): take them again.
-    for (size_t g = 0; g < num_groups; g++) views[g].reset();
-    groups_read = 0;
-  }
+  });
   // The row's prefix: every key of the row starts with it.
   char prefix_buf[256];
   std::string prefix_heap;

@@ -25,13 +25,14 @@
 #include <atomic>
 #include <deque>
 #include <functional>
-#include <thread>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -410,6 +411,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // REQUIRES: close_mu_ held shared and !closed_; every row validated;
   // count >= 1, all rows of one table.
   Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
+  // Calls take_views(), which must start afresh (dropping what an earlier
+  // call took), then reads the visible sequence as the snapshot; again while
+  // a memtable switched in between (memtable_switches_), and past
+  // kViewAttempts tries under apply_mu_, which holds switches off. `hook` is
+  // a test point between the two (engine/test_hooks.h).
+  template <typename TakeViews>
+  SequenceNumber ViewsThenSnapshot(const std::atomic<void (*)()>& hook, TakeViews take_views) const;
+  static constexpr int kViewAttempts = 4;
   // Fails with the background error once flushes or a manifest write have
   // failed; otherwise applies backpressure (WaitForWriteRoom). REQUIRES:
   // close_mu_ held shared.
@@ -593,6 +602,20 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::atomic<uint64_t> stat_writes_{0};
   std::atomic<uint64_t> stat_cells_{0};
 };
+
+template <typename TakeViews>
+SequenceNumber EngineCore::ViewsThenSnapshot(const std::atomic<void (*)()>& hook,
+                                             TakeViews take_views) const {
+  for (int attempt = 1;; attempt++) {
+    std::optional<MutexLock> quiet;
+    if (attempt > kViewAttempts) quiet.emplace(&apply_mu_);
+    const uint64_t switches = memtable_switches_.load(std::memory_order_acquire);
+    take_views();
+    if (auto* f = hook.load(std::memory_order_relaxed)) f();
+    const SequenceNumber snapshot = visible_sequence_.load(std::memory_order_acquire);
+    if (memtable_switches_.load(std::memory_order_acquire) == switches) return snapshot;
+  }
+}
 
 }  // namespace strata::engine
 

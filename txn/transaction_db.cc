@@ -867,7 +867,7 @@ Status TransactionImpl::Commit() {
   const RowWrites& primary_row = tables[0].second[0];
   // Every store first: past this point only Finish ends the commit.
   for (const auto& [table, rows] : tables) STRATA_RETURN_IF_ERROR(StoreFor(table).status());
-  STRATA_ASSIGN_OR_RETURN(primary_store_, StoreFor(primary_->table));
+  primary_store_ = stores_.at(primary_->table);
 
   Result<Owner> owner = db_->config().registry->Register();
   if (!owner.ok()) return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, owner.status());
