@@ -168,6 +168,7 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
   }
   STRATA_RETURN_IF_ERROR(s);
   s = core->Recover();
+  if (s.ok()) s = core->ContinueAboveRecordedSequences();
   if (!s.ok()) {
     core->Close().PermitUncheckedError();  // the recovery error is the one to report
     return s;
@@ -312,6 +313,21 @@ Status EngineCore::Recover() {
   return Status::OK();
 }
 
+Status EngineCore::ContinueAboveRecordedSequences() {
+  SequenceNumber recorded;
+  {
+    MutexLock l(&mu_);
+    recorded = catalog_.last_sequence;
+  }
+  const SequenceNumber next = log_->next_sequence();
+  if (next > recorded) return Status::OK();
+  wal::WriteRequest skip;
+  skip.payload = SequenceSkipPayload();
+  skip.sequence_count = recorded + 1 - next;
+  skip.sync = true;
+  return log_->Write(&skip);
+}
+
 std::string EngineCore::TableDir() const { return JoinPath(dir_, kTableDirName); }
 
 Status EngineCore::DeleteObsoleteFiles() {
@@ -338,8 +354,10 @@ Status EngineCore::DeleteObsoleteFiles() {
 Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload) {
   mu_.AssertHeld();
   std::vector<LoggedRow> rows;
-  Status s = DecodeLogRecord(payload, &rows);
+  LogRecordKind kind;
+  Status s = DecodeLogRecord(payload, &rows, &kind);
   if (!s.ok()) return s.WithContext("record at sequence " + std::to_string(first_sequence));
+  if (kind == LogRecordKind::kSequenceSkip) return Status::OK();  // its numbers hold no data
   uint64_t entries = 0;
   for (const auto& r : rows) entries += r.entries.size();
   if (entries != count) {
@@ -424,7 +442,9 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
   std::vector<LocalityGroupState*> touched;
   uint64_t rows = 0;
   for (size_t i = 0; i < n; i++) {
+    last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
     const auto* w = static_cast<const PendingWrite*>(requests[i]->arg);
+    if (w == nullptr) continue;  // a sequence skip: no data
     SequenceNumber seq = requests[i]->first_sequence;
     for (size_t r = 0; r < w->count; r++) {
       const PendingRow& row = w->rows[r];
@@ -434,7 +454,6 @@ void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
       cells += row.entries.size();
     }
     rows += w->count;
-    last = requests[i]->first_sequence + requests[i]->sequence_count - 1;
   }
   for (LocalityGroupState* g : touched) {
     ChargeMemTable(g);

@@ -289,6 +289,13 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   Status Recover();
   Status ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload);
+  // After Recover: only a point-in-time recovery cuts the log below
+  // sequences the manifest recorded (flushed data), and writes must go on
+  // above those: a lower number would lose to the flushed version of its
+  // cell, and the next replay would skip it as flushed. A sequence skip
+  // record (engine/LOG_RECORD.md) uses up the numbers in between, so the log
+  // stays contiguous, and publishes them, so reads see the flushed data.
+  Status ContinueAboveRecordedSequences() LOCKS_EXCLUDED(mu_);
   // The log's apply function: inserts a group into memtables and publishes it.
   void ApplyGroup(wal::WriteRequest* const* requests, size_t n) LOCKS_EXCLUDED(apply_mu_);
   // Inserts entries; groups that received some are added to *touched (when

@@ -7,8 +7,15 @@
 
 namespace strata::engine {
 namespace {
-constexpr uint8_t kPayloadVersion = 1;  // DO NOT CHANGE: stored in the log
+// DO NOT CHANGE: stored in the log.
+constexpr char kRowsKind = static_cast<char>(LogRecordKind::kRows);
+constexpr char kSkipKind = static_cast<char>(LogRecordKind::kSequenceSkip);
 }  // namespace
+
+Slice SequenceSkipPayload() {
+  static constexpr char kPayload[] = {kSkipKind};
+  return Slice(kPayload, sizeof(kPayload));
+}
 
 LogRecordBuilder::LogRecordBuilder() = default;
 
@@ -30,20 +37,27 @@ void LogRecordBuilder::AddRow(uint64_t tablet_id, const Slice& row,
 
 Slice LogRecordBuilder::Finish() {
   out_.clear();
-  out_.push_back(static_cast<char>(kPayloadVersion));
+  out_.push_back(kRowsKind);
   PutVarint32(&out_, row_count_);
   out_ += rows_;
   return out_;
 }
 
-Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows) {
+Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows, LogRecordKind* kind) {
   rows->clear();
   auto bad = [](const std::string& what) { return Status::Corruption("log record: " + what); };
   Slice in = payload;
   if (in.empty()) return bad("empty payload");
-  if (static_cast<uint8_t>(in[0]) != kPayloadVersion) {
-    return bad("unknown payload version " + std::to_string(static_cast<uint8_t>(in[0])));
+  if (in[0] == kSkipKind) {
+    if (in.size() != 1)
+      return bad("sequence skip with " + std::to_string(in.size() - 1) + " trailing bytes");
+    *kind = LogRecordKind::kSequenceSkip;
+    return Status::OK();
   }
+  if (in[0] != kRowsKind) {
+    return bad("unknown payload kind " + std::to_string(static_cast<uint8_t>(in[0])));
+  }
+  *kind = LogRecordKind::kRows;
   in.remove_prefix(1);
   uint32_t nrows;
   if (!GetVarint32(&in, &nrows)) return bad("truncated row count");

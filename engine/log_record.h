@@ -49,9 +49,20 @@ class LogRecordBuilder {
   uint64_t entries_ = 0;
 };
 
-// Decodes a payload into rows whose slices point into `payload`.
-// Corruption when it is malformed.
-Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows);
+// What a payload holds (its first byte; engine/LOG_RECORD.md).
+enum class LogRecordKind : uint8_t {
+  kRows = 1,  // row mutations, one sequence number per entry
+  // No data: the record only uses up its sequence numbers, so that the log
+  // stays contiguous where the engine must continue above a gap.
+  kSequenceSkip = 2,
+};
+
+// The payload of a kSequenceSkip record.
+Slice SequenceSkipPayload();
+
+// Decodes a payload into rows whose slices point into `payload`; *kind says
+// which kind it is (a skip has no rows). Corruption when it is malformed.
+Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows, LogRecordKind* kind);
 
 }  // namespace strata::engine
 

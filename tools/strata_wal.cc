@@ -326,11 +326,15 @@ Status CheckEntryCounts(Slice in) {
   return Status::OK();
 }
 
-// Decodes an engine payload and checks that it uses as many sequence numbers
-// as it has entries (as replay does).
-Status DecodePayload(const LogRecord& rec, std::vector<engine::LoggedRow>* rows) {
+// Decodes an engine payload and checks that row mutations use as many
+// sequence numbers as they have entries (as replay does); *skip says whether
+// it is a sequence skip instead, which holds no data.
+Status DecodePayload(const LogRecord& rec, std::vector<engine::LoggedRow>* rows, bool* skip) {
   STRATA_RETURN_IF_ERROR(CheckEntryCounts(rec.payload));
-  STRATA_RETURN_IF_ERROR(engine::DecodeLogRecord(rec.payload, rows));
+  engine::LogRecordKind kind;
+  STRATA_RETURN_IF_ERROR(engine::DecodeLogRecord(rec.payload, rows, &kind));
+  *skip = kind == engine::LogRecordKind::kSequenceSkip;
+  if (*skip) return Status::OK();
   uint64_t entries = 0;
   for (const auto& r : *rows) entries += r.entries.size();
   if (entries != rec.sequence_count) {
@@ -637,7 +641,8 @@ int CmdDumpFragments(FileSystem* fs, const Target& t, const Args& args) {
   const bool raw = args.raw;
   Pass p = ReadRecords(fs, t, [raw](const LogRecord& rec) {
     std::vector<engine::LoggedRow> rows;
-    return raw ? Status::OK() : DecodePayload(rec, &rows);
+    bool skip;
+    return raw ? Status::OK() : DecodePayload(rec, &rows, &skip);
   });
   return Report(fs, t, p, args.mode);
 }
@@ -648,14 +653,21 @@ int CmdDump(FileSystem* fs, const Target& t, const Args& args) {
   const uint64_t max_value = args.max_value.value_or(kDefaultMaxValue);
   Pass p = ReadRecords(fs, t, [&](const LogRecord& rec) {
     std::vector<engine::LoggedRow> rows;
-    Status s = args.raw ? Status::OK() : DecodePayload(rec, &rows);
+    bool skip = false;
+    Status s = args.raw ? Status::OK() : DecodePayload(rec, &rows, &skip);
     uint64_t last_segment = rec.end.segment;
     std::printf("record segment=%" PRIu64 " offset=%" PRIu64 " seq=%" PRIu64 " count=%" PRIu64
                 " bytes=%zu fragments=%u",
                 rec.begin.segment, rec.begin.offset, rec.first_sequence, rec.sequence_count,
                 rec.payload.size(), rec.fragments);
     if (last_segment != rec.begin.segment) std::printf(" ends_in_segment=%" PRIu64, last_segment);
-    if (!args.raw && s.ok()) std::printf(" rows=%zu", rows.size());
+    if (!args.raw && s.ok()) {
+      if (skip) {
+        std::printf(" sequence-skip");
+      } else {
+        std::printf(" rows=%zu", rows.size());
+      }
+    }
     std::printf("\n");
     if (args.hex) PrintHex(rec.payload);
     if (args.decode && s.ok()) PrintRows(rows, rec.first_sequence, max_value);
@@ -667,11 +679,17 @@ int CmdDump(FileSystem* fs, const Target& t, const Args& args) {
 }
 
 int CmdVerify(FileSystem* fs, const Target& t, const Args& args) {
-  uint64_t rows = 0, entries = 0;
+  uint64_t rows = 0, entries = 0, skips = 0, skipped = 0;
   Pass p = ReadRecords(fs, t, [&](const LogRecord& rec) {
     if (args.raw) return Status::OK();
     std::vector<engine::LoggedRow> decoded;
-    STRATA_RETURN_IF_ERROR(DecodePayload(rec, &decoded));
+    bool skip;
+    STRATA_RETURN_IF_ERROR(DecodePayload(rec, &decoded, &skip));
+    if (skip) {
+      skips++;
+      skipped += rec.sequence_count;
+      return Status::OK();
+    }
     rows += decoded.size();
     entries += rec.sequence_count;
     return Status::OK();
@@ -681,6 +699,9 @@ int CmdVerify(FileSystem* fs, const Target& t, const Args& args) {
     std::printf("records: %" PRIu64 " (%" PRIu64 " payload bytes)\n", p.records, p.payload_bytes);
     std::printf("sequences: %s\n", SequenceRange(p).c_str());
     if (!args.raw) std::printf("row mutations: %" PRIu64 ", entries: %" PRIu64 "\n", rows, entries);
+    if (skips > 0) {
+      std::printf("sequence skips: %" PRIu64 " (%" PRIu64 " sequence numbers)\n", skips, skipped);
+    }
     if (p.skipped_leading > 0) {
       std::printf("skipped %" PRIu64
                   " continuation fragments at the start (the rest of a record "
@@ -702,7 +723,8 @@ int CmdStats(FileSystem* fs, const Target& t, const Args& args) {
     max_record = std::max<uint64_t>(max_record, rec.payload.size());
     if (args.raw) return Status::OK();
     std::vector<engine::LoggedRow> decoded;
-    STRATA_RETURN_IF_ERROR(DecodePayload(rec, &decoded));
+    bool skip;
+    STRATA_RETURN_IF_ERROR(DecodePayload(rec, &decoded, &skip));
     for (const auto& r : decoded) {
       TabletStats& ts = tablets[r.tablet_id];
       ts.rows++;

@@ -30,7 +30,9 @@ enum class WalRecoveryMode {
   kTolerateTornTail,
   // Any incomplete or corrupt record fails the open.
   kAbsoluteConsistency,
-  // Recovery stops at the first bad record and keeps everything before it.
+  // Recovery stops at the first bad record and keeps everything before it,
+  // and whatever flushes had already written to tables (the log may be cut
+  // below that; later writes are numbered above it).
   kPointInTime,
 };
 
