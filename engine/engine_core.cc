@@ -772,7 +772,13 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       STRATA_RETURN_IF_ERROR(AppendEdit(edit));
       STRATA_RETURN_IF_ERROR(catalog_.Apply(edit));
     }
+    if (auto* hook = test_hooks::after_compaction_edit.load(std::memory_order_relaxed)) hook();
     MutexLock l(&group->mu);
+    // A drop since the check above has emptied the view, marking f obsolete
+    // with the rest, or is about to. Moving f into the emptied view would
+    // keep it alive (and on disk) as long as the engine.
+    // Relaxed: see TableState::dropped; set before the view is emptied.
+    if (tablet.table->dropped.load(std::memory_order_relaxed)) return Status::OK();
     auto view = std::make_shared<GroupView>(*group->view);
     auto& from = view->levels[job->level];
     from.erase(std::remove(from.begin(), from.end(), f), from.end());
@@ -929,7 +935,16 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     if (dropped || s.IsInvalidArgument()) cleanup();
     return s;
   }
+  if (auto* hook = test_hooks::after_compaction_edit.load(std::memory_order_relaxed)) hook();
+  bool orphaned = false;
   s = ShowNewFiles(group, outputs, pinned, [&]() NO_THREAD_SAFETY_ANALYSIS {
+    // A drop since the check above has emptied the view (or is about to,
+    // and takes the inputs along); the outputs then belong to no table.
+    // Relaxed: see TableState::dropped; set before the view is emptied.
+    if (tablet.table->dropped.load(std::memory_order_relaxed)) {
+      orphaned = true;
+      return;
+    }
     auto view = std::make_shared<GroupView>(*group->view);
     for (int i = 0; i < 2; i++) {
       auto& level = view->levels[job->level + i];
@@ -945,6 +960,15 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     });
     group->view = std::move(view);
   });
+  if (orphaned) {
+    for (const FileMeta& m : outputs) {
+      table_cache_->Evict(m.number);
+      block_cache_->EraseFile(m.number);
+      // Best effort: a file left behind is deleted on the next open.
+      fs_->DeleteFile(sstable::TableFileName(TableDir(), m.number)).PermitUncheckedError();
+    }
+    return s;
+  }
   stat_compactions_.fetch_add(1, std::memory_order_relaxed);
   uint64_t read = 0, written = 0;
   for (const auto& inputs : job->inputs) {

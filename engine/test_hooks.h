@@ -16,6 +16,9 @@ inline std::atomic<void (*)()> after_scan_views{nullptr};
 // A flush, after it synced the log and before it records the flush in the
 // manifest (EngineCore::FlushOldest).
 inline std::atomic<void (*)()> after_flush_log_sync{nullptr};
+// A compaction or trivial move, after it recorded its edit in the manifest
+// and before it shows the result to readers (EngineCore::RunCompaction).
+inline std::atomic<void (*)()> after_compaction_edit{nullptr};
 
 }  // namespace strata::engine::test_hooks
 

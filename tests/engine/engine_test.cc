@@ -1617,6 +1617,66 @@ TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
   EXPECT_TRUE(engine_->OpenTenant("t2")->ListTables()->empty());
 }
 
+// A table dropped while a compaction of it is between its manifest edit and
+// showing its result: neither the outputs of a merge nor a file moved down
+// may outlive the drop (they belong to no table; only a reopen would have
+// deleted them).
+std::atomic<bool> g_compaction_in_hook{false};
+std::atomic<bool> g_release_compaction{false};
+void StopCompactionAfterEdit() {
+  engine::test_hooks::after_compaction_edit.store(nullptr);
+  g_compaction_in_hook = true;
+  while (!g_release_compaction) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+class EngineDropDuringCompactionTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
+  const bool trivial_move = GetParam();
+  ScratchDir dir("drop-compaction");
+  EngineOptions options;
+  // One file is enough for a compaction, which then moves it down a level;
+  // two overlapping ones are merged.
+  options.level0_compaction_trigger = trivial_move ? 1 : 2;
+  auto engine = Engine::Open(dir.path(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Table table = test::CreateOneFamilyTable(engine->get());
+  g_compaction_in_hook = false;
+  g_release_compaction = false;
+  engine::test_hooks::after_compaction_edit.store(&StopCompactionAfterEdit);
+  for (int file = 0; file < (trivial_move ? 1 : 2); file++) {
+    for (int i = 0; i < 100; i++) {
+      RowMutation m;
+      m.Put("f", "q", 1 + file, std::string(100, 'v'));
+      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+    }
+    ASSERT_TRUE((*engine)->Flush().ok());
+  }
+  for (int i = 0; i < 10000 && !g_compaction_in_hook; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(g_compaction_in_hook);
+  table = Table();
+  ASSERT_TRUE((*engine)->OpenTenant("t")->DropTable("tab").ok());
+  g_release_compaction = true;
+  auto table_files = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.Join("sst"))) {
+      n += e.path().extension() == ".sst";
+    }
+    return n;
+  };
+  // The compaction ends on its own; its thread then purges obsolete files.
+  for (int i = 0; i < 10000 && table_files() > 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(table_files(), 0u);
+  ASSERT_TRUE((*engine)->Close().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, EngineDropDuringCompactionTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "TrivialMove" : "Merge"; });
+
 TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
   test::ScratchDir dir("drop");
   EngineOptions o;
