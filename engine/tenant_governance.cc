@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "common/clock.h"
 #include "common/coding.h"
@@ -134,6 +135,7 @@ void EngineCore::RefreshTenantDiskUsage() {
   std::vector<std::shared_ptr<TenantBudget>> budgets;
   {
     MutexLock l(&mu_);
+    std::unordered_set<uint64_t> counted;
     for (const auto& [key, table] : tables_) {
       uint64_t& n = bytes[key.first];
       for (const auto& tablet : table->tablets) {
@@ -141,7 +143,10 @@ void EngineCore::RefreshTenantDiskUsage() {
           std::shared_ptr<const GroupView> view = g->current();
           if (view == nullptr) continue;  // closed
           for (const auto& level : view->levels) {
-            for (const auto& f : level) n += f->meta.size;
+            for (const auto& f : level) {
+              // A file shared by split tablets counts once.
+              if (counted.insert(f->meta.number).second) n += f->meta.size;
+            }
           }
         }
       }

@@ -1808,6 +1808,37 @@ class EngineSplitTest : public ::testing::Test {
   Table table_;
 };
 
+// Split tablets share their parent's files until compactions rewrite them;
+// the tenant's disk usage (which its disk quota is checked against) counts
+// each file once, as the engine's stats do.
+TEST_F(EngineSplitTest, SharedFilesCountOnceInTheTenantsDiskUsage) {
+  Open();
+  for (int i = 0; i < 12000; i++) {
+    RowMutation m;
+    m.Put("a", "x", 1, Value(i, 0)).Put("b", "y", 1, "b" + std::to_string(i));
+    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  while (engine_->GetStats().tablet_splits < 1) {
+    ASSERT_TRUE(engine_->Flush().ok());
+    std::this_thread::yield();
+  }
+  // Reopen without splits or compactions, so that nothing changes the files
+  // while the figures are read (the open refreshes the usage).
+  options_.tablet_split_size = 0;
+  options_.level0_compaction_trigger = 19;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  auto tablets = table_.GetTabletStats();
+  ASSERT_TRUE(tablets.ok());
+  uint64_t per_tablet = 0;
+  for (const auto& t : *tablets) per_tablet += t.table_bytes;
+  const EngineStats st = engine_->GetStats();
+  ASSERT_GT(per_tablet, st.table_bytes) << "no file is shared by two tablets";
+  auto usage = engine_->OpenTenant("t")->GetStats();
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->sstable_bytes, st.table_bytes);
+}
+
 TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
   Open();
   constexpr int kRows = 12000;
