@@ -832,9 +832,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     builder.reset();
     file.reset();
     if (!path.empty()) fs_->DeleteFile(path).PermitUncheckedError();  // reopen deletes leftovers
-    for (const auto& m : outputs) {
-      fs_->DeleteFile(sstable::TableFileName(TableDir(), m.number)).PermitUncheckedError();
-    }
+    for (const auto& m : outputs) DiscardTableFile(m.number);         // pinned, if resident
   };
   // Outputs end only between rows, so the files of a level never share a
   // row and a compaction that takes a file takes all of each of its rows.
@@ -961,12 +959,7 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     group->view = std::move(view);
   });
   if (orphaned) {
-    for (const FileMeta& m : outputs) {
-      table_cache_->Evict(m.number);
-      block_cache_->EraseFile(m.number);
-      // Best effort: a file left behind is deleted on the next open.
-      fs_->DeleteFile(sstable::TableFileName(TableDir(), m.number)).PermitUncheckedError();
-    }
+    for (const FileMeta& m : outputs) DiscardTableFile(m.number);
     return s;
   }
   stat_compactions_.fetch_add(1, std::memory_order_relaxed);
@@ -1110,12 +1103,14 @@ Status EngineCore::ShowNewFiles(LocalityGroupState* group, const std::vector<Fil
 }
 
 void EngineCore::PurgeObsoleteFiles() {
-  for (uint64_t number : obsolete_files_->Take()) {
-    table_cache_->Evict(number);
-    block_cache_->EraseFile(number);
-    // Best effort: a file left behind is deleted on the next open.
-    fs_->DeleteFile(sstable::TableFileName(TableDir(), number)).PermitUncheckedError();
-  }
+  for (uint64_t number : obsolete_files_->Take()) DiscardTableFile(number);
+}
+
+void EngineCore::DiscardTableFile(uint64_t number) {
+  table_cache_->Evict(number);  // a pinned reader too
+  block_cache_->EraseFile(number);
+  // Best effort: a file left behind is deleted on the next open.
+  fs_->DeleteFile(sstable::TableFileName(TableDir(), number)).PermitUncheckedError();
 }
 
 Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -1203,7 +1198,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), &meta));
     Status s = MakeResidentIfNeeded(*group, meta, &pinned);
     if (!s.ok()) {
-      fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
+      DiscardTableFile(meta.number);
       return s;
     }
   }
@@ -1227,10 +1222,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     // Relaxed: set under mu_ (see UnlinkTables and SplitTablet).
     if (tablet.table->dropped.load(std::memory_order_relaxed) ||
         tablet.retired.load(std::memory_order_relaxed)) {
-      if (meta.entries > 0) {
-        // Best effort: a file left behind is deleted on the next open.
-        fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
-      }
+      if (meta.entries > 0) DiscardTableFile(meta.number);  // pinned, if resident
       return Status::OK();
     }
     edit.next_id = catalog_.next_id;
@@ -1258,12 +1250,7 @@ Status EngineCore::FlushOldest(LocalityGroupState* group) {
     group->view = std::move(view);
     group->flushed = std::max(group->flushed, imm.last_sequence);
   });
-  if (orphaned && meta.entries > 0) {
-    table_cache_->Evict(meta.number);
-    block_cache_->EraseFile(meta.number);
-    // Best effort: a file left behind is deleted on the next open.
-    fs_->DeleteFile(sstable::TableFileName(TableDir(), meta.number)).PermitUncheckedError();
-  }
+  if (orphaned && meta.entries > 0) DiscardTableFile(meta.number);
   if (popped) tablet.table->budget->ImmutableFlushed(imm.charge);
   stat_flushes_.fetch_add(1, std::memory_order_relaxed);
   stat_flush_bytes_.fetch_add(meta.size, std::memory_order_relaxed);

@@ -350,6 +350,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ReleaseInputs(const CompactionJob& job) EXCLUSIVE_LOCKS_REQUIRED(bg_mu_);
   Status RunCompaction(CompactionJob* job);
   void PurgeObsoleteFiles();
+  // Drops a table file that no view shows (any more): its reader, pinned or
+  // not, its cached blocks (resident ones too) and the file itself.
+  void DiscardTableFile(uint64_t number);
   // Opens a file for good and loads all of its blocks as resident, so
   // reading it never touches the disk (for in-memory groups); Unpin undoes
   // it. `table` is the owner whose tenant the blocks are charged to.

@@ -1629,6 +1629,62 @@ void StopCompactionAfterEdit() {
   while (!g_release_compaction) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// An in-memory group's flush pins its new file before recording it; a drop
+// of the table meanwhile discards the file, and with it the pinned reader
+// and the resident blocks charged to the tenant.
+std::atomic<bool> g_flush_in_hook{false};
+std::atomic<bool> g_release_flush{false};
+void StopFlushAfterLogSync() {
+  engine::test_hooks::after_flush_log_sync.store(nullptr);
+  g_flush_in_hook = true;
+  while (!g_release_flush) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
+  ScratchDir dir("drop-flush");
+  EngineOptions options;
+  options.write_buffer_size = 64 << 10;
+  auto engine = Engine::Open(dir.path(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_TRUE((*engine)->CreateTenant("t").ok());
+  Tenant tenant = *(*engine)->OpenTenant("t");
+  TableSchema schema;
+  schema.locality_groups.push_back({.name = "mem", .in_memory = true});
+  schema.families.push_back({.name = "a", .locality_group = "mem"});
+  ASSERT_TRUE(tenant.CreateTable("tab", schema).ok());
+  Table table = *tenant.OpenTable("tab");
+  g_flush_in_hook = false;
+  g_release_flush = false;
+  engine::test_hooks::after_flush_log_sync.store(&StopFlushAfterLogSync);
+  // Fill the memtable until it switches; its flush stops in the hook. No
+  // more writes: one held back by a full flush queue would keep the drop
+  // out.
+  for (int i = 0; (*engine)->GetStats().immutable_memtables == 0; i++) {
+    RowMutation m;
+    m.Put("a", "x", 1, std::string(100, 'v'));
+    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+  }
+  for (int i = 0; i < 10000 && !g_flush_in_hook; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(g_flush_in_hook);
+  EXPECT_GT(tenant.GetStats()->block_cache_bytes, 0u);  // the new file's blocks
+  table = Table();
+  ASSERT_TRUE(tenant.DropTable("tab").ok());
+  g_release_flush = true;
+  for (int i = 0; i < 10000 && (*engine)->GetStats().immutable_memtables > 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(tenant.GetStats()->block_cache_bytes, 0u);
+  // No descriptor of a deleted table file stays open.
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    EXPECT_EQ(target.find(".sst (deleted)"), std::string::npos) << target;
+  }
+  ASSERT_TRUE((*engine)->Close().ok());
+}
+
 class EngineDropDuringCompactionTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
