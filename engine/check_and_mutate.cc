@@ -146,7 +146,10 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
       applied_bytes += bytes[i];
     }
   }
-  if (apply.empty()) return Status::OK();
+  // Nothing to log (every condition failed, or pure checks): with sync,
+  // the writes the checks saw are made durable all the same, so that a
+  // caller acting on an answer never acts on something a crash could undo.
+  if (apply.empty()) return options.sync ? log_->Sync() : Status::OK();
   std::stable_sort(apply.begin(), apply.end(), [](const PendingRow& a, const PendingRow& b) {
     return a.tablet->id < b.tablet->id;
   });

@@ -105,8 +105,8 @@ class RowStore {
   // without a second read. No conditions: the mutation applies
   // unconditionally (applied is true). An empty mutation with conditions: a
   // pure check that writes nothing, applied saying whether all held. With
-  // options.sync, an applied mutation is durable on return, and so is every
-  // write it saw.
+  // options.sync, every write the conditions saw is durable on return,
+  // whatever the outcome, and so is the mutation if it applied.
   // InvalidArgument: as Mutate for a non-empty mutation (for an empty one,
   // only the row key is checked); a condition with an unknown family, an
   // oversized qualifier or value, a timestamp outside [kMinTimestamp,

@@ -62,8 +62,9 @@ class Table {
   // condition fails nothing is written and the result lists every failed
   // condition with the cells that made it fail. With no conditions the
   // mutation is applied unconditionally; an empty mutation with conditions is
-  // a pure check (nothing is logged). With options.sync, an applied mutation
-  // is durable on return, and so is every write it saw.
+  // a pure check (nothing is logged). With options.sync, every write the
+  // conditions saw is durable on return (a check that logs nothing syncs
+  // the log), and so is the mutation if applied.
   // Errors: InvalidArgument for bad input (as Mutate, plus an unknown family,
   // oversized qualifier or value, or timestamps outside [kMinTimestamp,
   // kMaxTimestamp] or with min > max in a condition; no conditions and an

@@ -319,6 +319,36 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   }
 }
 
+// A synced check that logs nothing (a pure check, or conditions that fail)
+// still makes the writes it saw durable: a power loss right after it
+// returns keeps the unsynced cell its answer was about.
+TEST_F(EngineFaultTest, SyncedCheckMakesWhatItSawDurable) {
+  for (const bool holds : {true, false}) {
+    SCOPED_TRACE(holds ? "pure check" : "failed condition");
+    const std::string row = holds ? "checked" : "refused";
+    RowMutation put;
+    put.Put("a", "x", 5, "unsynced");
+    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, row, put).ok());
+    RowMutation nothing;
+    RowMutation other;
+    other.Put("b", "y", 1, "never");
+    WriteOptions synced;
+    synced.sync = true;
+    Result<CheckAndMutateResult> r =
+        holds ? table_.CheckAndMutate(synced, row, {Condition::CellExists("a", "x", 5)}, nothing)
+              : table_.CheckAndMutate(synced, row, {Condition::ValueEquals("a", "x", 5, "other")},
+                                      other);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->applied, holds);
+    Crash(/*tear=*/false);
+    Open();
+    Result<std::vector<Cell>> cells = table_.ReadRow(ReadOptions(), row);
+    ASSERT_TRUE(cells.ok());
+    ASSERT_EQ(cells->size(), 1u) << "the cell the check saw was lost";
+    EXPECT_EQ((*cells)[0].value, "unsynced");
+  }
+}
+
 TEST_F(EngineFaultTest, SyncedWriteMakesEarlierUnsyncedWritesDurable) {
   const int rounds = test::LongTests() ? 20 : 5;
   for (int r = 0; r < rounds; r++) {
