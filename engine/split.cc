@@ -119,8 +119,13 @@ void EngineCore::SplitThread() {
 }
 
 bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
-  // The largest group's fullest level: its files, by smallest key, cut
-  // where half its bytes lie before.
+  // The weighted middle of the largest group: every level counts, and
+  // level-0 files overlap (with keys written in no order each spans nearly
+  // the whole tablet), so no order of files says where half the bytes lie.
+  // Each file's index does: the offset of a row's first block is about the
+  // bytes of the file before that row. Candidate rows are real rows found at
+  // evenly spaced blocks of each file; the one with about half of the
+  // tablet's bytes before it wins.
   const LocalityGroupState* largest = nullptr;
   uint64_t largest_bytes = 0;
   for (const LocalityGroupState* g : GroupsOf(tablet)) {
@@ -136,57 +141,76 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
   }
   if (largest == nullptr) return false;
   std::shared_ptr<const GroupView> view = largest->current();
-  size_t level = 0;
-  uint64_t level_bytes = 0;
-  for (size_t n = 0; n < view->levels.size(); n++) {
-    uint64_t bytes = 0;
-    for (const auto& f : view->levels[n]) bytes += f->meta.size;
-    if (bytes > level_bytes) {
-      level = n;
-      level_bytes = bytes;
+
+  // Each file's data blocks with the byte range holding the tablet's rows (a
+  // file shared with a split sibling holds the sibling's too). A row's
+  // position in a file is taken as the middle of the block that may hold its
+  // first key.
+  struct Source {
+    std::shared_ptr<sstable::TableReader> reader;
+    std::vector<sstable::TableReader::BlockInfo> blocks;  // data blocks only
+    uint64_t lo = 0, hi = 0;
+    uint64_t PositionOf(const std::string& row_key) const {
+      std::string key;
+      AppendRowPrefix(&key, row_key);
+      auto b = std::lower_bound(blocks.begin(), blocks.end(), Slice(key),
+                                [](const sstable::TableReader::BlockInfo& info, const Slice& k) {
+                                  return Slice(info.separator).compare(k) < 0;
+                                });
+      return b == blocks.end() ? reader->DataEnd() : b->handle.offset + b->handle.size / 2;
+    }
+  };
+  std::vector<Source> sources;
+  uint64_t total = 0;
+  for (const auto& level : view->levels) {
+    for (const auto& f : level) {
+      Result<std::shared_ptr<sstable::TableReader>> reader =
+          table_cache_->Get(f->meta.number, tablet.table->budget->cache_id());
+      if (!reader.ok()) return false;
+      Source src{std::move(*reader)};
+      if (!src.reader->ListBlocks(&src.blocks).ok()) return false;
+      std::erase_if(src.blocks, [](const auto& b) { return b.kind != sstable::BlockKind::kData; });
+      src.lo = tablet.start_row.empty() ? 0 : src.PositionOf(tablet.start_row);
+      src.hi = tablet.end_row.empty() ? src.reader->DataEnd() : src.PositionOf(tablet.end_row);
+      if (src.hi <= src.lo) continue;
+      total += src.hi - src.lo;
+      sources.push_back(std::move(src));
     }
   }
-  std::vector<std::shared_ptr<TableFile>> files = view->levels[level];
-  std::sort(files.begin(), files.end(),
-            [](const auto& a, const auto& b) { return a->meta.smallest < b->meta.smallest; });
-  uint64_t before = 0;
-  for (const auto& f : files) {
-    ParsedCellKey first;
-    if (before >= level_bytes / 2 && ParseCellKey(f->meta.smallest, &first) &&
-        InsideTablet(first.row, tablet)) {
-      *row = first.row;
-      return true;
+  constexpr size_t kSamplesPerFile = 32;
+  std::vector<std::string> candidates;
+  for (const Source& src : sources) {
+    std::vector<const sstable::TableReader::BlockInfo*> inside;
+    for (const auto& b : src.blocks) {
+      if (b.handle.offset + b.handle.size > src.lo && b.handle.offset < src.hi)
+        inside.push_back(&b);
     }
-    before += f->meta.size;
-  }
-  // Half the bytes lie inside one file: the first row after its middle entry.
-  uint64_t target = 0;
-  std::shared_ptr<TableFile> middle;
-  before = 0;
-  for (const auto& f : files) {
-    if (before + f->meta.size > level_bytes / 2) {
-      middle = f;
-      target = f->meta.entries * (level_bytes / 2 - before) / std::max<uint64_t>(f->meta.size, 1);
-      break;
-    }
-    before += f->meta.size;
-  }
-  if (middle == nullptr) return false;
-  Result<std::shared_ptr<sstable::TableReader>> reader =
-      table_cache_->Get(middle->meta.number, tablet.table->budget->cache_id());
-  if (!reader.ok()) return false;
-  std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
-  uint64_t n = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next(), n++) {
-    if (n < target) continue;
-    ParsedCellKey key;
-    if (!ParseCellKey(it->key(), &key)) return false;
-    if (InsideTablet(key.row, tablet)) {
-      *row = key.row;
-      return true;
+    const size_t step = std::max<size_t>(1, inside.size() / kSamplesPerFile);
+    std::unique_ptr<InternalIterator> it = src.reader->NewIterator();
+    for (size_t i = 0; i < inside.size(); i += step) {
+      // The first key past the block's separator: the next block's first.
+      it->Seek(inside[i]->separator);
+      ParsedCellKey key;
+      if (it->Valid() && ParseCellKey(it->key(), &key) && InsideTablet(key.row, tablet)) {
+        candidates.push_back(key.row);
+      }
     }
   }
-  return false;
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  uint64_t best_distance = UINT64_MAX;
+  for (const std::string& candidate : candidates) {
+    uint64_t before = 0;
+    for (const Source& src : sources) {
+      before += std::clamp(src.PositionOf(candidate), src.lo, src.hi) - src.lo;
+    }
+    const uint64_t distance = 2 * before > total ? 2 * before - total : total - 2 * before;
+    if (distance < best_distance) {
+      best_distance = distance;
+      *row = candidate;
+    }
+  }
+  return best_distance != UINT64_MAX;
 }
 
 Status EngineCore::FlushTabletMemtables(TabletState* tablet) {

@@ -76,6 +76,9 @@ class TableReader {
   // The byte offset in the file where `key` would be found: the offset of
   // the data block that may hold it, or the end of the data when beyond.
   uint64_t ApproximateOffsetOf(const Slice& key) const;
+  // The offset where the data blocks end (ApproximateOffsetOf a key past
+  // every key).
+  uint64_t DataEnd() const;
 
   // One block of the file, for inspection tools.
   struct BlockInfo {
@@ -109,7 +112,6 @@ class TableReader {
   Status GetDataBlock(const BlockHandle& handle, BlockCache::Handle* cached,
                       std::unique_ptr<Block>* owned) const;
   // Where data blocks end: the filter block, or the index when there is none.
-  uint64_t DataEnd() const;
   // Builds index_windows_ when the index has one entry per restart point.
   void BuildIndexWindows();
   // The position of the first index entry whose separator is >= target (the
