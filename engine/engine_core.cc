@@ -1293,13 +1293,21 @@ Status EngineCore::Flush() {
 
 Status EngineCore::Compact() {
   STRATA_RETURN_IF_ERROR(Flush());
-  std::shared_lock<SharedGate> gate(close_mu_);
-  if (closed_) return ClosedError();
+  {
+    std::shared_lock<SharedGate> gate(close_mu_);
+    if (closed_) return ClosedError();
+  }
+  // The wait holds no close gate: a manual compaction may take minutes, and
+  // a split, drop or schema change (which take the gate exclusively) would
+  // wait for all of it, with every read and write queued behind them. Close
+  // ends the wait; the reference keeps the core alive until it has.
+  const std::shared_ptr<EngineCore> self = shared_from_this();
   MutexLock l(&bg_mu_);
   manual_compaction_ = true;
   bg_cv_.SignalAll();
-  while (bg_error_.ok() && manual_compaction_) bg_cv_.Wait();
-  return bg_error_;
+  while (bg_error_.ok() && manual_compaction_ && !bg_stop_) bg_cv_.Wait();
+  if (!bg_error_.ok()) return bg_error_;
+  return manual_compaction_ ? ClosedError() : Status::OK();
 }
 
 Status EngineCore::ClosedError() const {

@@ -186,7 +186,9 @@ class Engine {
   // Flushes, then compacts every level down into the deepest level that
   // holds data, so each key is in one file and every version and delete
   // marker nothing can see any more is gone; waits. This rewrites all the
-  // data. Compactions also run on their own in the background.
+  // data. Compactions also run on their own in the background. A Close
+  // meanwhile ends the wait (InvalidArgument: closed); the work done so far
+  // is kept.
   Status Compact();
 
   // Waits for writes in flight, syncs and closes the log and releases the

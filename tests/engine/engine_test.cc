@@ -1496,6 +1496,55 @@ TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   ExpectOneCellPerRow(t, 0, 8000, 333);
 }
 
+// Engine::Compact waits for its compactions without the close gate: a drop
+// (which takes the gate exclusively, and with it every read and write) goes
+// through while a long compaction runs, and Close ends the wait.
+TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
+  test::ScratchDir dir("manual-compaction");
+  EngineOptions o;
+  o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  Table t = test::CreateOneFamilyTable(e->get());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("other", s).ok());
+  for (int i = 0; i < 8000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i % 4000 == 3999) {
+      ASSERT_TRUE((*e)->Flush().ok());
+    }
+  }
+  std::atomic<bool> compact_returned{false};
+  Status compact_status;
+  std::thread compact([&] {
+    compact_status = (*e)->Compact();
+    compact_returned = true;
+  });
+  while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
+  std::atomic<bool> dropped{false};
+  std::thread drop([&] {
+    EXPECT_TRUE((*e)->OpenTenant("t")->DropTable("other").ok());
+    dropped = true;
+  });
+  for (int i = 0; i < 10000 && !dropped; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(dropped) << "the drop waited for the manual compaction";
+  EXPECT_FALSE(compact_returned);
+  ASSERT_TRUE((*e)->Close().ok());
+  compact.join();
+  drop.join();
+  EXPECT_FALSE(compact_status.ok());  // closed before it finished
+  e = Engine::Open(dir.path(), EngineOptions());
+  ASSERT_TRUE(e.ok());
+  t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  ExpectOneCellPerRow(t, 0, 8000, 333);
+  EXPECT_FALSE((*e)->OpenTenant("t")->OpenTable("other").ok());
+}
+
 TEST(EngineBackpressureTest, TightTriggersLoseNothing) {
   test::ScratchDir dir("bp");
   EngineOptions o;
