@@ -14,9 +14,11 @@
 // fetched in one lookup come from one snapshot of the row; columns of the
 // same row fetched by later lookups may be newer. A reader that bounds
 // max_timestamp below every write still in flight (as Percolator does with
-// its start timestamp) sees the same answers either way. Do not read through
-// a session what must be fresh on every read (a lock column being waited on):
-// use Table::ReadRow for it.
+// its start timestamp) sees the same answers either way, as long as no
+// delete in flight reaches down to that bound (a DeleteColumn or DeleteRow
+// stamped above it hides versions below it unless its range stops short).
+// Do not read through a session what must be fresh on every read (a lock
+// column being waited on): use Table::ReadRow for it.
 //
 // Thread-compatible: one thread uses a session at a time; sessions of one
 // table may run on any number of threads at once. A session may outlive the
