@@ -49,6 +49,20 @@ Status CutLog(FileSystem* fs, const std::string& dir, const LogReader& reader, R
   return Status::OK();
 }
 
+// Makes a segment's contents durable. The last segment that survives
+// recovery may hold a tail the dead writer never synced but the page cache
+// kept (one that filled the segment exactly is neither torn nor trimmed): a
+// new writer's first synced group would otherwise follow bytes a power loss
+// can still take, and its acknowledged records would then lie past a hole.
+Status SyncSegment(FileSystem* fs, const std::string& path) {
+  FileOpenOptions keep;
+  keep.truncate = false;
+  std::unique_ptr<WritableFile> file;
+  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, keep, &file));
+  STRATA_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
 // Truncates the last segment where its data ends, so that later recoveries
 // need not scan the unused rest of it for stray fragments.
 Status TrimLastSegment(FileSystem* fs, const LogReader& reader, RecoveryInfo* info) {
@@ -147,6 +161,9 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
       keeps_any = it != numbers.begin();
       if (keeps_any) last_kept = *(it - 1);
     }
+  }
+  if (repair && keeps_any && info->truncated_file != reader->SegmentPath(last_kept)) {
+    STRATA_RETURN_IF_ERROR(SyncSegment(fs, reader->SegmentPath(last_kept)));
   }
   // A segment header bounds the sequence numbers before it even when no
   // record follows it (a writer that was opened and closed without writing).

@@ -390,6 +390,44 @@ TEST(RecoveryTest, HoleInTheUnsyncedTailIsATornTail) {
   EXPECT_EQ(got.size(), recs.size() + 1);
 }
 
+// An unsynced group that fills the last segment exactly leaves nothing to
+// trim, and the page cache keeps it through a process crash. Recovery syncs
+// the last segment all the same: a new writer's synced records must not
+// follow bytes a power loss can still take (they would then lie past a
+// hole, and be lost or refuse the open).
+TEST(RecoveryTest, RecoverySyncsAFullLastSegmentAWriterLeftUnsynced) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/false, /*segment_size=*/32768);
+  o.fs = &fs;
+  std::unique_ptr<LogWriter> w;
+  ASSERT_OK(LogWriter::Open(o, dir.path(), 1, nullptr, &w));
+  auto recs = WriteAll(w.get(), {MakePayload(1, 10)}, 1, /*sync=*/true);
+  // Header 44 bytes; the first record 11 + 9 + 10; this one 11 + 9 + its
+  // payload: together exactly one segment.
+  const std::string fill = MakePayload(2, 32768 - 44 - 30 - 20);
+  auto more = WriteAll(w.get(), {fill}, 1, /*sync=*/false);
+  recs.insert(recs.end(), more.begin(), more.end());
+  fs.SetFilesystemActive(false);  // the process dies; its page cache stays
+  w.reset();
+  fs.SetFilesystemActive(true);
+
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kTolerateTornTail, &got, &info, &fs));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(info.truncated_file.empty()) << "the segment ended full, nothing to trim";
+  ASSERT_OK(LogWriter::Open(o, dir.path(), info.next_sequence, nullptr, &w));
+  more = WriteAll(w.get(), {MakePayload(3, 10)}, 1, /*sync=*/true);
+  recs.insert(recs.end(), more.begin(), more.end());
+  ASSERT_OK(w->Close());
+  ASSERT_OK(fs.DropUnsyncedData());  // power loss
+
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info, &fs));
+  ASSERT_EQ(got.size(), recs.size());
+  for (size_t i = 0; i < got.size(); i++) EXPECT_TRUE(got[i] == recs[i]) << i;
+}
+
 TEST(RecoveryTest, SequenceGapIsCorruptionInEveryModeButPointInTime) {
   ScratchDir dir("wal");
   std::unique_ptr<LogWriter> w;
