@@ -138,12 +138,15 @@ class UringSegmentIo final : public SegmentIo {
                                  std::to_string(offset + done) + ": wrote nothing");
         }
         done += static_cast<size_t>(write_res);
-        if (done < n) continue;
       }
-      if (sync) {
-        if (sync_res == -ECANCELED) continue;  // the write completed; sync on its own
-        if (sync_res < 0) return SegmentIoError("fdatasync", path, offset + n, -sync_res);
+      // A write done in full (a round of a write longer than kMaxWriteOp,
+      // say) ran its linked fdatasync: its error must count, since a later
+      // fdatasync would not report it again.
+      if (sync && sync_res < 0 && sync_res != -ECANCELED) {
+        return SegmentIoError("fdatasync", path, offset + done, -sync_res);
       }
+      if (done < n) continue;
+      if (sync && sync_res == -ECANCELED) continue;  // the write completed; sync on its own
       return Status::OK();
     }
   }
