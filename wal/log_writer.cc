@@ -722,7 +722,13 @@ Status LogWriter::Close() {
     // A writer offered the lead may not have taken it yet.
     while (leaders_running_ > 0 || !queue_.empty()) idle_cv_.Wait();
   }
-  // No leader can exist any more: the leader state is ours.
+  // No leader can exist any more: the leader state is ours. The barrier may
+  // have gone in a group ahead of unsynced writes queued before it (groups
+  // take turns by fairness key when the queue outgrows one): sync those too.
+  if (s.ok() && unsynced_ && file_ != nullptr && io_ != nullptr) {
+    s = io_->Sync(file_.get(), file_path_);
+    if (s.ok()) unsynced_ = false;
+  }
   if (file_ != nullptr) {
     Status c = file_->Close();
     file_.reset();
