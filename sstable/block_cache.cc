@@ -139,6 +139,18 @@ class BlockCache::Shard {
 
   Entry* Insert(const Key& key, uint64_t hash, std::unique_ptr<Block> block, size_t charge,
                 TenantId tenant, bool resident) LOCKS_EXCLUDED(mu_) {
+    {
+      // A resident entry is never replaced by a normal one (a reader that
+      // still has the file open unpinned, racing with the pass that made
+      // it resident): the block is the same, and it must stay resident.
+      MutexLock l(&mu_);
+      if (!resident) {
+        if (Entry* cur = table_.Lookup(key, hash); cur != nullptr && cur->resident) {
+          Ref(cur);
+          return cur;
+        }
+      }
+    }
     auto* e = new Entry;
     e->key = key;
     e->hash = hash;
@@ -157,10 +169,12 @@ class BlockCache::Shard {
     return e;
   }
 
-  Entry* Lookup(const Key& key, uint64_t hash) LOCKS_EXCLUDED(mu_) {
+  Entry* Lookup(const Key& key, uint64_t hash, bool make_resident) LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
     Entry* e = table_.Lookup(key, hash);
-    if (e != nullptr) Ref(e);
+    if (e == nullptr) return nullptr;
+    Ref(e);  // off the LRU list: resident entries never go back on it
+    if (make_resident) e->resident = true;
     return e;
   }
 
@@ -315,10 +329,10 @@ BlockCache::Handle BlockCache::Insert(const Key& key, std::unique_ptr<Block> blo
   return Handle(&shard, e);
 }
 
-BlockCache::Handle BlockCache::Lookup(const Key& key) {
+BlockCache::Handle BlockCache::Lookup(const Key& key, Priority priority) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
-  Entry* e = shard.Lookup(key, hash);
+  Entry* e = shard.Lookup(key, hash, priority == Priority::kResident);
   if (e == nullptr) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     return Handle();

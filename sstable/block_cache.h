@@ -96,11 +96,15 @@ class BlockCache {
 
   // Caches `block` under `key`, charged `charge` bytes to `tenant`, replacing
   // any entry with that key, and returns a Handle pinning it. May evict
-  // unpinned entries of any tenant to make room.
+  // unpinned entries of any tenant to make room. A kNormal insert over a
+  // resident entry keeps that entry (and drops `block`): a block once
+  // resident stays so until erased.
   Handle Insert(const Key& key, std::unique_ptr<Block> block, size_t charge, TenantId tenant,
                 Priority priority = Priority::kNormal);
-  // A Handle on the cached block, or an empty Handle on a miss.
-  Handle Lookup(const Key& key);
+  // A Handle on the cached block, or an empty Handle on a miss. kResident
+  // makes a hit resident (for a reader of an in-memory group that finds a
+  // block an unpinned reader of the same file cached).
+  Handle Lookup(const Key& key, Priority priority = Priority::kNormal);
   // Drops the entry (the block lives on while a Handle pins it).
   void Erase(const Key& key);
   // Drops every entry of one file, resident ones included. Linear in the

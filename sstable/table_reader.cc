@@ -309,8 +309,10 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* 
                                  std::unique_ptr<Block>* owned) const {
   BlockCache* cache = options_.block_cache;
   const BlockCache::Key key{file_number_, handle.offset};
+  const BlockCache::Priority priority =
+      options_.resident_blocks ? BlockCache::Priority::kResident : BlockCache::Priority::kNormal;
   if (cache != nullptr) {
-    *cached = cache->Lookup(key);
+    *cached = cache->Lookup(key, priority);
     if (*cached) return Status::OK();
   }
   std::unique_ptr<char[]> data;
@@ -326,9 +328,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* 
     return Status::OK();
   }
   const size_t charge = (*block)->size() + sizeof(Block);
-  *cached = cache->Insert(key, std::move(*block), charge, options_.tenant,
-                          options_.resident_blocks ? BlockCache::Priority::kResident
-                                                   : BlockCache::Priority::kNormal);
+  *cached = cache->Insert(key, std::move(*block), charge, options_.tenant, priority);
   return Status::OK();
 }
 

@@ -110,6 +110,29 @@ TEST(BlockCacheTest, ResidentEntriesStayUntilErased) {
   for (int i = 0; i < 3; i++) EXPECT_FALSE(cache.Lookup(K(i, 9)));
 }
 
+// A block once resident stays so: a normal insert of the same key (a reader
+// of the file opened unpinned, racing with the pass that made the file
+// resident) keeps the resident entry, and a resident reader's hit on a
+// normal entry makes it resident.
+TEST(BlockCacheTest, ResidentEntriesAreNeverDowngraded) {
+  BlockCache cache(100, 0);
+  cache.Insert(K(1), MakeBlock(1), 20, 7, BlockCache::Priority::kResident);
+  {
+    auto h = cache.Insert(K(1), MakeBlock(2), 20, 7);
+    EXPECT_EQ(IdOf(h), 1);  // the resident block
+  }
+  cache.Insert(K(2), MakeBlock(2), 20, 7);  // normal
+  EXPECT_TRUE(cache.Lookup(K(2), BlockCache::Priority::kResident));
+  EXPECT_EQ(cache.pinned_usage(), 40u);
+  cache.SetCapacity(0);
+  EXPECT_TRUE(cache.Lookup(K(1)));
+  EXPECT_TRUE(cache.Lookup(K(2)));
+  EXPECT_EQ(cache.TenantUsage(7), 40u);
+  cache.EraseFile(1);
+  EXPECT_EQ(cache.usage(), 0u);
+  EXPECT_EQ(cache.pinned_usage(), 0u);
+}
+
 TEST(BlockCacheTest, PerTenantCharges) {
   BlockCache cache(10000, 2);
   for (int i = 0; i < 30; i++) cache.Insert(K(i), MakeBlock(i), 10 + i % 3, 1 + i % 3);
