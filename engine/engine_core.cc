@@ -1551,6 +1551,20 @@ Status EngineCore::ValidateMutation(const TableState& table, const Schema& schem
       return Status::InvalidArgument("timestamp " + std::to_string(e.timestamp) +
                                      " is reserved; use 1 to 2^64-2");
     }
+    // A cell must fit in one table block once encoded (the row key and
+    // qualifier double their 0x00 bytes): only cells near a gigabyte come
+    // close, so the exact size is computed only for them.
+    constexpr uint64_t kMaxCell = sstable::TableBuilder::kMaxEntryBytes - 64;
+    if (2 * uint64_t{row.size()} + 2 * e.qualifier.size() + e.value.size() > kMaxCell - 64) {
+      const uint64_t encoded =
+          MemcomparableLength(row) + MemcomparableLength(e.qualifier) + e.value.size() + 2 + 16;
+      if (encoded > kMaxCell) {
+        return Status::InvalidArgument("a cell of " + std::to_string(encoded) +
+                                       " bytes (key and value, encoded) does not fit in a table "
+                                       "block of at most " +
+                                       std::to_string(kMaxCell) + " bytes");
+      }
+    }
     if (e.kind == RowMutation::Kind::kDeleteRow) continue;
     if (schema.FindFamily(e.family) == nullptr) {
       return Status::InvalidArgument("table '" + table.name + "' has no column family '" +

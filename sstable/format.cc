@@ -14,10 +14,6 @@ namespace strata::sstable {
 
 namespace {
 
-// An uncompressed size above this in a zstd block is taken as damage rather
-// than an allocation to attempt.
-constexpr uint32_t kMaxUncompressedBlockSize = 1u << 31;
-
 struct DCtxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
@@ -180,7 +176,7 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
       *type = CompressionType::kZstd;
       Slice in(stored.data(), n);
       uint32_t raw_size;
-      if (!GetVarint32(&in, &raw_size) || raw_size > kMaxUncompressedBlockSize) {
+      if (!GetVarint32(&in, &raw_size) || raw_size > kMaxBlockSize) {
         return BlockCorruption(file_name, kind, offset, "bad uncompressed size");
       }
       auto out = std::make_unique_for_overwrite<char[]>(raw_size);
@@ -203,7 +199,7 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
 // buffer, unverified; *n is its length.
 Status ReadStoredBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
                        const BlockHandle& handle, std::unique_ptr<char[]>* buf, size_t* n) {
-  if (handle.size > kMaxUncompressedBlockSize) {
+  if (handle.size > kMaxBlockSize) {
     return BlockCorruption(file_name, kind, handle.offset,
                            "implausible block size " + std::to_string(handle.size));
   }

@@ -75,6 +75,10 @@ constexpr size_t kMaxBlockHandleLength = 20;
 // Every stored block is followed by: type:u8 checksum:fixed32.
 constexpr size_t kBlockTrailerSize = 5;
 
+// Readers take a block larger than this (as stored, or uncompressed) as
+// damage; writers keep every block below it.
+constexpr uint64_t kMaxBlockSize = uint64_t{1} << 31;
+
 // The footer: three fixed-width handles, the version, a checksum over the
 // preceding 52 bytes and the magic number; 64 bytes at the end of the file.
 struct Footer {

@@ -125,9 +125,18 @@ Status TableBuilder::Add(const Slice& key, const Slice& value) {
                                    " is not after the previous key " +
                                    CellKeyDebugString(last_key_));
   }
-  if (value.size() > UINT32_MAX) {
-    return Status::InvalidArgument("file " + file_name_ + ": value of " +
-                                   std::to_string(value.size()) + " bytes is too large");
+  // Entry framing: three varint32 lengths, a restart offset, the restart
+  // count.
+  const uint64_t entry_bytes = uint64_t{key.size()} + value.size() + 3 * 5 + 4 + 4;
+  if (entry_bytes > kMaxEntryBytes) {
+    return Status::InvalidArgument(
+        "file " + file_name_ + ": a cell of " + std::to_string(key.size()) + " key and " +
+        std::to_string(value.size()) + " value bytes does not fit in a block (at most " +
+        std::to_string(kMaxEntryBytes) + " bytes)");
+  }
+  // A reader refuses a block past kMaxBlockSize: cut this one first.
+  if (!data_block_.empty() && data_block_.CurrentSizeEstimate() + entry_bytes > kMaxEntryBytes) {
+    STRATA_RETURN_IF_ERROR(FlushDataBlock());
   }
 
   if (pending_index_entry_) AddIndexEntry(ShortestSeparator(last_key_, key));

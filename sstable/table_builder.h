@@ -59,10 +59,17 @@ class TableBuilder {
   TableBuilder(const TableBuilder&) = delete;
   TableBuilder& operator=(const TableBuilder&) = delete;
 
+  // The largest key + value a table takes: a block holding it alone stays
+  // within kMaxBlockSize (format.h) with room for its framing, and for
+  // compression that does not pay.
+  static constexpr uint64_t kMaxEntryBytes = kMaxBlockSize - (uint64_t{1} << 20);
+
   // Adds a cell. InvalidArgument (and nothing added) if `key` is not a
   // well-formed cell key (common/cell_key.h), is not greater than the last
-  // key added, or the value is 4 GiB or more; FailedPrecondition after
-  // Finish/Abandon; an earlier I/O error is returned again.
+  // key added, or key and value together exceed kMaxEntryBytes;
+  // FailedPrecondition after Finish/Abandon; an earlier I/O error is
+  // returned again. A data block is cut early when this entry would take it
+  // past kMaxEntryBytes.
   // REQUIRES: key > every key added before, in memcmp order.
   [[nodiscard]] Status Add(const Slice& key, const Slice& value);
 

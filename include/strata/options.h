@@ -116,7 +116,9 @@ struct EngineOptions {
 
   // Limits on what one write may carry; larger input is InvalidArgument.
   // Keys live in every index entry and block, so they are kept small. Each
-  // limit is between 1 and 1 GiB.
+  // limit is between 1 and 1 GiB. A cell must also fit in one SSTable block
+  // (2 GiB less 1 MiB, its row key and qualifier with each 0x00 byte
+  // counted twice), which only limits near a gigabyte can reach.
   size_t max_row_key_size = 16 << 10;
   size_t max_qualifier_size = 16 << 10;
   size_t max_value_size = 16 << 20;

@@ -336,6 +336,22 @@ TEST_F(EngineTest, BadInputIsInvalidArgumentAndWritesNothing) {
   EXPECT_TRUE(Read("r").empty());
 }
 
+// A row key of 1 GiB of 0x00 bytes is within max_row_key_size but encodes
+// to 2 GiB in a cell key, more than a table block holds: the write is
+// refused up front instead of leaving a memtable no flush can write.
+TEST_F(EngineTest, CellsTooLargeForATableBlockAreRefused) {
+  options_.max_row_key_size = 1u << 30;
+  Reopen();
+  const uint64_t before = engine_->GetStats().last_sequence;
+  const std::string row(size_t{1} << 30, '\0');
+  RowMutation m;
+  m.DeleteRow();
+  Status s = table_.Mutate(WriteOptions(), row, m);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("does not fit in a table block"), std::string_view::npos);
+  EXPECT_EQ(engine_->GetStats().last_sequence, before);
+}
+
 TEST_F(EngineTest, EmptyHandlesReturnErrors) {
   Table t;
   EXPECT_TRUE(t.Mutate(WriteOptions(), "r", RowMutation().Put("a", "q", 1, "v")).IsInvalidArgument());

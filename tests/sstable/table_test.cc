@@ -304,6 +304,14 @@ TEST(TableTest, BuilderRejectsMisuse) {
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("misuse.sst"), std::string_view::npos);
   EXPECT_TRUE(b.Add(k2, "again").IsInvalidArgument());  // equal keys are not increasing
+  // A cell no block could hold (readers refuse blocks past kMaxBlockSize).
+  // Refused on its size alone: the value's bytes are never read.
+  std::string k3;
+  AppendCellKey(&k3, "c", 1, "q", 5, 1, CellType::kPut);
+  const char tiny = 'v';
+  s = b.Add(k3, Slice(&tiny, TableBuilder::kMaxEntryBytes));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("does not fit in a block"), std::string_view::npos);
   EXPECT_EQ(b.num_entries(), 1u);
   ASSERT_OK(b.Finish());
   EXPECT_TRUE(b.Add(k2 + "x", "v").IsFailedPrecondition());
