@@ -49,8 +49,9 @@ Status DecodeLogRecord(const Slice& payload, std::vector<LoggedRow>* rows, LogRe
   Slice in = payload;
   if (in.empty()) return bad("empty payload");
   if (in[0] == kSkipKind) {
-    if (in.size() != 1)
+    if (in.size() != 1) {
       return bad("sequence skip with " + std::to_string(in.size() - 1) + " trailing bytes");
+    }
     *kind = LogRecordKind::kSequenceSkip;
     return Status::OK();
   }

@@ -139,18 +139,6 @@ class BlockCache::Shard {
 
   Entry* Insert(const Key& key, uint64_t hash, std::unique_ptr<Block> block, size_t charge,
                 TenantId tenant, bool resident) LOCKS_EXCLUDED(mu_) {
-    {
-      // A resident entry is never replaced by a normal one (a reader that
-      // still has the file open unpinned, racing with the pass that made
-      // it resident): the block is the same, and it must stay resident.
-      MutexLock l(&mu_);
-      if (!resident) {
-        if (Entry* cur = table_.Lookup(key, hash); cur != nullptr && cur->resident) {
-          Ref(cur);
-          return cur;
-        }
-      }
-    }
     auto* e = new Entry;
     e->key = key;
     e->hash = hash;
@@ -161,6 +149,16 @@ class BlockCache::Shard {
     e->in_cache = true;
     e->refs = 2;  // the shard's and the returned Handle's
     MutexLock l(&mu_);
+    if (!resident) {
+      // A resident entry is never replaced by a normal one (a reader that
+      // still has the file open unpinned, racing with the pass that made it
+      // resident): the block is the same, and it must stay resident.
+      if (Entry* cur = table_.Lookup(key, hash); cur != nullptr && cur->resident) {
+        delete e;
+        Ref(cur);
+        return cur;
+      }
+    }
     usage_ += charge;
     pinned_ += charge;
     tenant_usage_[tenant] += charge;

@@ -76,8 +76,8 @@ class TableReader {
   // The byte offset in the file where `key` would be found: the offset of
   // the data block that may hold it, or the end of the data when beyond.
   uint64_t ApproximateOffsetOf(const Slice& key) const;
-  // The offset where the data blocks end (ApproximateOffsetOf a key past
-  // every key).
+  // Where the data blocks end (what ApproximateOffsetOf gives a key past
+  // every key): the filter block, or the index when there is none.
   uint64_t DataEnd() const;
 
   // One block of the file, for inspection tools.
@@ -111,7 +111,6 @@ class TableReader {
   // Pins the data block at `handle` through the cache, or reads it into *owned.
   Status GetDataBlock(const BlockHandle& handle, BlockCache::Handle* cached,
                       std::unique_ptr<Block>* owned) const;
-  // Where data blocks end: the filter block, or the index when there is none.
   // Builds index_windows_ when the index has one entry per restart point.
   void BuildIndexWindows();
   // The position of the first index entry whose separator is >= target (the
