@@ -122,10 +122,10 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
   // The weighted middle of the largest group: every level counts, and
   // level-0 files overlap (with keys written in no order each spans nearly
   // the whole tablet), so no order of files says where half the bytes lie.
-  // Each file's index does: the offset of a row's first block is about the
-  // bytes of the file before that row. Candidate rows are real rows found at
-  // evenly spaced blocks of each file; the one with about half of the
-  // tablet's bytes before it wins.
+  // Each file's index does: where the block that may hold a row's first key
+  // lies tells about how many of the file's bytes come before the row.
+  // Candidate rows are real rows found at evenly spaced blocks of each file;
+  // the one with about half of the tablet's bytes before it wins.
   const LocalityGroupState* largest = nullptr;
   uint64_t largest_bytes = 0;
   for (const LocalityGroupState* g : GroupsOf(tablet)) {
@@ -182,8 +182,9 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
   for (const Source& src : sources) {
     std::vector<const sstable::TableReader::BlockInfo*> inside;
     for (const auto& b : src.blocks) {
-      if (b.handle.offset + b.handle.size > src.lo && b.handle.offset < src.hi)
+      if (b.handle.offset + b.handle.size > src.lo && b.handle.offset < src.hi) {
         inside.push_back(&b);
+      }
     }
     const size_t step = std::max<size_t>(1, inside.size() / kSamplesPerFile);
     std::unique_ptr<InternalIterator> it = src.reader->NewIterator();
