@@ -1487,6 +1487,18 @@ TEST(EngineCompactionTest, RateLimitPacesCompactionOutput) {
   EXPECT_EQ(cells->size(), 1u);
 }
 
+// Rows 0..7999 of `t` (family f) in two flushed files.
+void WriteTwoFiles(Engine* e, Table& t) {
+  for (int i = 0; i < 8000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i % 4000 == 3999) {
+      ASSERT_TRUE(e->Flush().ok());
+    }
+  }
+}
+
 TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   test::ScratchDir dir("ratelimit");
   EngineOptions o;
@@ -1495,14 +1507,7 @@ TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   auto e = Engine::Open(dir.path(), o);
   ASSERT_TRUE(e.ok());
   Table t = test::CreateOneFamilyTable(e->get());
-  for (int i = 0; i < 8000; i++) {
-    RowMutation m;
-    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
-    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
-    if (i % 4000 == 3999) {
-      ASSERT_TRUE((*e)->Flush().ok());
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
   // Two level-0 files: a compaction starts and soon waits on the limit.
   while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
   ASSERT_TRUE((*e)->Close().ok());
@@ -1525,14 +1530,7 @@ TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
   TableSchema s;
   s.families = {{.name = "f"}};
   ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("other", s).ok());
-  for (int i = 0; i < 8000; i++) {
-    RowMutation m;
-    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
-    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
-    if (i % 4000 == 3999) {
-      ASSERT_TRUE((*e)->Flush().ok());
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
   std::atomic<bool> compact_returned{false};
   Status compact_status;
   std::thread compact([&] {
@@ -1686,24 +1684,12 @@ TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
 // showing its result: neither the outputs of a merge nor a file moved down
 // may outlive the drop (they belong to no table; only a reopen would have
 // deleted them).
-std::atomic<bool> g_compaction_in_hook{false};
-std::atomic<bool> g_release_compaction{false};
-void StopCompactionAfterEdit() {
-  engine::test_hooks::after_compaction_edit.store(nullptr);
-  g_compaction_in_hook = true;
-  while (!g_release_compaction) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+using ParkedCompaction = test::ParkedHook<&engine::test_hooks::after_compaction_edit>;
 
 // An in-memory group's flush pins its new file before recording it; a drop
 // of the table meanwhile discards the file, and with it the pinned reader
 // and the resident blocks charged to the tenant.
-std::atomic<bool> g_flush_in_hook{false};
-std::atomic<bool> g_release_flush{false};
-void StopFlushAfterLogSync() {
-  engine::test_hooks::after_flush_log_sync.store(nullptr);
-  g_flush_in_hook = true;
-  while (!g_release_flush) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+using ParkedFlush = test::ParkedHook<&engine::test_hooks::after_flush_log_sync>;
 
 TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
   ScratchDir dir("drop-flush");
@@ -1718,9 +1704,7 @@ TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
   schema.families.push_back({.name = "a", .locality_group = "mem"});
   ASSERT_TRUE(tenant.CreateTable("tab", schema).ok());
   Table table = *tenant.OpenTable("tab");
-  g_flush_in_hook = false;
-  g_release_flush = false;
-  engine::test_hooks::after_flush_log_sync.store(&StopFlushAfterLogSync);
+  ParkedFlush::Arm();
   // Fill the memtable until it switches; its flush stops in the hook. No
   // more writes: one held back by a full flush queue would keep the drop
   // out.
@@ -1729,14 +1713,11 @@ TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
     m.Put("a", "x", 1, std::string(100, 'v'));
     ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
   }
-  for (int i = 0; i < 10000 && !g_flush_in_hook; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_TRUE(g_flush_in_hook);
+  ASSERT_TRUE(ParkedFlush::WaitReached());
   EXPECT_GT(tenant.GetStats()->block_cache_bytes, 0u);  // the new file's blocks
   table = Table();
   ASSERT_TRUE(tenant.DropTable("tab").ok());
-  g_release_flush = true;
+  ParkedFlush::Release();
   for (int i = 0; i < 10000 && (*engine)->GetStats().immutable_memtables > 0; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -1762,9 +1743,7 @@ TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
   auto engine = Engine::Open(dir.path(), options);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   Table table = test::CreateOneFamilyTable(engine->get());
-  g_compaction_in_hook = false;
-  g_release_compaction = false;
-  engine::test_hooks::after_compaction_edit.store(&StopCompactionAfterEdit);
+  ParkedCompaction::Arm();
   for (int file = 0; file < (trivial_move ? 1 : 2); file++) {
     for (int i = 0; i < 100; i++) {
       RowMutation m;
@@ -1773,13 +1752,10 @@ TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
     }
     ASSERT_TRUE((*engine)->Flush().ok());
   }
-  for (int i = 0; i < 10000 && !g_compaction_in_hook; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_TRUE(g_compaction_in_hook);
+  ASSERT_TRUE(ParkedCompaction::WaitReached());
   table = Table();
   ASSERT_TRUE((*engine)->OpenTenant("t")->DropTable("tab").ok());
-  g_release_compaction = true;
+  ParkedCompaction::Release();
   auto table_files = [&] {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir.Join("sst"))) {

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "engine/test_hooks.h"
 #include "strata/engine.h"
 #include "util/forwarding_fs.h"
 
@@ -85,6 +88,37 @@ inline EngineOptions InMemoryTestOptions(FileSystem* fs) {
   o.level0_compaction_trigger = 2;
   return o;
 }
+
+// Parks the engine thread that reaches the test hook `*Hook`
+// (engine/test_hooks.h) until Release(), once per Arm(): a test forces an
+// interleaving that is otherwise too narrow to reach.
+template <std::atomic<void (*)()>* Hook>
+class ParkedHook {
+ public:
+  static void Arm() {
+    reached_ = false;
+    released_ = false;
+    Hook->store(&Park);
+  }
+  // Whether a thread reached the hook within about ten seconds.
+  static bool WaitReached() {
+    for (int i = 0; i < 10000 && !reached_; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return reached_;
+  }
+  static bool reached() { return reached_; }
+  static void Release() { released_ = true; }
+
+ private:
+  static void Park() {
+    Hook->store(nullptr);
+    reached_ = true;
+    while (!released_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  static inline std::atomic<bool> reached_{false};
+  static inline std::atomic<bool> released_{false};
+};
 
 }  // namespace strata::test
 

@@ -15,6 +15,7 @@
 #include "common/fault_injection_fs.h"
 #include "common/random.h"
 #include "engine/test_hooks.h"
+#include "engine_test_util.h"
 #include "strata/engine.h"
 #include "util/test_util.h"
 
@@ -263,13 +264,7 @@ TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
 // flush read its sequence after the write, the floor would pass the log's
 // durable end, and after a power loss the engine would hand out sequence
 // numbers below the floor, which replay then skips, losing a synced write.
-std::atomic<bool> g_flush_in_hook{false};
-std::atomic<bool> g_release_flush{false};
-void StopFlushAfterLogSync() {
-  engine::test_hooks::after_flush_log_sync.store(nullptr);
-  g_flush_in_hook = true;
-  while (!g_release_flush) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+using ParkedFlush = test::ParkedHook<&engine::test_hooks::after_flush_log_sync>;
 
 TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   TableSchema s;
@@ -281,9 +276,7 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
     m.Put("a", "x", 1, row);  // group g1 only
     return table_.Mutate(WriteOptions(), row, m);
   };
-  g_flush_in_hook = false;
-  g_release_flush = false;
-  engine::test_hooks::after_flush_log_sync.store(&StopFlushAfterLogSync);
+  ParkedFlush::Arm();
   // Fill g1's memtable until a write switches it: that write's entries are
   // in the switched memtable, so no memtable holds data after it. (A
   // background flush, not Engine::Flush, which holds off DropTable.)
@@ -291,7 +284,7 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   while (engine_->GetStats().immutable_memtables == 0) {
     ASSERT_TRUE(put_a("before" + std::to_string(rows++)).ok());
   }
-  while (!g_flush_in_hook) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(ParkedFlush::WaitReached());
   WriteOptions unsynced;
   unsynced.sync = false;
   RowMutation m;
@@ -301,7 +294,7 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   }
   doomed = Table();
   ASSERT_TRUE(engine_->OpenTenant("t")->DropTable("doomed").ok());
-  g_release_flush = true;
+  ParkedFlush::Release();
   while (engine_->GetStats().immutable_memtables > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
