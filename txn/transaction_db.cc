@@ -719,8 +719,21 @@ Status TransactionImpl::PrewriteRow(RowStore& store, const RowWrites& rw,
   CheckAndMutateResult result;
   if (first != nullptr) result = *first;
   int errors = 0;
+  // Whether the last round failed knowing that none of its locks was
+  // written (not after an unknown outcome, whose retry must find the locks
+  // it may have written byte for byte).
+  bool known_failure = first != nullptr;
   for (int round = 0; round < kMaxRounds; ++round) {
     if (round > 0 || first == nullptr) {
+      // A lock's TTL runs from its wall time: after waiting for an older
+      // lock, which may take longer than the TTL, the time is taken anew,
+      // so the lock is not written with its TTL spent. Only while no key of
+      // the row is done, so that the row's locks carry one time.
+      if (known_failure &&
+          std::none_of(state->done.begin(), state->done.end(), [](bool d) { return d; })) {
+        lock_wall_millis_ = db_->resolver()->NowMillis();
+      }
+      known_failure = false;
       ConditionalMutation cm = PrewriteOf(rw, state);
       if (cm.mutation.empty()) return Status::OK();
       Result<CheckAndMutateResult> r = store.CheckAndMutate(wo, rw.row, cm.conditions, cm.mutation);
@@ -735,6 +748,7 @@ Status TransactionImpl::PrewriteRow(RowStore& store, const RowWrites& rw,
     }
     if (result.applied) return Status::OK();
     STRATA_RETURN_IF_ERROR(HandlePrewriteFailure(rw, result, state));
+    known_failure = true;
     if (state->waited) {
       state->waited = false;
       --round;

@@ -471,6 +471,51 @@ TEST_F(TransactionTest, PrimaryStaysAliveWhileItsBatchWaitsForAnOlderLock) {
   EXPECT_EQ(Read("bank", "k", "c"), "new");
 }
 
+// A primary whose prewrite waits for an older lock longer than the TTL is
+// written with the time it is written, not the time its coordinator
+// registered: a reader that comes right after finds it live (and pushes
+// it) instead of rolling back a transaction that is still committing.
+TEST_F(TransactionTest, PrimaryWrittenAfterALongWaitHasItsWholeTtl) {
+  options_.lock_ttl_millis = 600;
+  Open();
+  Seed({{"p", "c"}}, "seed");
+  std::unique_ptr<Transaction> older = Begin();
+  TransactionOptions waits;
+  waits.lock_wait_millis = 10'000;
+  std::unique_ptr<Transaction> writer = Begin(waits);
+  ASSERT_OK(older->Set("bank", "p", "c", "older"));
+  ASSERT_OK(writer->Set("bank", "p", "c", "new"));
+  std::unique_ptr<Transaction> reader = Begin();
+  std::atomic<bool> older_paused{false}, release_older{false};
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p != FailPoint::kAfterPrimaryPrewrite) return false;
+    if (ts == older->start_ts()) {
+      older_paused = true;
+      while (!release_older) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return true;  // the older coordinator stops, as if its process died
+    }
+    if (ts == writer->start_ts()) {
+      Result<std::string> v = reader->Get("bank", "p", "c");
+      EXPECT_OK(v.status());
+      if (v.ok()) {
+        EXPECT_EQ(*v, "seed");
+      }
+    }
+    return false;
+  };
+  std::thread older_thread([&] { EXPECT_FALSE(older->Commit().ok()); });
+  while (!older_paused) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Status writer_status;
+  std::thread writer_thread([&] { writer_status = writer->Commit(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 2.5 TTLs of waiting
+  release_older = true;
+  older_thread.join();
+  writer_thread.join();
+  hook_ = nullptr;
+  EXPECT_OK(writer_status) << TransactionErrorKindName(writer->error().kind);
+  EXPECT_EQ(Read("bank", "p", "c"), "new");
+}
+
 // A scan iterator stays usable after its transaction rolls back (it walked
 // buffered writes the rollback used to free).
 TEST_F(TransactionTest, ScanIteratorOutlivesRollback) {
