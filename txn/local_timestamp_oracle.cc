@@ -77,6 +77,10 @@ Status LocalTimestampOracle::GetTimestamps(uint32_t n, uint64_t* first) {
   uint64_t floor = 0;
   STRATA_RETURN_IF_ERROR(ClockFloor(&floor));
   const uint64_t last = Reserve(n, floor);
+  if (last == 0) {
+    return Status::ResourceExhausted("timestamp oracle: no timestamps left for a batch of " +
+                                     std::to_string(n));
+  }
   // Acquire: pairs with the release store in RefillLocked (see ceiling_).
   if (last > ceiling_.load(std::memory_order_acquire)) {
     STRATA_RETURN_IF_ERROR(WaitForCeiling(last));
@@ -105,8 +109,19 @@ uint64_t LocalTimestampOracle::Reserve(uint32_t n, uint64_t floor) {
     const uint64_t want = floor + (n - 1);
     if (last_.compare_exchange_weak(cur, want, std::memory_order_relaxed)) return want;
   }
-  // last_ only grows, so what fetch_add returns is >= cur >= floor - 1.
-  return last_.fetch_add(n, std::memory_order_relaxed) + n;
+  // Far below the top of the range, fetch_add cannot wrap however many
+  // callers race past this check (each adds at most kMaxBatch).
+  constexpr uint64_t kFetchAddBelow = kMaxTimestamp - (uint64_t{1} << 40);
+  if (cur < kFetchAddBelow) {
+    // last_ only grows, so what fetch_add returns is >= cur >= floor - 1.
+    return last_.fetch_add(n, std::memory_order_relaxed) + n;
+  }
+  // Near the top: reserve only what stays below kMaxTimestamp (never handed
+  // out), so last_ never wraps and goes back to the clock. 0: none left.
+  for (;;) {
+    if (cur >= kMaxTimestamp - n) return 0;
+    if (last_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return cur + n;
+  }
 }
 
 Status LocalTimestampOracle::WaitForCeiling(uint64_t last) {
@@ -139,7 +154,8 @@ Status LocalTimestampOracle::RefillLocked(uint64_t need) {
   need = std::max(need, last_.load(std::memory_order_relaxed));
   const uint64_t now_millis = clock_->NowMicros() / 1000;
   const uint64_t base_millis = std::max(now_millis, PhysicalMillis(need));
-  if (base_millis > kMaxPhysicalMillis - window_millis_) {
+  // The ceiling stays below kMaxTimestamp, which is never handed out.
+  if (base_millis >= kMaxPhysicalMillis - window_millis_) {
     return Status::ResourceExhausted("timestamp oracle: no timestamps left above " +
                                      std::to_string(need));
   }

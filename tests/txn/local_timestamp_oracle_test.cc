@@ -60,6 +60,35 @@ TEST(TimestampLayoutTest, PhysicalAndLogicalParts) {
   EXPECT_EQ(ComposeTimestamp(7, kLogicalMask) + 1, ComposeTimestamp(8, 0));
 }
 
+// At the top of the range the oracle hands out what is left, never
+// kMaxTimestamp, then fails: it never wraps around to repeat timestamps.
+TEST(TimestampOracleTest, TopOfTheRangeIsExhaustedNotWrapped) {
+  ScratchDir dir("oracle");
+  FakeClock clock;
+  clock.SetWallMicros((kMaxPhysicalMillis - 3) * 1000);
+  auto oracle = OpenOracle(dir.path(), nullptr, &clock, 1);
+  ASSERT_TRUE(oracle);
+  uint64_t prev = 0;
+  int failures = 0;
+  for (int i = 0; i < 12; i++) {
+    uint64_t first = 0;
+    Status s = oracle->GetTimestamps(TimestampOracle::kMaxBatch, &first);
+    if (!s.ok()) {
+      EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
+      failures++;
+      continue;
+    }
+    EXPECT_EQ(failures, 0) << "a batch after one that failed";
+    EXPECT_GT(first, prev);
+    prev = first + TimestampOracle::kMaxBatch - 1;
+    EXPECT_LT(prev, kMaxTimestamp);
+  }
+  EXPECT_GT(prev, 0u);
+  EXPECT_GT(failures, 0);
+  Result<uint64_t> one = oracle->GetTimestamp();
+  EXPECT_FALSE(one.ok());
+}
+
 TEST(TimestampOracleTest, SequentialAndBatched) {
   ScratchDir dir("oracle");
   FakeClock clock;
