@@ -241,6 +241,9 @@ class TransactionImpl final : public Transaction {
   const TxnKey* primary_ = nullptr;
   std::shared_ptr<RowStore> primary_store_;
   bool primary_prewritten_ = false;
+  // The primary's row once prewritten (it may hold other keys); points into
+  // Commit's rows, like prewritten_.
+  const RowWrites* primary_row_ = nullptr;
   std::vector<std::pair<std::shared_ptr<RowStore>, const RowWrites*>> prewritten_;
 };
 
@@ -837,7 +840,15 @@ void TransactionImpl::UndoPrewrites() {
     }
   }
   // The other prewritten keys follow the primary; undoing them now only
-  // saves readers the trip to it.
+  // saves readers the trip to it. That includes the primary row's other
+  // keys, prewritten with it.
+  if (primary_row_ != nullptr && primary_row_->keys.size() > 1) {
+    RowMutation m;
+    for (WriteRef ref : primary_row_->keys) {
+      if (&ref->first != primary_) AddRollback(&m, ref->first.column, start_ts_, 0);
+    }
+    (void)primary_store_->Mutate(wo, primary_row_->row, m);
+  }
   for (auto& [store, rw] : prewritten_) {
     RowMutation m;
     for (WriteRef ref : rw->keys) AddRollback(&m, ref->first.column, start_ts_, 0);
@@ -921,6 +932,7 @@ Status TransactionImpl::Commit() {
       auto prewritten = [&](size_t i) {
         if (with_primary && i == 0) {
           primary_prewritten_ = true;
+          primary_row_ = &rows[i];
           MutexLock l(&hb_->mu);
           hb_->prewritten = true;
           hb_->primary_lock = MakeLock(writes_.begin()->second);

@@ -536,6 +536,23 @@ TEST_F(TransactionTest, ScanIteratorOutlivesRollback) {
   EXPECT_EQ(Read("bank", "b", "c"), "<none>");
 }
 
+// A commit that fails after its primary's row was prewritten undoes every
+// key of that row, not only the primary's: no lock is left behind.
+TEST_F(TransactionTest, AbortUndoesEveryKeyOfThePrimaryRow) {
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  std::unique_ptr<Transaction> u = Begin();
+  ASSERT_OK(u->Set("bank", "r2", "x", "u"));
+  ASSERT_OK(u->Commit());
+  ASSERT_OK(t->Set("bank", "r1", "a", "t"));  // the primary's row, with b
+  ASSERT_OK(t->Set("bank", "r1", "b", "t"));
+  ASSERT_OK(t->Set("bank", "r2", "x", "t"));  // conflicts with u's commit
+  EXPECT_FALSE(t->Commit().ok());
+  EXPECT_EQ(t->error().kind, TransactionError::Kind::kWriteConflict);
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+  EXPECT_EQ(Read("bank", "r1", "b"), "<none>");
+}
+
 TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
   Open();
   std::unique_ptr<Transaction> older = Begin();
