@@ -954,7 +954,15 @@ Status TransactionImpl::Commit() {
         const CheckAndMutateResult* first = have_results ? &(*results)[i - begin] : nullptr;
         if (first != nullptr && first->applied) continue;
         s = PrewriteRow(*store, rows[i], first, &states[i - begin]);
-        if (s.ok()) prewritten(i);
+        if (s.ok()) {
+          prewritten(i);
+        } else if (error_.kind == TransactionError::Kind::kNone) {
+          // Resolving a lock on the way failed (a store error, or a lock
+          // that kept changing): say so in error() too.
+          s = Fail(
+              s.IsBusy() ? TransactionError::Kind::kKeyLocked : TransactionError::Kind::kStorage,
+              &rows[i].keys[0]->first, 0, 0, s);
+        }
       }
       if (!s.ok()) {
         UndoPrewrites();

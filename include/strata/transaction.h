@@ -26,7 +26,8 @@
 //   Aborted   a write conflict, a lock held by an older transaction, rolled
 //             back by an older transaction or by a lock resolver, too old
 //             (start_ts below the GC safepoint); retry with a new transaction
-//   Busy      a read met a lock it may not resolve and could not push
+//   Busy      a read met a lock it may not resolve and could not push, or a
+//             key's lock kept changing through every retry (kKeyLocked)
 //   InvalidArgument  bad input (empty row or column, unknown table, a
 //             transaction that is no longer open); nothing changes
 //   NotFound  from Get: no value (also the table was dropped: see the message)
@@ -156,7 +157,7 @@ struct TransactionError {
   enum class Kind {
     kNone,
     kWriteConflict,    // another transaction committed the key after start_ts
-    kKeyLocked,        // an older live transaction holds the key's lock
+    kKeyLocked,        // an older live transaction holds the key's lock, or it kept changing
     kAbortedByOlder,   // an older transaction rolled this one back (priority)
     kRolledBack,       // a lock resolver rolled this one back (TTL ran out, owner dead)
     kTooOld,           // start_ts is below the GC safepoint

@@ -72,7 +72,14 @@ class RecordingStore final : public test::ForwardingRowStore {
     return r;
   }
 
+  Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
+                                    const RowFilter& f) const override {
+    if (fail_next_read_.exchange(false)) return Status::IOError("injected: read failed");
+    return base().ReadRow(o, row, f);
+  }
+
   void FailNextAfterApply() { fail_after_apply_ = true; }
+  void FailNextRead() { fail_next_read_ = true; }
   // Runs before each single-row CheckAndMutate is forwarded (not thread-safe:
   // set it while no transaction runs).
   void BeforeCheckAndMutate(
@@ -88,6 +95,7 @@ class RecordingStore final : public test::ForwardingRowStore {
   std::mutex mu_;
   std::vector<Call> calls_;
   std::atomic<bool> fail_after_apply_{false};
+  mutable std::atomic<bool> fail_next_read_{false};
   std::function<void(std::string_view, const std::vector<Condition>&)> before_check_;
 };
 
@@ -551,6 +559,26 @@ TEST_F(TransactionTest, AbortUndoesEveryKeyOfThePrimaryRow) {
   EXPECT_EQ(t->error().kind, TransactionError::Kind::kWriteConflict);
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
   EXPECT_EQ(Read("bank", "r1", "b"), "<none>");
+}
+
+// A commit that fails while resolving a lock it met says why in error():
+// a store error there is kStorage, not a failure with no kind.
+TEST_F(TransactionTest, StoreErrorWhileResolvingALockIsKStorage) {
+  Open();
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  ASSERT_OK(older->Set("bank", "x", "c", "old"));
+  ASSERT_OK(younger->Set("bank", "x", "c", "young"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    return p == FailPoint::kAfterPrimaryPrewrite && ts == older->start_ts();
+  };
+  EXPECT_FALSE(older->Commit().ok());  // stops, leaving its lock
+  hook_ = nullptr;
+  tables_->Get("bank")->FailNextRead();  // the resolver's read of older's primary
+  Status s = younger->Commit();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(younger->error().kind, TransactionError::Kind::kStorage);
+  EXPECT_EQ(younger->error().row, "x");
 }
 
 TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
