@@ -371,10 +371,15 @@ TEST_F(EngineFaultTest, SyncedWriteMakesEarlierUnsyncedWritesDurable) {
       });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 3 * r));
-    size_t before;
-    {
-      std::lock_guard<std::mutex> l(mu);
-      before = acked.size();
+    size_t before = 0;
+    // On a loaded machine no writer may have run yet: wait (bounded) for one
+    // acknowledgement, so the synced write has something before it.
+    for (int i = 0; i < 10000 && before == 0; i++) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        before = acked.size();
+      }
+      if (before == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     ASSERT_TRUE(Write(1000000 + r, /*sync=*/true).ok());
     fs_.SetFilesystemActive(false);  // the instant of the crash, then Crash() cleans up
