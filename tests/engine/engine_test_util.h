@@ -107,7 +107,6 @@ class ParkedHook {
     }
     return reached_;
   }
-  static bool reached() { return reached_; }
   static void Release() { released_ = true; }
 
  private:
