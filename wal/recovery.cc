@@ -1,6 +1,7 @@
 // RecoverLog and ReadLog: replaying the log and deciding what a bad spot
 // means (wal/FORMAT.md, "Recovery").
 #include <algorithm>
+#include <optional>
 
 #include "wal/log_reader.h"
 
@@ -16,6 +17,19 @@ bool CutRemovesSegment(const LogReader& reader) {
   const LogPosition cut = reader.cut();
   return cut.offset < kSegmentHeaderSize ||
          (cut.offset == kSegmentHeaderSize && reader.stop_is_inconsistency());
+}
+
+// Makes a segment's contents durable, first truncating it to `size` bytes
+// when given.
+Status SyncSegment(FileSystem* fs, const std::string& path,
+                   std::optional<uint64_t> size = std::nullopt) {
+  FileOpenOptions keep;
+  keep.truncate = false;
+  std::unique_ptr<WritableFile> file;
+  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, keep, &file));
+  if (size) STRATA_RETURN_IF_ERROR(file->Truncate(*size));
+  STRATA_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
 }
 
 // Removes everything from the reader's cut on: later segments first (newest
@@ -38,29 +52,9 @@ Status CutLog(FileSystem* fs, const std::string& dir, const LogReader& reader, R
     info->removed_files.push_back(path);
     return fs->SyncDir(dir);
   }
-  FileOpenOptions keep;
-  keep.truncate = false;
-  std::unique_ptr<WritableFile> file;
-  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, keep, &file));
-  STRATA_RETURN_IF_ERROR(file->Truncate(cut.offset));
-  STRATA_RETURN_IF_ERROR(file->Sync());
-  STRATA_RETURN_IF_ERROR(file->Close());
+  STRATA_RETURN_IF_ERROR(SyncSegment(fs, path, cut.offset));
   info->truncated_file = path;
   return Status::OK();
-}
-
-// Makes a segment's contents durable. The last segment that survives
-// recovery may hold a tail the dead writer never synced but the page cache
-// kept (one that filled the segment exactly is neither torn nor trimmed): a
-// new writer's first synced group would otherwise follow bytes a power loss
-// can still take, and its acknowledged records would then lie past a hole.
-Status SyncSegment(FileSystem* fs, const std::string& path) {
-  FileOpenOptions keep;
-  keep.truncate = false;
-  std::unique_ptr<WritableFile> file;
-  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, keep, &file));
-  STRATA_RETURN_IF_ERROR(file->Sync());
-  return file->Close();
 }
 
 // Truncates the last segment where its data ends, so that later recoveries
@@ -72,13 +66,7 @@ Status TrimLastSegment(FileSystem* fs, const LogReader& reader, RecoveryInfo* in
   Result<uint64_t> size = fs->GetFileSize(path);
   STRATA_RETURN_IF_ERROR(size.status());
   if (*size <= end.offset) return Status::OK();
-  FileOpenOptions keep;
-  keep.truncate = false;
-  std::unique_ptr<WritableFile> file;
-  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(path, keep, &file));
-  STRATA_RETURN_IF_ERROR(file->Truncate(end.offset));
-  STRATA_RETURN_IF_ERROR(file->Sync());
-  STRATA_RETURN_IF_ERROR(file->Close());
+  STRATA_RETURN_IF_ERROR(SyncSegment(fs, path, end.offset));
   info->truncated_file = path;
   return Status::OK();
 }
@@ -162,6 +150,10 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
       if (keeps_any) last_kept = *(it - 1);
     }
   }
+  // The last surviving segment may hold a tail the dead writer never synced
+  // but the page cache kept (one that filled the segment exactly is neither
+  // torn nor trimmed): a new writer's synced groups would otherwise follow
+  // bytes a power loss can still take, and lie past a hole.
   if (repair && keeps_any && info->truncated_file != reader->SegmentPath(last_kept)) {
     STRATA_RETURN_IF_ERROR(SyncSegment(fs, reader->SegmentPath(last_kept)));
   }
