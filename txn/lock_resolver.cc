@@ -254,9 +254,11 @@ Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const 
                                   expired ? 0 : ts, status.lock_bytes));
       if (status.state == TxnStatus::State::kLocked) continue;
     } else if (status.state == TxnStatus::State::kRolledBack && !status.has_record) {
+      // Neither locked nor decided: its primary is not prewritten yet. A
+      // wound names the older transaction, as it does on a live lock.
       STRATA_ASSIGN_OR_RETURN(
-          status, RollbackPrimary(*pstore, lock.primary_row, lock.primary_column, lock.start_ts, 0,
-                                  std::string()));
+          status, RollbackPrimary(*pstore, lock.primary_row, lock.primary_column, lock.start_ts,
+                                  intent == Intent::kWound ? ts : 0, std::string()));
       if (status.state == TxnStatus::State::kLocked) continue;
     }
     if (!is_primary) {

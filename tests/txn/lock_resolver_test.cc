@@ -229,5 +229,26 @@ TEST_F(LockResolverTest, MissingPrimaryLockIsRolledBackAndKeepsALatePrewriteOut)
   EXPECT_FALSE(r->applied);
 }
 
+// An older prewriter that wounds a transaction whose primary is not locked
+// yet puts its own start_ts in the rollback record, as it does when the
+// primary is locked: the victim's late prewrite of the primary then fails
+// as aborted by an older transaction, not as rolled back for a dead owner.
+TEST_F(LockResolverTest, WoundOfAMissingPrimaryLockNamesTheOlderTransaction) {
+  const LockRecord lock = LockOf(10, "7");
+  Prewrite(kSecondaryRow, lock);
+
+  Result<LockResolver::Resolution> res =
+      resolver_.Resolve(Key(kSecondaryRow), lock, LockResolver::Intent::kWound, 8);
+  ASSERT_OK(res.status());
+  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kRolledBack);
+  for (const std::string row : {kPrimaryRow, kSecondaryRow}) {
+    SCOPED_TRACE(row);
+    const auto writes = Writes(row);
+    ASSERT_EQ(writes.size(), 1u);
+    EXPECT_EQ(writes[0].second.kind, WriteKind::kRollback);
+    EXPECT_EQ(writes[0].second.rolled_back_by, 8u);
+  }
+}
+
 }  // namespace
 }  // namespace strata::txn
