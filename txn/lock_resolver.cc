@@ -222,7 +222,16 @@ Status LockResolver::ApplyToKey(RowStore& store, const TxnKey& key, const LockRe
 
 Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const LockRecord& lock,
                                                        Intent intent, uint64_t ts) {
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> pstore, Store(lock.primary_table));
+  Result<std::shared_ptr<RowStore>> primary_store = Store(lock.primary_table);
+  if (primary_store.status().code() == Status::Code::kNotFound) {
+    // Not NotFound: a reader would take that for "no value" and miss the
+    // value committed below the lock.
+    return Status::FailedPrecondition(
+        "the lock of transaction " + std::to_string(lock.start_ts) + " on " + key.ToString() +
+        " cannot be resolved: its primary's table " + lock.primary_table + " is gone (" +
+        primary_store.status().ToString() + ")");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> pstore, std::move(primary_store));
   const bool is_primary = lock.primary_table == key.table && lock.primary_row == key.row &&
                           lock.primary_column == key.column;
   for (int round = 0; round < kMaxRounds; ++round) {

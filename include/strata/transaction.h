@@ -31,6 +31,8 @@
 //   InvalidArgument  bad input (empty row or column, unknown table, a
 //             transaction that is no longer open); nothing changes
 //   NotFound  from Get: no value (also the table was dropped: see the message)
+//   FailedPrecondition  a key's lock names a primary whose table was dropped:
+//             its transaction's outcome cannot be known
 //   others    the store failed; for Commit the outcome may be unknown
 //             (error().kind == kUnknownOutcome)
 //

@@ -117,6 +117,10 @@ class RecordingTables final : public TableResolver {
     std::lock_guard<std::mutex> l(mu_);
     return stores_.at(table).get();
   }
+  void Drop(const std::string& table) {
+    std::lock_guard<std::mutex> l(mu_);
+    stores_.erase(table);
+  }
 
  private:
   std::mutex mu_;
@@ -579,6 +583,36 @@ TEST_F(TransactionTest, StoreErrorWhileResolvingALockIsKStorage) {
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_EQ(younger->error().kind, TransactionError::Kind::kStorage);
   EXPECT_EQ(younger->error().row, "x");
+}
+
+// A lock whose primary's table is gone cannot be resolved: reads of its
+// key fail with an error that says so, never NotFound, which would pass for
+// "no value" and hide the value committed below the lock.
+TEST_F(TransactionTest, LockWhosePrimaryTableIsGoneIsNotReadAsNoValue) {
+  Open();
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    ASSERT_OK(t->Set("other", "s", "c", "before"));
+    ASSERT_OK(t->Commit());
+  }
+  std::unique_ptr<Transaction> writer = Begin();
+  ASSERT_OK(writer->Set("bank", "p", "c", "new"));  // the primary: "bank" sorts first
+  ASSERT_OK(writer->Set("other", "s", "c", "new"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    return p == FailPoint::kAfterSecondaryBatch && ts == writer->start_ts();
+  };
+  EXPECT_FALSE(writer->Commit().ok());  // stops with both keys locked
+  hook_ = nullptr;
+  tables_->Drop("bank");
+
+  std::unique_ptr<Transaction> reader = Begin();
+  Result<std::string> v = reader->Get("other", "s", "c");
+  EXPECT_EQ(v.status().code(), Status::Code::kFailedPrecondition) << v.status().ToString();
+  EXPECT_NE(v.status().ToString().find("bank"), std::string::npos) << v.status().ToString();
+  Result<std::vector<std::optional<std::string>>> batch = reader->BatchGet("other", {{"s", "c"}});
+  EXPECT_EQ(batch.status().code(), Status::Code::kFailedPrecondition);
+  Result<std::string> locked = reader->GetForUpdate("other", "s", "c");
+  EXPECT_EQ(locked.status().code(), Status::Code::kFailedPrecondition);
 }
 
 TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
