@@ -102,6 +102,11 @@ Result<TenantStats> Tenant::GetStats() const {
 
 std::string Table::name() const { return state_ ? state_->name : std::string(); }
 
+bool Table::dropped() const {
+  // Relaxed: a hint, as any answer may be stale by the time it is used.
+  return state_ && state_->dropped.load(std::memory_order_relaxed);
+}
+
 Status Table::Mutate(const WriteOptions& options, std::string_view row,
                      const RowMutation& mutation) {
   if (!state_) return EmptyHandle("table");

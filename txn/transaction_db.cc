@@ -1068,25 +1068,33 @@ class TenantTables final : public TableResolver {
  public:
   explicit TenantTables(Tenant tenant) : tenant_(std::move(tenant)) {}
 
+  // The store of the table now under the name: a cached one whose table was
+  // dropped gives way to the table created again under it, if any.
   Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
     {
       MutexLock l(&mu_);
       auto it = stores_.find(table);
-      if (it != stores_.end()) return it->second;
+      if (it != stores_.end() && !it->second.table.dropped()) return it->second.store;
     }
     STRATA_ASSIGN_OR_RETURN(Table t, tenant_.OpenTable(table));
-    std::shared_ptr<RowStore> store = NewTableRowStore(std::move(t));
+    Cached fresh{t, NewTableRowStore(t)};
     MutexLock l(&mu_);
-    auto [it, inserted] = stores_.emplace(std::string(table), store);
-    return it->second;
+    auto [it, inserted] = stores_.try_emplace(std::string(table), fresh);
+    // A racing call may have cached the same table, or a stale one.
+    if (!inserted && it->second.table.dropped()) it->second = std::move(fresh);
+    return it->second.store;
   }
 
   Tenant& tenant() { return tenant_; }
 
  private:
+  struct Cached {
+    Table table;
+    std::shared_ptr<RowStore> store;
+  };
   Tenant tenant_;
   Mutex mu_;
-  std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_ GUARDED_BY(mu_);
+  std::map<std::string, Cached, std::less<>> stores_ GUARDED_BY(mu_);
 };
 
 }  // namespace

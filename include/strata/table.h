@@ -46,6 +46,11 @@ class Table {
   // The table's name; empty for an empty handle.
   std::string name() const;
 
+  // Whether the table this handle opened was dropped (or its tenant was). A
+  // handle stays bound to that table: one created again under the name is
+  // another table, reached through a new OpenTable. False for an empty handle.
+  bool dropped() const;
+
   // Applies every entry of `mutation` to `row` atomically: a reader sees all
   // of them or none. With options.sync, returns once the change is durable.
   // Errors: InvalidArgument for bad input (empty or oversized row key,

@@ -1606,10 +1606,13 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
   ASSERT_TRUE(Put("unflushed", "a", "x", 1, "v").ok());
   EXPECT_GT(TableFilesOnDisk(dir_), 0u);
   Table copy = table_;
+  EXPECT_FALSE(table_.dropped());
+  EXPECT_FALSE(Table().dropped());
 
   EXPECT_TRUE(tenant_.DropTable("nope").IsNotFound());
   ASSERT_TRUE(tenant_.DropTable("tab").ok());
   for (Table* t : {&table_, &copy}) {
+    EXPECT_TRUE(t->dropped());
     Status s = t->Mutate(WriteOptions(), "r1", RowMutation().Put("b", "y", 2, "w"));
     EXPECT_TRUE(s.IsNotFound()) << s.ToString();
     EXPECT_NE(s.ToString().find("dropped"), std::string::npos) << s.ToString();
@@ -1631,6 +1634,8 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
   // The name is free again, for a new and empty table.
   ASSERT_TRUE(tenant_.CreateTable("tab", TwoGroupSchema()).ok());
   table_ = *tenant_.OpenTable("tab");
+  EXPECT_FALSE(table_.dropped());
+  EXPECT_TRUE(copy.dropped());
   EXPECT_TRUE(Read("r1").empty());
   EXPECT_TRUE(Read("unflushed").empty());
   ASSERT_TRUE(Put("new", "a", "x", 1, "n").ok());
@@ -1669,6 +1674,8 @@ TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
   EXPECT_TRUE(t2.CreateTable("x", TwoGroupSchema()).IsNotFound());
   EXPECT_TRUE(t2.DropTable("other").IsNotFound());
   EXPECT_TRUE(t2tab.ReadRow(ReadOptions(), "r1").status().IsNotFound());
+  EXPECT_TRUE(t2tab.dropped());
+  EXPECT_FALSE(table_.dropped());
   ASSERT_EQ(Read("r1").size(), 1u);
   EXPECT_EQ(Read("r1")[0].value, "mine");
 

@@ -62,6 +62,28 @@ class TransactionEngineTest : public ::testing::Test {
   std::unique_ptr<TransactionDB> db_;
 };
 
+// A table dropped through the tenant and created again under its name is a
+// new, empty table to the TransactionDB, not the dropped one it once used.
+TEST_F(TransactionEngineTest, TableDroppedAndCreatedAgainIsTheNewOne) {
+  Open();
+  ASSERT_OK(db_->CreateTable("accounts"));
+  {
+    std::unique_ptr<Transaction> t = std::move(db_->Begin()).value();
+    ASSERT_OK(t->Set("accounts", "bob", "c", "10"));
+    ASSERT_OK(t->Commit());
+  }
+  EXPECT_EQ(Read("accounts", "bob"), "10");
+  ASSERT_OK(engine_->OpenTenant("t")->DropTable("accounts"));
+  ASSERT_OK(db_->CreateTable("accounts"));
+  EXPECT_EQ(Read("accounts", "bob"), "<none>");
+  {
+    std::unique_ptr<Transaction> t = std::move(db_->Begin()).value();
+    ASSERT_OK(t->Set("accounts", "bob", "c", "7"));
+    ASSERT_OK(t->Commit());
+  }
+  EXPECT_EQ(Read("accounts", "bob"), "7");
+}
+
 TEST_F(TransactionEngineTest, CommitsAcrossTablesSurviveReopen) {
   Open();
   ASSERT_OK(db_->CreateTable("accounts"));
