@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
@@ -167,6 +168,18 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
                         ")");
   }
   STRATA_RETURN_IF_ERROR(s);
+  if (!exists) {
+    // A new engine only in a directory with no data of an old one: without
+    // its manifest, table files and log segments would read as leftovers
+    // and be deleted.
+    for (const char* sub : {kTableDirName, kLogDirName}) {
+      std::vector<std::string> names;
+      if (!fs->GetChildren(JoinPath(dir, sub), &names).ok() || names.empty()) continue;
+      return Status::Corruption(dir + ": no " + Manifest::kFileName + ", but " + sub + "/ holds " +
+                                std::to_string(names.size()) +
+                                " files; refusing to start a new engine over them");
+    }
+  }
   s = core->Recover();
   if (s.ok()) s = core->ContinueAboveRecordedSequences();
   if (!s.ok()) {
@@ -260,7 +273,6 @@ Status EngineCore::Recover() {
   }
 
   STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(TableDir()));
-  STRATA_RETURN_IF_ERROR(DeleteObsoleteFiles());
   block_cache_ = std::make_unique<sstable::BlockCache>(options_.block_cache_size);
   sstable::TableCacheOptions tco;
   tco.file_system = fs_;
@@ -286,6 +298,9 @@ Status EngineCore::Recover() {
         return ReplayRecord(first, count, payload);
       },
       &info));
+  // Only now that the manifest and the log agree: a catalog that misses
+  // files must not cost them.
+  STRATA_RETURN_IF_ERROR(DeleteObsoleteFiles());
   // With records in the log, the writer continues right after them (the log
   // was synced before any flush recorded a later sequence); an empty log
   // continues after the last sequence the manifest saw.
@@ -342,7 +357,13 @@ Status EngineCore::DeleteObsoleteFiles() {
   STRATA_RETURN_IF_ERROR(fs_->GetChildren(TableDir(), &names));
   for (const auto& name : names) {
     uint64_t number = 0;
-    if (std::sscanf(name.c_str(), "%" SCNu64 ".sst", &number) != 1) continue;
+    int consumed = 0;
+    // Only names of table files (digits, then ".sst" and nothing more).
+    if (std::sscanf(name.c_str(), "%" SCNu64 ".sst%n", &number, &consumed) != 1 || consumed <= 4 ||
+        static_cast<size_t>(consumed) != name.size() ||
+        !std::isdigit(static_cast<unsigned char>(name[0]))) {
+      continue;
+    }
     if (live.count(number) == 0) {
       // Left by a flush or compaction that died before its manifest edit.
       fs_->DeleteFile(JoinPath(TableDir(), name)).PermitUncheckedError();  // retried next open

@@ -464,17 +464,29 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
                                   std::to_string(DecodeFixed32(data.data() + 8)));
     }
     size_t pos = kHeaderSize;
+    // The first record is the snapshot, which came whole with the file (see
+    // below): it can never be torn, and must be there.
+    if (data.size() == kHeaderSize) {
+      return Status::Corruption(path + ": the snapshot record is missing");
+    }
     while (pos < data.size()) {
       // A record that does not fit, or whose checksum fails, is only
-      // acceptable as the last thing in the file: an edit torn by a crash
-      // before it was acknowledged.
+      // acceptable as the last thing in the file and not the snapshot: an
+      // edit torn by a crash before it was acknowledged.
       const std::string where = path + " at offset " + std::to_string(pos);
-      if (data.size() - pos < kRecordHeaderSize) break;  // torn header
+      const bool snapshot = pos == kHeaderSize;
+      if (data.size() - pos < kRecordHeaderSize) {
+        if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
+        break;  // torn header
+      }
       uint32_t len = DecodeFixed32(data.data() + pos + 4);
       if (len != ~DecodeFixed32(data.data() + pos + 8)) {
         return Status::Corruption(where + ": edit length field damaged");
       }
-      if (data.size() - pos - kRecordHeaderSize < len) break;  // torn body
+      if (data.size() - pos - kRecordHeaderSize < len) {
+        if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
+        break;  // torn body
+      }
       if (len > max_edit_bytes) {
         return Status::Corruption(where + ": edit of " + std::to_string(len) +
                                   " bytes is over the limit of " + std::to_string(max_edit_bytes));
@@ -485,7 +497,7 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
       ck.Update(data.data() + pos + kRecordHeaderSize, len);
       uint32_t actual = ck.Finish32();
       if (expected != actual) {
-        if (pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
+        if (!snapshot && pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
         return Status::Corruption(where + ": edit checksum mismatch");
       }
       VersionEdit edit;

@@ -1,8 +1,9 @@
 // Manifest: the durable record of what the engine holds — tenants, tables
 // with their schemas, tablets — kept as an append-only file of checksummed
 // edits (engine/MANIFEST.md). Every open replays it and writes it anew as one
-// snapshot edit, so it never grows without bound and a torn last edit (an
-// unacknowledged change) is gone for good.
+// snapshot edit, so it grows only while the engine stays open, and a torn
+// last edit (an unacknowledged change) is gone for good. The snapshot, which
+// comes whole with the file, is never read as torn.
 //
 // Manifest is thread-compatible: the engine serializes calls to Append.
 #ifndef STRATA_ENGINE_MANIFEST_H_

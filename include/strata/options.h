@@ -38,7 +38,9 @@ enum class WalRecoveryMode {
 
 struct EngineOptions {
   // Create the directory and an empty engine when there is none. Off makes a
-  // typo in the path an error instead of a new empty engine.
+  // typo in the path an error instead of a new empty engine. A directory
+  // with no MANIFEST whose sst/ or wal/ holds files is never taken for none:
+  // opening it is Corruption, and nothing there is touched.
   bool create_if_missing = true;
   // Fail when the directory already holds an engine.
   bool error_if_exists = false;

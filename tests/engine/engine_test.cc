@@ -1600,6 +1600,44 @@ size_t TableFilesOnDisk(const test::ScratchDir& dir) {
   return names.size();
 }
 
+// A database whose manifest is missing or damaged is refused with its files
+// untouched: without the manifest every table file would read as a leftover.
+TEST_F(EngineTest, MissingOrDamagedManifestLeavesTheFilesAlone) {
+  for (int i = 0; i < 100; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
+  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_TRUE(Put("logged", "b", "y", 1, "v").ok());
+  table_ = Table();
+  tenant_ = Tenant();
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  const size_t files = TableFilesOnDisk(dir_);
+  ASSERT_GT(files, 0u);
+  std::string manifest;
+  ASSERT_TRUE(ReadFileToString(FileSystem::Default(), dir_.Join("MANIFEST"), &manifest).ok());
+
+  ASSERT_TRUE(FileSystem::Default()->DeleteFile(dir_.Join("MANIFEST")).ok());
+  auto e = Engine::Open(dir_.path(), options_);
+  EXPECT_TRUE(e.status().IsCorruption()) << e.status().ToString();
+  EXPECT_EQ(TableFilesOnDisk(dir_), files);
+  EXPECT_FALSE(FileSystem::Default()->FileExists(dir_.Join("MANIFEST")));
+
+  std::string damaged = manifest;
+  damaged[damaged.size() / 2] ^= 0x01;  // inside the snapshot, its only record
+  ASSERT_TRUE(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), damaged).ok());
+  e = Engine::Open(dir_.path(), options_);
+  EXPECT_TRUE(e.status().IsCorruption()) << e.status().ToString();
+  EXPECT_EQ(TableFilesOnDisk(dir_), files);
+
+  // A file in sst/ that only starts like a table file's name is not one.
+  ASSERT_TRUE(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), manifest).ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(FileSystem::Default(), dir_.Join("sst/999999.sst.bak"), "keep").ok());
+  Reopen();
+  EXPECT_EQ(TableFilesOnDisk(dir_), files + 1);
+  EXPECT_EQ(Read("r7").size(), 1u);
+  EXPECT_EQ(Read("logged").size(), 1u);
+}
+
 TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
   for (int i = 0; i < 200; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
   ASSERT_TRUE(engine_->Compact().ok());

@@ -167,6 +167,34 @@ TEST_F(ManifestDamageTest, FlippedBitsAreCorruption) {
   EXPECT_GT(corrupt, 0);
 }
 
+// The first record is the snapshot, written whole to a new file that then
+// replaced the old one: it is never torn by a crash, so any damage to it,
+// a cut included, is Corruption (read as a torn tail, it would leave an
+// empty catalog that the open then writes over the real one).
+TEST_F(ManifestDamageTest, DamagedSnapshotIsCorruptionAndTheFileIsKept) {
+  {
+    Catalog c;
+    ASSERT_TRUE(OpenWith(good_, &c).ok());  // rewrites: header + one snapshot
+  }
+  std::string snapshot_only;
+  ASSERT_TRUE(ReadFileToString(fs_, path(), &snapshot_only).ok());
+  for (size_t cut = 0; cut < snapshot_only.size(); cut++) {
+    Catalog c;
+    Status s = OpenWith(snapshot_only.substr(0, cut), &c);
+    EXPECT_TRUE(s.IsCorruption()) << "cut at " << cut << ": " << s.ToString();
+    std::string after;
+    ASSERT_TRUE(ReadFileToString(fs_, path(), &after).ok());
+    EXPECT_EQ(after, snapshot_only.substr(0, cut)) << "cut at " << cut;
+  }
+  for (size_t byte = 0; byte < snapshot_only.size(); byte++) {
+    std::string bad = snapshot_only;
+    bad[byte] ^= 0x10;
+    Catalog c;
+    Status s = OpenWith(bad, &c);
+    EXPECT_TRUE(s.IsCorruption() || s.IsNotSupported()) << "byte " << byte << ": " << s.ToString();
+  }
+}
+
 // Edits over the limit (small here; 1 GiB in the engine): the writer refuses
 // them with the manifest unchanged and still usable; a complete record over
 // it is Corruption (not a torn tail that would drop every later edit), a cut
