@@ -796,10 +796,15 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     if (auto* hook = test_hooks::after_compaction_edit.load(std::memory_order_relaxed)) hook();
     MutexLock l(&group->mu);
     // A drop since the check above has emptied the view, marking f obsolete
-    // with the rest, or is about to. Moving f into the emptied view would
-    // keep it alive (and on disk) as long as the engine.
-    // Relaxed: see TableState::dropped; set before the view is emptied.
-    if (tablet.table->dropped.load(std::memory_order_relaxed)) return Status::OK();
+    // with the rest, or is about to; a split has emptied it or is about to,
+    // and its children took f from the manifest, moved. Moving f into the
+    // emptied view would keep it alive (and on disk) as long as the engine.
+    // Relaxed: see TableState::dropped and TabletState::retired; both are
+    // set before the view is emptied.
+    if (tablet.table->dropped.load(std::memory_order_relaxed) ||
+        tablet.retired.load(std::memory_order_relaxed)) {
+      return Status::OK();
+    }
     auto view = std::make_shared<GroupView>(*group->view);
     auto& from = view->levels[job->level];
     from.erase(std::remove(from.begin(), from.end(), f), from.end());
@@ -962,6 +967,15 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
     // Relaxed: see TableState::dropped; set before the view is emptied.
     if (tablet.table->dropped.load(std::memory_order_relaxed)) {
       orphaned = true;
+      return;
+    }
+    // A split since the edit: its children took the outputs from the
+    // manifest; the inputs left it with this edit. The parent's emptied view
+    // keeps nothing.
+    if (tablet.retired.load(std::memory_order_relaxed)) {
+      for (const auto& inputs : job->inputs) {
+        for (const auto& f : inputs) f->obsolete.store(true, std::memory_order_relaxed);
+      }
       return;
     }
     auto view = std::make_shared<GroupView>(*group->view);

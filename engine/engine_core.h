@@ -122,8 +122,10 @@ struct TabletState {
   // held exclusively and the engine's mu_, so it is read under either (or
   // before the core is shared); a group's address and index never change.
   std::vector<std::unique_ptr<LocalityGroupState>> groups;
-  // Set under the engine's mu_ once the tablet is split away; background
-  // work checks it there before recording anything for it. Relaxed.
+  // Set under the engine's mu_ once the tablet is split away, before its
+  // views are emptied; background work checks it there before recording
+  // anything for it, and under a group's mu before showing a result that
+  // was recorded first. Relaxed.
   std::atomic<bool> retired{false};
 };
 

@@ -1819,6 +1819,61 @@ TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
 INSTANTIATE_TEST_SUITE_P(Kinds, EngineDropDuringCompactionTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "TrivialMove" : "Merge"; });
 
+// A split between a trivial move's manifest edit and its showing the move:
+// the children share the moved file with the retired parent. Showing the
+// move in the parent's emptied view would keep the file alive (and on disk)
+// for the engine's lifetime after the children compact it away.
+TEST(EngineSplitDuringCompactionTest, TrivialMoveLeavesNoFileBehind) {
+  ScratchDir dir("split-trivial-move");
+  EngineOptions options;
+  options.level0_compaction_trigger = 1;
+  options.tablet_split_size = 200 << 10;
+  options.max_background_compactions = 1;
+  auto engine = Engine::Open(dir.path(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Table table = test::CreateOneFamilyTable(engine->get());
+  auto row = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "row%06d", i);
+    return std::string(buf);
+  };
+  ParkedCompaction::Arm();
+  for (int i = 0; i < 200; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a'));
+    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, row(20 * i), m).ok());
+  }
+  ASSERT_TRUE((*engine)->Flush().ok());
+  ASSERT_TRUE(ParkedCompaction::WaitReached());  // the move is in the manifest
+  for (int i = 0; i < 2000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 2, std::string(100, 'b'));
+    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, row(2 * i + 1), m).ok());
+  }
+  ASSERT_TRUE((*engine)->Flush().ok());
+  for (int i = 0; i < 10000 && (*engine)->GetStats().tablet_splits == 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ((*engine)->GetStats().tablet_splits, 1u);
+  ParkedCompaction::Release();
+  ASSERT_TRUE((*engine)->Compact().ok());
+  auto table_files = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.Join("sst"))) {
+      n += e.path().extension() == ".sst";
+    }
+    return n;
+  };
+  // Compact returns once the work is done; the thread then purges.
+  for (int i = 0; i < 10000 && table_files() != (*engine)->GetStats().table_files; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(table_files(), (*engine)->GetStats().table_files);
+  EXPECT_EQ(table.ReadRow(ReadOptions(), row(0))->size(), 1u);
+  EXPECT_EQ(table.ReadRow(ReadOptions(), row(3999))->size(), 1u);
+  ASSERT_TRUE((*engine)->Close().ok());
+}
+
 TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
   test::ScratchDir dir("drop");
   EngineOptions o;
