@@ -35,7 +35,18 @@ uint64_t RateLimiter::Request(uint64_t bytes) {
 }
 
 void RateLimiter::SetBytesPerSecond(uint64_t bytes_per_second) {
+  const uint64_t now = clock_->NowNanos();
   MutexLock l(&mu_);
+  // What is reserved but not yet reached is owed at the new rate; nothing
+  // is owed when either rate is unlimited.
+  if (bytes_per_second == 0 || bytes_per_second_ == 0) {
+    finish_nanos_ = 0;
+  } else if (finish_nanos_ > now) {
+    const long double owed = static_cast<long double>(finish_nanos_ - now) *
+                             static_cast<long double>(bytes_per_second_) /
+                             static_cast<long double>(bytes_per_second);
+    finish_nanos_ = now + static_cast<uint64_t>(std::min<long double>(owed, 1e18L));
+  }
   bytes_per_second_ = bytes_per_second;
 }
 

@@ -36,7 +36,9 @@ class RateLimiter {
   // caller should wait before going on, in microseconds.
   uint64_t Reserve(uint64_t bytes) LOCKS_EXCLUDED(mu_);
 
-  // 0 makes it unlimited; takes effect for the next request.
+  // 0 makes it unlimited. Takes effect for the next request, which also
+  // owes what earlier ones reserved beyond now at the new rate; a request
+  // already asleep sleeps out what it was told.
   void SetBytesPerSecond(uint64_t bytes_per_second) LOCKS_EXCLUDED(mu_);
   uint64_t bytes_per_second() const LOCKS_EXCLUDED(mu_);
 

@@ -57,6 +57,22 @@ TEST(RateLimiterTest, ChangingTheRateTakesEffect) {
   EXPECT_EQ(limiter.Reserve(1'000'000), 0u);
 }
 
+// Time reserved but not yet reached is owed at the new rate: raising the
+// rate shortens the wait of the next request, lowering it lengthens it.
+TEST(RateLimiterTest, ChangingTheRateRescalesTheBacklog) {
+  test::FakeClock clock;
+  RateLimiter limiter(1'000, &clock, /*burst_micros=*/0);  // 1 KB/s
+  EXPECT_EQ(limiter.Reserve(1'000'000), 1'000'000'000u);   // 1000 s owed
+  limiter.SetBytesPerSecond(1'000'000'000);                // 1 GB/s: 1 ms owed
+  EXPECT_EQ(limiter.Reserve(1), 1'001u);
+  limiter.SetBytesPerSecond(1'000'000);  // 1 MB/s: 1 s and 1 ms owed
+  EXPECT_EQ(limiter.Reserve(0), 1'000'001u);
+  limiter.SetBytesPerSecond(0);  // unlimited: nothing owed, now or later
+  EXPECT_EQ(limiter.Reserve(1'000'000), 0u);
+  limiter.SetBytesPerSecond(1'000'000);
+  EXPECT_EQ(limiter.Reserve(1'000), 1'000u);
+}
+
 TEST(RateLimiterTest, ConcurrentRequestsShareTheRate) {
   test::FakeClock clock;
   RateLimiter limiter(1'000'000, &clock, 0);
