@@ -298,7 +298,9 @@ Status LogWriter::Submit(Waiter* w, bool allow_closed) {
       w->queued = true;
       queue_.push_back(w);
       queue_bytes_ += RequestBytes(w);
-      if (gathering_ && GatherDone()) gather_cv_.Signal();
+      if (!w->sync) queued_unsynced_++;
+      // A gathering leader lets unsynced writers go first (see LeadGroup).
+      if (gathering_ && (!w->sync || GatherDone())) gather_cv_.Signal();
     }
   }
   while (!lead) {
@@ -330,6 +332,7 @@ void LogWriter::TakeLead(Waiter* w) {
   if (!w->queued) {
     w->queued = true;
     queue_bytes_ += RequestBytes(w);
+    if (!w->sync) queued_unsynced_++;
   } else {
     queue_.erase(std::find(queue_.begin(), queue_.end(), w));
   }
@@ -354,56 +357,140 @@ size_t LogWriter::RequestBytes(const Waiter* w) {
 }
 
 bool LogWriter::GatherDone() const {
-  return queue_.size() >= expected_writers_ || queue_bytes_ >= options_.max_group_bytes;
+  return queue_.size() - queued_unsynced_ >= expected_writers_ ||
+         queue_bytes_ >= options_.max_group_bytes;
 }
 
-void LogWriter::Gather(const Waiter* self) {
-  if (!self->sync || closed_ || sync_nanos_ == 0 || GatherDone()) return;
-  const uint64_t now = clock_->NowNanos();
-  // The expectation is about the members of the group that finished last;
-  // once a sync time has passed since, they are not simply on their way back.
-  if (now - last_group_done_ > sync_nanos_) return;
-  const uint64_t deadline = now + sync_nanos_ * kGatherNumerator / kGatherDenominator;
-  // The writer that completes the count signals; a timed-out wait ends the
-  // gathering whatever clock_ says.
+bool LogWriter::Gather(const Waiter* self, GatherState* g) {
+  if (g->over) return true;
+  if (!self->sync || closed_ || sync_nanos_ == 0) {
+    g->over = true;
+    return true;
+  }
+  uint64_t now = clock_->NowNanos();
+  if (g->deadline == 0) {
+    // The expectation is about the members of the group that finished last;
+    // once a sync time has passed since, they are not simply on their way
+    // back.
+    if (GatherDone() || now - last_group_done_ > sync_nanos_) {
+      g->over = true;
+      return true;
+    }
+    g->deadline = now + sync_nanos_ * kGatherNumerator / kGatherDenominator;
+  }
+  // The writer that completes the count, or an unsynced one, signals; a
+  // timed-out wait ends the gathering whatever clock_ says. The deadline is
+  // checked on every call, so unsynced writers that keep coming cannot keep
+  // the leader gathering past it.
   gathering_ = true;
-  for (uint64_t t = now; t < deadline && !GatherDone(); t = clock_->NowNanos()) {
-    if (!gather_cv_.WaitFor(static_cast<int64_t>((deadline - t + 999) / 1000))) break;
+  while (!GatherDone() && queued_unsynced_ == 0) {
+    if (now >= g->deadline ||
+        !gather_cv_.WaitFor(static_cast<int64_t>((g->deadline - now + 999) / 1000))) {
+      g->over = true;
+      break;
+    }
+    now = clock_->NowNanos();
   }
   gathering_ = false;
+  if (GatherDone() || now >= g->deadline) g->over = true;
+  return g->over;
+}
+
+void LogWriter::TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) {
+  std::vector<size_t> candidates;  // indexes into queue_
+  candidates.reserve(queue_.size());
+  size_t bytes = 0;
+  for (size_t i = 0; i < queue_.size(); i++) {
+    if (unsynced_only && queue_[i]->sync) continue;
+    candidates.push_back(i);
+    bytes += RequestBytes(queue_[i]);
+  }
+  std::vector<bool> taken(queue_.size(), false);
+  if (bytes <= options_.max_group_bytes || candidates.size() <= 2) {
+    for (size_t i : candidates) {
+      taken[i] = true;
+      group->push_back(queue_[i]);  // everything fits, in queue order
+    }
+  } else {
+    std::vector<GroupCandidate> shapes;
+    shapes.reserve(candidates.size());
+    for (size_t i : candidates) {
+      const Waiter* w = queue_[i];
+      shapes.push_back(
+          GroupCandidate{RequestBytes(w), w->request == nullptr ? 0 : w->request->fairness_key});
+    }
+    std::vector<size_t> picked;
+    PickGroup(shapes, options_.max_group_bytes, &picked);
+    for (size_t k : picked) {
+      taken[candidates[k]] = true;
+      group->push_back(queue_[candidates[k]]);
+    }
+  }
+  std::deque<Waiter*> rest;
+  for (size_t i = 0; i < queue_.size(); i++) {
+    if (!taken[i]) rest.push_back(queue_[i]);
+  }
+  queue_.swap(rest);
+  for (Waiter* w : *group) {
+    w->queued = false;
+    queue_bytes_ -= RequestBytes(w);
+    if (!w->sync) queued_unsynced_--;
+  }
+}
+
+LogWriter::Group LogWriter::FormGroup(std::vector<Waiter*> members) {
+  Group g;
+  g.members = std::move(members);
+  for (Waiter* w : g.members) {
+    g.sync |= w->sync;
+    if (w->request != nullptr) {
+      w->request->first_sequence = next_sequence_;
+      next_sequence_ += w->request->sequence_count;
+      g.records++;
+    }
+  }
+  g.ticket = next_ticket_++;
+  return g;
 }
 
 Status LogWriter::LeadGroup(Waiter* self) {
-  std::vector<Waiter*> group;
-  bool sync = false;
-  size_t records = 0;
-  uint64_t ticket;
-  {
-    MutexLock l(&mu_);
-    Gather(self);
-    if (queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2) {
-      group.assign(queue_.begin(), queue_.end());  // everything fits, in queue order
-      queue_.clear();
-      queue_bytes_ = 0;
-    } else {
-      PickGroupFromQueue(&group);
+  GatherState gather;
+  // Whether the unsynced group that follows the end of the gathering ran:
+  // the leader's own group comes next, whatever has queued meanwhile, so
+  // that a stream of unsynced writers cannot hold it up.
+  bool last_early = false;
+  for (;;) {
+    Group group;
+    bool own;
+    {
+      MutexLock l(&mu_);
+      const bool gathered = Gather(self, &gather);
+      // Unsynced writers queued behind a synced leader go first, in a group
+      // of their own, so that they do not wait for its fdatasync. An
+      // unsynced leader takes only unsynced writers: the synced ones get a
+      // leader of their own (PassLead).
+      own = !self->sync || queued_unsynced_ == 0 || last_early;
+      if (!own && gathered) last_early = true;
+      std::vector<Waiter*> members;
+      TakeFromQueue(/*unsynced_only=*/!own || !self->sync, &members);
+      group = FormGroup(std::move(members));
+      assert(!own || (!group.members.empty() && group.members.front() == self));
     }
-    for (Waiter* w : group) {
-      w->queued = false;
-      sync |= w->sync;
-      if (w->request != nullptr) {
-        w->request->first_sequence = next_sequence_;
-        next_sequence_ += w->request->sequence_count;
-        records++;
-      }
-    }
-    ticket = next_ticket_++;
+    // Each group is done (or failed, with everything queued) before the next
+    // is formed, so a failure strands nobody.
+    Status s = RunGroup(self, group, /*last=*/own);
+    if (own || !s.ok()) return s;
   }
-  assert(!group.empty() && group.front() == self);
+}
 
+Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last) {
+  const bool sync = group.sync;
   const uint64_t io_start = sync ? clock_->NowNanos() : 0;  // timed for gathering only
-  Status s = WriteGroup(group, sync);
+  Status s = WriteGroup(group.members, sync);
 
+  // The leader gives up the lead after its own group, or when the writer
+  // stops on an error (then everything still queued, itself included, fails).
+  const bool ends = last || !s.ok();
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
   {
     MutexLock l(&mu_);
@@ -414,15 +501,19 @@ Status LogWriter::LeadGroup(Waiter* self) {
                         ? took
                         : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
       last_group_done_ = now;
-      // Everyone in this group, and everyone who queued behind it meanwhile,
-      // is expected in the next one (see "Gathering" in the header).
-      expected_writers_ = group.size() + queue_.size();
+      // Every synced writer in this group, and every one that queued behind
+      // it meanwhile, is expected in the next one (see "Gathering" in the
+      // header).
+      size_t synced = 0;
+      for (const Waiter* w : group.members) synced += w->sync ? 1 : 0;
+      expected_writers_ = synced + queue_.size() - queued_unsynced_;
     }
     if (!s.ok()) {
       if (error_.ok()) error_ = s;
       abandoned.swap(queue_);
       for (Waiter* w : abandoned) w->queued = false;
       queue_bytes_ = 0;
+      queued_unsynced_ = 0;
       leader_active_ = false;
     } else if (sync) {
       // Before applying, so the next group's I/O overlaps our apply (and the
@@ -430,57 +521,40 @@ Status LogWriter::LeadGroup(Waiter* self) {
       PassLead();
     }
   }
-  AwaitApplyTurn(ticket);
-  if (s.ok() && records > 0 && apply_) {
+  AwaitApplyTurn(group.ticket);
+  if (s.ok() && group.records > 0 && apply_) {
     std::vector<WriteRequest*> requests;
-    requests.reserve(records);
-    for (Waiter* w : group) {
+    requests.reserve(group.records);
+    for (Waiter* w : group.members) {
       if (w->request != nullptr) requests.push_back(w->request);
     }
     apply_(requests.data(), requests.size());
   }
   {
     MutexLock l(&mu_);
-    apply_turn_.store(ticket + 1, std::memory_order_release);
+    apply_turn_.store(group.ticket + 1, std::memory_order_release);
     apply_cv_.SignalAll();
-    // An unsynced group keeps the lead until it is applied: its write is
-    // short, and a next group would only wait for this apply before its own.
-    if (s.ok() && !sync) PassLead();
-    if (--leaders_running_ == 0 && queue_.empty()) idle_cv_.SignalAll();
+    if (ends) {
+      // An unsynced group keeps the lead until it is applied: its write is
+      // short, and a next group would only wait for this apply before its
+      // own.
+      if (s.ok() && !sync) PassLead();
+      if (--leaders_running_ == 0 && queue_.empty()) idle_cv_.SignalAll();
+    }
   }
-  // From here on only the waiters are touched, never `this`: once the last
-  // leader is done, Close may return and the writer may be destroyed.
+  // From here on only the waiters are touched, never `this`, once the
+  // leader is done: Close may then return and the writer may be destroyed.
   auto wake = [&s](Waiter* w) {
     w->status = s;
     Notify(w, Waiter::kDone);
   };
-  for (Waiter* w : group) {
+  for (Waiter* w : group.members) {
     if (w != self) wake(w);
   }
-  for (Waiter* w : abandoned) wake(w);
+  for (Waiter* w : abandoned) {
+    if (w != self) wake(w);
+  }
   return s;
-}
-
-void LogWriter::PickGroupFromQueue(std::vector<Waiter*>* group) {
-  std::vector<GroupCandidate> candidates;
-  candidates.reserve(queue_.size());
-  for (const Waiter* w : queue_) {
-    candidates.push_back(
-        GroupCandidate{RequestBytes(w), w->request == nullptr ? 0 : w->request->fairness_key});
-  }
-  std::vector<size_t> picked;
-  PickGroup(candidates, options_.max_group_bytes, &picked);
-  std::vector<bool> taken(queue_.size(), false);
-  for (size_t i : picked) {
-    taken[i] = true;
-    group->push_back(queue_[i]);
-    queue_bytes_ -= candidates[i].bytes;
-  }
-  std::deque<Waiter*> rest;
-  for (size_t i = 0; i < queue_.size(); i++) {
-    if (!taken[i]) rest.push_back(queue_[i]);
-  }
-  queue_.swap(rest);
 }
 
 void LogWriter::AwaitApplyTurn(uint64_t ticket) {

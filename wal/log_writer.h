@@ -9,12 +9,26 @@
 // one linked write -> fdatasync submission), calls the apply function and
 // marks its members done. When it passes the lead on is below.
 //
-// Forming a group. A group takes the whole queue when it fits in
-// max_group_bytes. Otherwise it takes the leader, the writer that has waited
-// longest, and then, within the bound, turn by turn one write of each
-// WriteRequest::fairness_key (the engine passes the tenant), so that one
-// key's backlog cannot keep another's small write out of group after group
-// (wal/internal/group_picker.h).
+// Forming a group. A group takes every queued writer it may take (below)
+// when they fit in max_group_bytes. Otherwise it takes the leader, the
+// writer that has waited longest, and then, within the bound, turn by turn
+// one write of each WriteRequest::fairness_key (the engine passes the
+// tenant), so that one key's backlog cannot keep another's small write out
+// of group after group (wal/internal/group_picker.h).
+//
+// Unsynced writes do not wait for the fdatasync of synced writes queued
+// with them. A synced leader first writes and applies the unsynced writers
+// queued behind it as a group of their own, ahead of its own group in the
+// log (they were not acknowledged, so either order is theirs to take), and
+// does so again whenever unsynced writers queue while it gathers; once the
+// gathering is over, one more such group, and then its own group takes
+// everyone queued, unsynced writers that came meanwhile (or did not fit)
+// included. An unsynced leader takes only the unsynced writers, and the
+// first synced one left in the queue gets the lead after it. A Percolator
+// prewrite (unsynced) so goes on while the commits (synced) of other
+// transactions gather, and its own commit can join their fdatasync. An
+// unsynced writer that queued during a group's I/O still waits for that
+// group to apply: groups apply in log order.
 //
 // Passing the lead. A synced group passes the lead as soon as its I/O is
 // done, so that the next group's I/O overlaps its apply; an unsynced group,
@@ -39,18 +53,20 @@
 // writers that queued during it start their I/O at once, while the members
 // of the finished group are still being woken. With N busy writers that
 // splits them into two halves taking turns, N/2 writes per fdatasync. So a
-// synced group's leader records how many writers it expects next: its group
-// plus those queued behind it, all likely to write again. The next leader,
-// if it wants sync and comes within one sync time of that group's end, waits
-// until the queue holds that many writers (or max_group_bytes), for at most
-// half the recent write + fdatasync time (a moving average), so the wait
-// never costs more than a fraction of the sync it may save. The writer
-// completing the count wakes it. A lone writer expects only itself and never
-// waits; writers that stop writing cost one bounded wait, after which the
-// expectation shrinks. Waiting leaves the disk idle while the members come
-// back, but with N writers each fdatasync covers about N writes instead of
-// N/2: a clear gain when fdatasyncs are slow or contended, about even when
-// one takes as long as the members' way back (bench/write_bench).
+// synced group's leader records how many synced writers it expects next:
+// its group's plus those queued behind it, all likely to write again. The
+// next leader, if it wants sync and comes within one sync time of that
+// group's end, waits until the queue holds that many synced writers (or
+// max_group_bytes), for at most half the recent write + fdatasync time (a
+// moving average), so the wait never costs more than a fraction of the sync
+// it may save. The writer completing the count wakes it, and so does every
+// unsynced writer (which goes ahead, above). A lone writer expects only
+// itself and never waits; writers that stop writing cost one bounded wait,
+// after which the expectation shrinks. Waiting leaves the disk idle while
+// the members come back, but with N writers each fdatasync covers about N
+// writes instead of N/2: a clear gain when fdatasyncs are slow or contended,
+// about even when one takes as long as the members' way back
+// (bench/write_bench).
 //
 // Invariants:
 //   - sequence numbers are assigned contiguously in group order (each group
@@ -216,15 +232,39 @@ class LogWriter {
   // After a group's I/O: hands the lead to the first queued writer (synced),
   // offers it (unsynced), or frees it (queue empty).
   void PassLead() EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leads groups until the one holding `self` is done; returns its status.
   Status LeadGroup(Waiter* self);
-  // Moves the members of the next group from queue_ to *group when they do
-  // not all fit in one (wal/internal/group_picker.h).
-  void PickGroupFromQueue(std::vector<Waiter*>* group) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A group: its members in log order, whether any asked for sync, how many
+  // records it holds (Sync() barriers hold none) and its apply ticket.
+  struct Group {
+    std::vector<Waiter*> members;
+    bool sync = false;
+    size_t records = 0;
+    uint64_t ticket = 0;
+  };
+  // Moves the next group's members from queue_ to *group, in queue order
+  // when they all fit in max_group_bytes and by fairness key otherwise
+  // (wal/internal/group_picker.h). With unsynced_only, synced writers are
+  // passed over and stay queued.
+  void TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Assigns `members` their sequence numbers and the group its ticket.
+  Group FormGroup(std::vector<Waiter*> members) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes, applies and completes a formed group. `last`: the leader's own
+  // group, after which it passes the lead on; a group of unsynced writers
+  // that went ahead of a synced leader keeps it.
+  Status RunGroup(Waiter* self, const Group& group, bool last) LOCKS_EXCLUDED(mu_);
   // Waits until the group `ticket` may apply (spinning first, like a member).
   void AwaitApplyTurn(uint64_t ticket) LOCKS_EXCLUDED(mu_);
-  // Waits, briefly, until the queue holds the writers expected for the next
-  // group. Leader only.
-  void Gather(const Waiter* self) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits, briefly, until the queue holds the synced writers expected for
+  // the next group; *state (fresh for each leadership) carries the deadline
+  // across calls. Returns false, early, when unsynced writers queued (they
+  // go ahead in a group of their own; then the leader calls again) and true
+  // once the gathering is over. Leader only.
+  struct GatherState {
+    uint64_t deadline = 0;  // clock_ nanos; 0 until the first wait
+    bool over = false;
+  };
+  bool Gather(const Waiter* self, GatherState* state) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool GatherDone() const EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static size_t RequestBytes(const Waiter* w);
   // Frames and writes a group. Leader only.
@@ -243,6 +283,7 @@ class LogWriter {
   mutable Mutex mu_;
   std::deque<Waiter*> queue_ GUARDED_BY(mu_);
   size_t queue_bytes_ GUARDED_BY(mu_) = 0;  // RequestBytes summed over queue_
+  size_t queued_unsynced_ GUARDED_BY(mu_) = 0;  // unsynced writers in queue_
   // Gathering state (see the header comment). sync_nanos_: moving average of
   // a synced group's write + fdatasync time, 0 before the first;
   // last_group_done_: when the last synced group's I/O finished;

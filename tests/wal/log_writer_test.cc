@@ -6,14 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "common/fault_injection_fs.h"
+#include "util/fake_clock.h"
 #include "wal/internal/segment_io.h"
 #include "wal/log_reader.h"
 #include "wal_test_util.h"
@@ -344,6 +348,277 @@ TEST(LogWriterGatherTest, GroupsHoldMoreThanHalfTheWriters) {
   ASSERT_EQ(stats.records, static_cast<uint64_t>(kThreads * kPerThread));
   const double per_group = static_cast<double>(stats.records) / static_cast<double>(stats.groups);
   EXPECT_GT(per_group, kThreads / 2 + 1) << stats.groups << " groups";
+}
+
+// A FileSystem whose writable files have no descriptor (the fallback path)
+// and whose Syncs, once Hold() is called, wait for a permit: a test can keep
+// a group in its fdatasync for as long as it likes. Each Sync also moves
+// `clock` (when given) 100 s on, so the writer believes syncs are slow.
+class GatedSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
+ public:
+  explicit GatedSyncFileSystem(::strata::test::FakeClock* clock = nullptr) : clock_(clock) {}
+
+  void Hold() {
+    std::lock_guard<std::mutex> l(mu_);
+    held_ = true;
+  }
+  void Permit(int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    permits_ += n;
+    cv_.notify_all();
+  }
+  // Syncs since Hold(), waiting for a permit or through.
+  int gated() {
+    std::lock_guard<std::mutex> l(mu_);
+    return gated_;
+  }
+  // Waits until `n` Syncs in all are waiting for a permit or went through one.
+  void AwaitGatedSyncs(int n) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return gated_ >= n; });
+  }
+
+ protected:
+  std::unique_ptr<WritableFile> WrapWritable(const std::string&,
+                                             std::unique_ptr<WritableFile> file) override {
+    return std::make_unique<File>(std::move(file), this);
+  }
+
+ private:
+  class File final : public ::strata::test::ForwardingWritableFile {
+   public:
+    File(std::unique_ptr<WritableFile> base, GatedSyncFileSystem* fs)
+        : ForwardingWritableFile(std::move(base)), fs_(fs) {}
+    Status Sync() override {
+      fs_->Gate();
+      return base_->Sync();
+    }
+    int fd() const override { return -1; }
+
+   private:
+    GatedSyncFileSystem* const fs_;
+  };
+
+  void Gate() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!held_) return;
+    gated_++;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return permits_ > 0; });
+    permits_--;
+    if (clock_ != nullptr) clock_->Advance(100'000'000);
+  }
+
+  ::strata::test::FakeClock* const clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  int permits_ = 0;
+  int gated_ = 0;
+};
+
+// Runs `write` on a thread; done() says whether it returned.
+class AsyncWrite {
+ public:
+  explicit AsyncWrite(std::function<Status()> write)
+      : thread_([this, write = std::move(write)] {
+          status_ = write();
+          done_.set_value();
+        }) {}
+  ~AsyncWrite() { thread_.join(); }
+  // Waits up to `seconds` for the write to return.
+  bool DoneWithin(int seconds) {
+    return done_future_.wait_for(std::chrono::seconds(seconds)) == std::future_status::ready;
+  }
+  Status status() {
+    done_future_.wait();
+    return status_;
+  }
+
+ private:
+  std::promise<void> done_;
+  std::future<void> done_future_ = done_.get_future();
+  Status status_;
+  std::thread thread_;
+};
+
+Status WriteOne(LogWriter* w, const std::string& payload, bool sync) {
+  WriteRequest r;
+  r.payload = payload;
+  r.sync = sync;
+  return w->Write(&r);
+}
+
+// An unsynced write queued behind a group's fdatasync waits for that group,
+// but not for the fdatasync of a synced write queued with it: it goes ahead
+// in a group of its own, before the synced one in the log and in the applies.
+TEST(LogWriterUnsyncedTest, UnsyncedWriteDoesNotWaitForAQueuedSyncedOne) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  std::mutex applied_mu;
+  std::vector<std::string> applied;
+  auto apply = [&](WriteRequest* const* reqs, size_t n) {
+    std::lock_guard<std::mutex> l(applied_mu);
+    for (size_t i = 0; i < n; i++) applied.push_back(reqs[i]->payload.ToString());
+  };
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    fs.AwaitGatedSyncs(1);  // a's group is in its fdatasync: b and u queue
+    AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });
+    AsyncWrite u([&] { return WriteOne(w.get(), "u", false); });
+    // Give b and u time to queue (in either order: the outcome is the same).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fs.Permit(1);  // a's fdatasync ends; b's will wait
+    const bool u_done = u.DoneWithin(30);
+    const bool b_done = b.DoneWithin(0);
+    fs.Permit(1000);
+    EXPECT_TRUE(u_done) << "the unsynced write waited for b's fdatasync";
+    EXPECT_FALSE(b_done);
+    EXPECT_OK(u.status());
+    EXPECT_OK(a.status());
+    EXPECT_OK(b.status());
+  }
+  ASSERT_OK(w->Close());
+  EXPECT_EQ(applied, (std::vector<std::string>{"a", "u", "b"}));
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].payload, "u");
+}
+
+// A synced leader gathering the writers it expects lets an unsynced write
+// go ahead at once, without its fdatasync, and goes on gathering.
+TEST(LogWriterUnsyncedTest, GatheringLeaderLetsUnsyncedWritesGoFirst) {
+  ScratchDir dir("wal");
+  ::strata::test::FakeClock clock;
+  GatedSyncFileSystem fs(&clock);
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  options.clock = &clock;  // every fdatasync seems to take 100 s
+  auto w = OpenWriter(options, dir.path(), 1);
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    fs.AwaitGatedSyncs(1);
+    AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });
+    // b queues during a's fdatasync, so the next leader (b) expects two
+    // synced writers and waits up to half a sync (50 s) for the second.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    fs.Permit(1);  // for a's fdatasync only
+    EXPECT_OK(a.status());
+    AsyncWrite u([&] { return WriteOne(w.get(), "u", false); });
+    const bool u_done = u.DoneWithin(20);
+    const int gated = fs.gated();
+    fs.Permit(1000);
+    EXPECT_TRUE(u_done) << "the unsynced write waited for the synced group";
+    EXPECT_EQ(gated, 1) << "b stopped gathering";
+    AsyncWrite c([&] { return WriteOne(w.get(), "c", true); });
+    EXPECT_OK(u.status());
+    EXPECT_OK(b.status());
+    EXPECT_OK(c.status());
+  }
+  ASSERT_OK(w->Close());
+  EXPECT_EQ(fs.gated(), 2) << "b and c went in one group";
+}
+
+// A failed write of the unsynced group a synced leader lets go first fails
+// the leader and every writer queued behind it; nobody is left waiting.
+TEST(LogWriterUnsyncedTest, FailedUnsyncedGroupFailsTheWritersBehindIt) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_first_apply = false, release = false;
+  int applies = 0;
+  auto apply = [&](WriteRequest* const*, size_t) {
+    std::unique_lock<std::mutex> l(mu);
+    if (applies++ > 0) return;
+    in_first_apply = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  };
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  AsyncWrite u0([&] { return WriteOne(w.get(), "u0", false); });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return in_first_apply; });  // u0 leads, and keeps the lead
+  }
+  // Synced b and c, then unsynced u queue (the sleeps make this order
+  // likely; any order must end the same way). b gets the lead and lets u
+  // go first, whose write fails.
+  AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  AsyncWrite c([&] { return WriteOne(w.get(), "c", true); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  AsyncWrite u([&] { return WriteOne(w.get(), "u", false); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  fs.FailAfter(FaultOp::kWrite, 0, 1, EIO);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+    cv.notify_all();
+  }
+  EXPECT_OK(u0.status());
+  for (AsyncWrite* x : {&b, &c, &u}) {
+    ASSERT_TRUE(x->DoneWithin(30)) << "a writer was left waiting";
+    EXPECT_TRUE(x->status().IsIOError()) << x->status().ToString();
+  }
+  EXPECT_TRUE(w->Close().IsIOError());
+}
+
+// Unsynced writers that never stop coming do not keep a gathering synced
+// leader from its own group past the gathering's bound (half a sync, here
+// 50 ms): its write ends while they go on. Progress is counted in groups
+// (each apply takes 1 ms), not in time: the bound allows 20 times what the
+// write needs.
+TEST(LogWriterUnsyncedTest, GatheringEndsWhileUnsyncedWritersKeepComing) {
+  ScratchDir dir("wal");
+  SlowSyncFileSystem fs(/*sync_micros=*/100'000);
+  LogOptions options = SmallOptions(/*uring=*/false, 1 << 20);
+  options.fs = &fs;
+  // Each group's apply takes a while, so the next unsynced writers are
+  // queued whenever the leader looks.
+  std::atomic<uint64_t> groups{0};
+  auto apply = [&](WriteRequest* const*, size_t) {
+    groups.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> unsynced;
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a is in its fdatasync
+    // b queues behind a, so b's group expects two synced writers; none
+    // other comes.
+    AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });
+    for (int t = 0; t < 4; t++) {
+      unsynced.emplace_back([&] {
+        while (!stop.load()) EXPECT_OK(WriteOne(w.get(), "u", false));
+      });
+    }
+    // About 100 groups go by before b is done: the rest of a's fdatasync
+    // and the gathering.
+    while (!b.DoneWithin(0) && groups.load() < 4000) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const uint64_t groups_before_b = groups.load();
+    stop.store(true);
+    for (auto& t : unsynced) t.join();
+    EXPECT_LT(groups_before_b, 2000u) << "the synced write waited for the unsynced writers";
+    EXPECT_OK(a.status());
+    EXPECT_OK(b.status());
+  }
+  ASSERT_OK(w->Close());
 }
 
 TEST_P(LogWriterTest, SyncCoversUnsyncedWrites) {
