@@ -188,6 +188,7 @@ Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
   }
   core->ChargeRecoveredMemTables();
   core->RefreshTenantDiskUsage();
+  core->UpdateLevel0Count();  // level-0 backpressure from the first write on
   *result = std::move(core);
   return Status::OK();
 }
@@ -1034,7 +1035,8 @@ void EngineCore::UpdateLevel0Count() {
   bg_cv_.SignalAll();
 }
 
-Status EngineCore::WaitForWriteRoom(const TenantBudget& budget) {
+Status EngineCore::WaitForWriteRoom(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+                                    bool* released) {
   const uint64_t files = budget.level0_files();
   // The memtable stop holds the tenants whose memtables are among those
   // waiting: another tenant adds nothing to the flush backlog until its own
@@ -1050,6 +1052,7 @@ Status EngineCore::WaitForWriteRoom(const TenantBudget& budget) {
   }
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
+  GateReleased unlocked(gate, released);
   if (stop_for_memtables) {
     stat_memtable_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
@@ -1500,6 +1503,7 @@ Status EngineCore::DropTable(const TenantState& tenant, std::string_view name) {
   }
   RetireTables(dropped);
   RefreshTenantDiskUsage();
+  UpdateLevel0Count();  // the table's level 0 no longer holds its tenant's writes
   return Status::OK();
 }
 
@@ -1531,6 +1535,7 @@ Status EngineCore::DropTenant(std::string_view name) {
   }
   governor_.RemoveTenant(tenant->budget.get());
   RetireTables(dropped);
+  UpdateLevel0Count();  // for EngineStats::max_level0_files
   return Status::OK();
 }
 
@@ -1622,7 +1627,8 @@ Status EngineCore::ValidateMutation(const TableState& table, const Schema& schem
   return Status::OK();
 }
 
-Status EngineCore::WaitToWrite(const TenantBudget& budget) {
+Status EngineCore::WaitToWrite(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+                               bool* released) {
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed, or the manifest's tail is unknown:
     // refuse writes. Everything acknowledged is in the log.
@@ -1633,7 +1639,7 @@ Status EngineCore::WaitToWrite(const TenantBudget& budget) {
     MutexLock l(&manifest_error_mu_);
     return manifest_error_;
   }
-  return WaitForWriteRoom(budget);
+  return WaitForWriteRoom(budget, gate, released);
 }
 
 Status EngineCore::AppendEdit(const VersionEdit& edit) {

@@ -385,11 +385,28 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Recomputes max_level0_files_ and every tenant's level-0 count
   // (TenantBudget::level0_files) and wakes writers waiting on them.
   void UpdateLevel0Count();
+  // Lets go of the close gate for its lifetime (a wait for background work)
+  // and sets *released; takes the gate again, shared, when it goes.
+  class GateReleased {
+   public:
+    GateReleased(std::shared_lock<SharedGate>* gate, bool* released) : gate_(gate) {
+      gate_->unlock();
+      *released = true;
+    }
+    ~GateReleased() { gate_->lock(); }
+    GateReleased(const GateReleased&) = delete;
+    GateReleased& operator=(const GateReleased&) = delete;
+
+   private:
+    std::shared_lock<SharedGate>* const gate_;
+  };
   // Applies backpressure to a write of the tenant `budget` about to be
   // logged: level-0 slowdowns and stops by the tenant's own level-0 count,
   // and stops while too many memtables (engine-wide) wait for a flush and
-  // some of them are the tenant's.
-  Status WaitForWriteRoom(const TenantBudget& budget);
+  // some of them are the tenant's. Waits without the close gate (*gate, held
+  // shared on entry and on return) and then sets *released.
+  Status WaitForWriteRoom(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+                          bool* released);
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
@@ -432,9 +449,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   SequenceNumber ViewsThenSnapshot(const std::atomic<void (*)()>& hook, TakeViews take_views) const;
   static constexpr int kViewAttempts = 4;
   // Fails with the background error once flushes or a manifest write have
-  // failed; otherwise applies backpressure (WaitForWriteRoom). REQUIRES:
-  // close_mu_ held shared.
-  Status WaitToWrite(const TenantBudget& budget);
+  // failed; otherwise applies backpressure (WaitForWriteRoom, which may let
+  // go of *gate for a while). REQUIRES: *gate holds close_mu_ shared.
+  Status WaitToWrite(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+                     bool* released);
   // Appends `edit` to the manifest. A failure other than a refused edit
   // (InvalidArgument, nothing written) leaves the manifest's tail unknown:
   // the edit may be in the file, so writes stop at once, before the
@@ -442,15 +460,18 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status AppendEdit(const VersionEdit& edit) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Everything a write of `bytes` payload bytes to `table` passes before its
   // row locks (engine/tenant_governance.cc): the tenant's disk quota when
-  // the write adds data, its write rate limit (slept without the close gate,
-  // which is then taken again and the engine and table checked anew), then
-  // WaitToWrite and the wait for the tenant's flushes to bring its immutable
-  // memtables under its share. REQUIRES: *gate holds close_mu_ shared and
-  // !closed_; it holds it again on return.
+  // the write adds data, its write rate limit, then WaitToWrite and the wait
+  // for the tenant's flushes to bring its immutable memtables under its
+  // share. Every wait goes without the close gate, which is then taken
+  // again and the engine and table checked anew; so the caller must take
+  // the table's schema again after this. REQUIRES: *gate holds close_mu_
+  // shared and !closed_; it holds it again on return.
   Status AdmitWrite(const TableState& table, uint64_t bytes, bool adds_data,
                     std::shared_lock<SharedGate>* gate);
-  // Waits while the tenant's immutable memtables exceed its share.
-  Status WaitForTenantShare(TenantBudget* budget);
+  // Waits while the tenant's immutable memtables exceed its share, without
+  // the close gate (as WaitForWriteRoom).
+  Status WaitForTenantShare(TenantBudget* budget, std::shared_lock<SharedGate>* gate,
+                            bool* released);
   // Brings the active memtable's charge in the tenant's budget up to date.
   void ChargeMemTable(LocalityGroupState* group) EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Charges the memtables recovery filled. Called once, after Recover.

@@ -33,15 +33,27 @@ Status EngineCore::AdmitWrite(const TableState& table, uint64_t bytes, bool adds
     if (closed_) return ClosedError();
     STRATA_RETURN_IF_ERROR(CheckLive(table));
   }
-  STRATA_RETURN_IF_ERROR(WaitToWrite(*budget));
-  return WaitForTenantShare(budget);
+  // The waits for flushes and compactions below let go of the gate too:
+  // held, it would keep a drop, alter, split or Close waiting, and every
+  // other tenant's calls behind that (the gate lets no reader pass a
+  // waiting writer) until this tenant's backlog clears.
+  bool released = false;
+  STRATA_RETURN_IF_ERROR(WaitToWrite(*budget, gate, &released));
+  STRATA_RETURN_IF_ERROR(WaitForTenantShare(budget, gate, &released));
+  if (released) {
+    if (closed_) return ClosedError();
+    STRATA_RETURN_IF_ERROR(CheckLive(table));
+  }
+  return Status::OK();
 }
 
-Status EngineCore::WaitForTenantShare(TenantBudget* budget) {
+Status EngineCore::WaitForTenantShare(TenantBudget* budget, std::shared_lock<SharedGate>* gate,
+                                      bool* released) {
   if (!budget->ImmutableOverShare()) return Status::OK();
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
   budget->StartMemtableStall();
+  GateReleased unlocked(gate, released);
   {
     // The flush thread signals bg_cv_ after each flush, which is what
     // brings the tenant's immutable bytes down.

@@ -151,15 +151,38 @@ class TenantTest : public ::testing::Test {
     return t.ok() ? *t : Table();
   }
 
+  // Starts dropping tenant `tenant`'s table `table` on a thread (to be
+  // joined later) and expects the drop to end while another tenant's
+  // writer is held by backpressure: the drop takes the engine's gate
+  // exclusively, so a held writer must not keep the gate while it waits
+  // (once a drop waits for the gate, every later call waits behind it).
+  // If it does not end, `unblock` lets the held writer go, so that the test
+  // fails instead of hanging.
+  std::thread ExpectDropNotHeld(const std::string& tenant, const std::string& table,
+                                const char* held_for, const std::function<void()>& unblock) {
+    auto dropped = std::make_shared<std::atomic<bool>>(false);
+    std::thread dropper([this, tenant, table, dropped] {
+      EXPECT_OK(TenantOf(tenant).DropTable(table));
+      dropped->store(true);
+    });
+    if (!Eventually([&] { return dropped->load(); })) {
+      ADD_FAILURE() << "a drop in tenant " << tenant << " waited for the writer held by "
+                    << held_for;
+      unblock();
+    }
+    return dropper;
+  }
+
   // Tenant a's writes are about to stop on backpressure: a write of
   // `a_value` to a's row "late" waits until `stops()` is 1, and then stays
-  // held while tenant b writes 20 rows of `b_value` through (`held_for`
-  // names what holds a). `while_held` checks more before `unblock()` lets a
-  // go; both writes then land.
+  // held while a table of tenant b is dropped and b writes 20 rows of
+  // `b_value` through (`held_for` names what holds a). `while_held` checks
+  // more before `unblock()` lets a go; both writes then land.
   void ExpectOnlyTenantAHeld(Table& at, Table& bt, const std::string& a_value,
                              const std::string& b_value, const std::function<uint64_t()>& stops,
                              const char* held_for, const std::function<void()>& while_held,
                              const std::function<void()>& unblock) {
+    ASSERT_OK(TenantOf("b").CreateTable("spare", OneFamily()));
     std::atomic<bool> a_done{false}, b_done{false};
     Status a_write;
     std::thread a_writer([&] {
@@ -167,6 +190,7 @@ class TenantTest : public ::testing::Test {
       a_done.store(true);
     });
     EXPECT_TRUE(Eventually([&] { return stops() == 1; }));
+    std::thread dropper = ExpectDropNotHeld("b", "spare", held_for, unblock);
     std::thread b_writer([&] {
       for (int j = 0; j < 20; j++) {
         EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(b_value)));
@@ -180,6 +204,7 @@ class TenantTest : public ::testing::Test {
 
     unblock();
     a_writer.join();
+    dropper.join();
     b_writer.join();
     ASSERT_OK(a_write);
     EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
@@ -360,6 +385,7 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   ASSERT_OK(engine_->CreateTenant("b"));
   ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
   ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("spare", OneFamily()));
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
   Tenant a = TenantOf("a"), b = TenantOf("b");
   const std::string value(1000, 'v');
@@ -381,7 +407,9 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   });
   // The stall is counted when it starts.
   ASSERT_TRUE(Eventually([&] { return StatsOf(a).memtable_stalls == 1; }));
-  // Tenant b writes and reads on while a waits.
+  // A drop, and tenant b's writes and reads, go on while a waits.
+  std::thread dropper =
+      ExpectDropNotHeld("b", "spare", "tenant a's memtable share", [&] { fs.Unblock(); });
   for (int j = 0; j < 20; j++) {
     ASSERT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(value)));
   }
@@ -391,6 +419,7 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
 
   fs.Unblock();
   writer.join();
+  dropper.join();
   ASSERT_OK(blocked_write);
   EXPECT_EQ(at.ReadRow(ReadOptions(), "late")->size(), 1u);
   EXPECT_EQ(StatsOf(a).memtable_stalls, 1u);
@@ -442,6 +471,36 @@ TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
       at, bt, "late", "b", [&] { return engine_->GetStats().write_stops; },
       "tenant a's level 0", [&] { EXPECT_EQ(engine_->GetStats().write_slowdowns, 0u); },
       [&] { fs.UnblockReads(); });
+}
+
+// The level-0 counts behind backpressure (a tenant's own, and the engine's
+// max_level0_files) are right from the open on, and a dropped table's
+// level 0 stops counting when it is dropped, not at the next flush or
+// compaction.
+TEST_F(TenantTest, LevelZeroCountsHoldAfterReopenAndDrop) {
+  options_.level0_compaction_trigger = 100;  // files stay on level 0
+  options_.level0_slowdown_trigger = 200;
+  options_.level0_stop_trigger = 300;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(TenantOf("a").CreateTable("big", OneFamily()));
+  ASSERT_OK(TenantOf("a").CreateTable("small", OneFamily()));
+  Table big = TableOf("a", "big"), small = TableOf("a", "small");
+  for (int round = 0; round < 3; round++) {
+    ASSERT_OK(big.Mutate(WriteOptions(), "r", PutOf("v" + std::to_string(round))));
+    if (round == 0) {
+      ASSERT_OK(small.Mutate(WriteOptions(), "r", PutOf("v")));
+    }
+    ASSERT_OK(engine_->Flush());
+  }
+  ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 3; }));
+
+  Reopen();
+  EXPECT_EQ(engine_->GetStats().max_level0_files, 3u) << "not counted at open";
+  ASSERT_OK(TenantOf("a").DropTable("big"));
+  EXPECT_EQ(engine_->GetStats().max_level0_files, 1u) << "the dropped table still counts";
+  ASSERT_OK(engine_->DropTenant("a"));
+  EXPECT_EQ(engine_->GetStats().max_level0_files, 0u);
 }
 
 // The engine-wide memtable stop (max_immutable_memtables) holds the tenants
