@@ -8,9 +8,13 @@
 //     newest sequence survives;
 //   - a put or delete-cell hidden by a DeleteColumn or DeleteRow marker in the
 //     inputs is dropped;
-//   - markers (delete-cell, delete-column, delete-row) are kept unless the
-//     output is bottommost: then everything they could hide is in the inputs
-//     and already dropped, so they go too.
+//   - a marker that is itself hidden goes too, since the marker hiding it
+//     hides the same versions below: a delete-cell as above, or beaten at
+//     its timestamp by a newer entry; a DeleteColumn under a newer
+//     DeleteColumn or a DeleteRow;
+//   - the other markers (delete-cell, delete-column, delete-row) are kept
+//     unless the output is bottommost: then everything they could hide is in
+//     the inputs and already dropped, so they go too.
 //
 // Thread-compatible.
 #ifndef STRATA_ENGINE_COMPACTION_H_
