@@ -6,6 +6,7 @@
 
 #include "common/coding.h"
 #include "common/hash.h"
+#include "engine/resource_governor.h"
 
 namespace strata::engine {
 namespace {
@@ -53,7 +54,8 @@ bool DecodeTenantOptions(Slice body, TenantOptions* o) {
       !GetVarint64(&body, &o->disk_quota)) {
     return false;
   }
-  return body.empty();
+  // Checksummed but out of range: refused as CreateTenant would refuse it.
+  return body.empty() && ValidateTenantOptions(*o).ok();
 }
 
 std::string EncodeHeader() {

@@ -24,6 +24,32 @@ Status ValidateName(std::string_view what, std::string_view name) {
   return Status::OK();
 }
 
+Status ValidateGroupOptions(const LocalityGroupOptions& g) {
+  if (g.compression != Compression::kNone && g.compression != Compression::kZstd) {
+    return Status::InvalidArgument("locality group '" + g.name + "': unknown compression");
+  }
+  if (g.compression == Compression::kZstd &&
+      (g.compression_level < 1 || g.compression_level > 22)) {
+    return Status::InvalidArgument("locality group '" + g.name + "': zstd level " +
+                                   std::to_string(g.compression_level) + " is outside 1..22");
+  }
+  if (g.block_size < 256 || g.block_size > (64u << 20)) {
+    return Status::InvalidArgument("locality group '" + g.name + "': block size " +
+                                   std::to_string(g.block_size) + " is outside 256..64 MiB");
+  }
+  if (g.bloom_bits_per_key < 0 || g.bloom_bits_per_key > 64) {
+    return Status::InvalidArgument("locality group '" + g.name + "': bloom bits per key " +
+                                   std::to_string(g.bloom_bits_per_key) + " is outside 0..64");
+  }
+  if (g.write_buffer_size != 0 &&
+      (g.write_buffer_size < kMinGroupWriteBuffer || g.write_buffer_size > kMaxGroupWriteBuffer)) {
+    return Status::InvalidArgument("locality group '" + g.name + "': write buffer size " +
+                                   std::to_string(g.write_buffer_size) +
+                                   " is neither 0 nor within 4 KiB..1 GiB");
+  }
+  return Status::OK();
+}
+
 Result<Schema> Schema::FromUser(const TableSchema& input) {
   bool implicit_default = false;
   return FromUserImpl(input, &implicit_default);
@@ -43,27 +69,7 @@ Result<Schema> Schema::FromUserImpl(const TableSchema& input, bool* implicit_def
     if (!group_names.insert(g.name).second) {
       return Status::InvalidArgument("duplicate locality group '" + g.name + "'");
     }
-    if (g.compression != Compression::kNone && g.compression != Compression::kZstd) {
-      return Status::InvalidArgument("locality group '" + g.name + "': unknown compression");
-    }
-    if (g.compression == Compression::kZstd && (g.compression_level < 1 || g.compression_level > 22)) {
-      return Status::InvalidArgument("locality group '" + g.name + "': zstd level " +
-                                     std::to_string(g.compression_level) + " is outside 1..22");
-    }
-    if (g.block_size < 256 || g.block_size > (64u << 20)) {
-      return Status::InvalidArgument("locality group '" + g.name + "': block size " +
-                                     std::to_string(g.block_size) + " is outside 256..64 MiB");
-    }
-    if (g.bloom_bits_per_key < 0 || g.bloom_bits_per_key > 64) {
-      return Status::InvalidArgument("locality group '" + g.name + "': bloom bits per key " +
-                                     std::to_string(g.bloom_bits_per_key) + " is outside 0..64");
-    }
-    if (g.write_buffer_size != 0 && (g.write_buffer_size < kMinGroupWriteBuffer ||
-                                     g.write_buffer_size > kMaxGroupWriteBuffer)) {
-      return Status::InvalidArgument("locality group '" + g.name + "': write buffer size " +
-                                     std::to_string(g.write_buffer_size) +
-                                     " is neither 0 nor within 4 KiB..1 GiB");
-    }
+    STRATA_RETURN_IF_ERROR(ValidateGroupOptions(g));
     s.groups_.push_back(g);
   }
   std::set<std::string, std::less<>> family_names;
@@ -288,12 +294,13 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     g.compression_level = static_cast<int>(level);
     g.block_size = block;
     g.bloom_bits_per_key = static_cast<int>(bloom);
-    if (version == 3) {
-      if (!GetVarint64(input, &g.write_buffer_size)) return bad("truncated group options");
-      if (g.write_buffer_size != 0 && (g.write_buffer_size < kMinGroupWriteBuffer ||
-                                       g.write_buffer_size > kMaxGroupWriteBuffer)) {
-        return bad("group write buffer size out of range");
-      }
+    if (version == 3 && !GetVarint64(input, &g.write_buffer_size)) {
+      return bad("truncated group options");
+    }
+    // Checksummed but out of range (written by a damaged or newer engine):
+    // a flush must never meet an unknown compression or a zero block size.
+    if (Status v = ValidateGroupOptions(g); !v.ok()) {
+      return Status::Corruption("schema: " + std::string(v.message()));
     }
     s.groups_.push_back(std::move(g));
   }

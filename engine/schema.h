@@ -41,6 +41,11 @@ constexpr uint64_t kMaxGroupWriteBuffer = uint64_t{1} << 30;
 // [A-Za-z0-9_.-]. `what` names the kind of thing in the error message.
 Status ValidateName(std::string_view what, std::string_view name);
 
+// A locality group's options (not its name): a known compression with a
+// level it takes, block size, bloom bits per key, write buffer size.
+// InvalidArgument naming the group when one is out of range.
+Status ValidateGroupOptions(const LocalityGroupOptions& group);
+
 struct FamilyInfo {
   std::string name;
   uint16_t id = 0;              // >= 1; id 0 is reserved for row markers

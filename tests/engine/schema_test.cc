@@ -194,6 +194,49 @@ TEST(SchemaTest, EncodingVersionsAndBadInput) {
   EXPECT_OK(decode(gap_v1));
 }
 
+// Group options a CreateTable would refuse are Corruption when a manifest
+// holds them (checksummed, so written that way by a damaged or newer
+// engine): a flush must never meet an unknown compression or a zero block.
+TEST(SchemaTest, DecodeRefusesGroupOptionsOutOfRange) {
+  auto v1 = [](uint8_t compression, uint32_t level, uint32_t block, uint32_t bloom) {
+    std::string e;
+    PutVarint32(&e, 1);  // version
+    PutVarint32(&e, 1);  // groups
+    PutLengthPrefixedSlice(&e, "g");
+    e.push_back('\0');  // not in memory
+    e.push_back(static_cast<char>(compression));
+    PutVarint32(&e, level);
+    PutVarint32(&e, block);
+    PutVarint32(&e, bloom);
+    PutVarint32(&e, 1);  // families
+    PutLengthPrefixedSlice(&e, "f");
+    PutVarint32(&e, 1);  // id
+    PutVarint32(&e, 0);  // group
+    return e;
+  };
+  auto decode = [](const std::string& e) {
+    Slice in(e);
+    Schema s;
+    return Schema::DecodeFrom(&in, &s);
+  };
+  EXPECT_OK(decode(v1(0, 0, 4096, 10)));
+  EXPECT_OK(decode(v1(1, 3, 256, 0)));
+  EXPECT_OK(decode(v1(1, 22, 64 << 20, 64)));
+  const std::string bad[] = {
+      v1(2, 3, 4096, 10),            // unknown compression
+      v1(1, 0, 4096, 10),            // zstd level below 1
+      v1(1, 23, 4096, 10),           // zstd level above 22
+      v1(0, 0, 0, 10),               // block size 0
+      v1(0, 0, 255, 10),             // block size below 256
+      v1(0, 0, (64 << 20) + 1, 10),  // block size above 64 MiB
+      v1(0, 0, 4096, 65),            // bloom bits above 64
+  };
+  for (size_t i = 0; i < std::size(bad); i++) {
+    const Status s = decode(bad[i]);
+    EXPECT_TRUE(s.IsCorruption()) << i << ": " << s.ToString();
+  }
+}
+
 // A group with a write buffer size of its own makes the encoding version 3
 // (version 2 plus the size per group); without one the version stays.
 TEST(SchemaTest, GroupWriteBufferSizeIsVersion3) {

@@ -326,6 +326,12 @@ TEST(TenantManifestTest, TenantOptionsEncodeAndApply) {
   // A truncated body is Corruption.
   encoded.pop_back();
   EXPECT_TRUE(decoded.DecodeFrom(encoded).IsCorruption());
+
+  // So is a weight CreateTenant would refuse (0 here), checksummed or not.
+  std::string zero_weight = bytes;
+  ASSERT_EQ(zero_weight[4], '\x02');  // the weight, after tag, id, length, version
+  zero_weight[4] = '\0';
+  EXPECT_TRUE(decoded.DecodeFrom(zero_weight).IsCorruption());
 }
 
 // ----------------------------------------------------------------------------
