@@ -1035,8 +1035,12 @@ void EngineCore::UpdateLevel0Count() {
   bg_cv_.SignalAll();
 }
 
-Status EngineCore::WaitForWriteRoom(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+Status EngineCore::WaitForWriteRoom(const TableState& table, std::shared_lock<SharedGate>* gate,
                                     bool* released) {
+  const TenantBudget& budget = *table.budget;
+  // The waits end when the table goes (AdmitWrite then reports it): a
+  // dropped table's tenant may never get under the triggers again.
+  auto dropped = [&] { return table.dropped.load(std::memory_order_relaxed); };
   const uint64_t files = budget.level0_files();
   // The memtable stop holds the tenants whose memtables are among those
   // waiting: another tenant adds nothing to the flush backlog until its own
@@ -1056,7 +1060,7 @@ Status EngineCore::WaitForWriteRoom(const TenantBudget& budget, std::shared_lock
   if (stop_for_memtables) {
     stat_memtable_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
-    while (bg_error_.ok() && !bg_stop_ && memtables_full()) {
+    while (bg_error_.ok() && !bg_stop_ && !dropped() && memtables_full()) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) return bg_error_;
@@ -1064,7 +1068,7 @@ Status EngineCore::WaitForWriteRoom(const TenantBudget& budget, std::shared_lock
   if (files >= static_cast<uint64_t>(options_.level0_stop_trigger)) {
     stat_stops_.fetch_add(1, std::memory_order_relaxed);
     MutexLock l(&bg_mu_);
-    while (bg_error_.ok() && !bg_stop_ &&
+    while (bg_error_.ok() && !bg_stop_ && !dropped() &&
            budget.level0_files() >= static_cast<uint64_t>(options_.level0_stop_trigger)) {
       bg_cv_.WaitFor(100 * 1000);
     }
@@ -1627,7 +1631,7 @@ Status EngineCore::ValidateMutation(const TableState& table, const Schema& schem
   return Status::OK();
 }
 
-Status EngineCore::WaitToWrite(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+Status EngineCore::WaitToWrite(const TableState& table, std::shared_lock<SharedGate>* gate,
                                bool* released) {
   if (bg_failed_.load(std::memory_order_relaxed)) {
     // Memtables can no longer be flushed, or the manifest's tail is unknown:
@@ -1639,7 +1643,7 @@ Status EngineCore::WaitToWrite(const TenantBudget& budget, std::shared_lock<Shar
     MutexLock l(&manifest_error_mu_);
     return manifest_error_;
   }
-  return WaitForWriteRoom(budget, gate, released);
+  return WaitForWriteRoom(table, gate, released);
 }
 
 Status EngineCore::AppendEdit(const VersionEdit& edit) {

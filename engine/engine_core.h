@@ -400,12 +400,13 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
    private:
     std::shared_lock<SharedGate>* const gate_;
   };
-  // Applies backpressure to a write of the tenant `budget` about to be
-  // logged: level-0 slowdowns and stops by the tenant's own level-0 count,
-  // and stops while too many memtables (engine-wide) wait for a flush and
-  // some of them are the tenant's. Waits without the close gate (*gate, held
-  // shared on entry and on return) and then sets *released.
-  Status WaitForWriteRoom(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
+  // Applies backpressure to a write to `table` about to be logged: level-0
+  // slowdowns and stops by its tenant's own level-0 count, and stops while
+  // too many memtables (engine-wide) wait for a flush and some of them are
+  // the tenant's. Waits without the close gate (*gate, held shared on entry
+  // and on return), then sets *released; a wait ends if the table is
+  // dropped.
+  Status WaitForWriteRoom(const TableState& table, std::shared_lock<SharedGate>* gate,
                           bool* released);
   Status FlushOldest(LocalityGroupState* group);
   // Writes every entry of `it` to a new SSTable; fills *meta.
@@ -451,8 +452,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Fails with the background error once flushes or a manifest write have
   // failed; otherwise applies backpressure (WaitForWriteRoom, which may let
   // go of *gate for a while). REQUIRES: *gate holds close_mu_ shared.
-  Status WaitToWrite(const TenantBudget& budget, std::shared_lock<SharedGate>* gate,
-                     bool* released);
+  Status WaitToWrite(const TableState& table, std::shared_lock<SharedGate>* gate, bool* released);
   // Appends `edit` to the manifest. A failure other than a refused edit
   // (InvalidArgument, nothing written) leaves the manifest's tail unknown:
   // the edit may be in the file, so writes stop at once, before the
@@ -469,8 +469,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status AdmitWrite(const TableState& table, uint64_t bytes, bool adds_data,
                     std::shared_lock<SharedGate>* gate);
   // Waits while the tenant's immutable memtables exceed its share, without
-  // the close gate (as WaitForWriteRoom).
-  Status WaitForTenantShare(TenantBudget* budget, std::shared_lock<SharedGate>* gate,
+  // the close gate and until the table is dropped (as WaitForWriteRoom).
+  Status WaitForTenantShare(const TableState& table, std::shared_lock<SharedGate>* gate,
                             bool* released);
   // Brings the active memtable's charge in the tenant's budget up to date.
   void ChargeMemTable(LocalityGroupState* group) EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);

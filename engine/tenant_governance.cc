@@ -38,8 +38,8 @@ Status EngineCore::AdmitWrite(const TableState& table, uint64_t bytes, bool adds
   // other tenant's calls behind that (the gate lets no reader pass a
   // waiting writer) until this tenant's backlog clears.
   bool released = false;
-  STRATA_RETURN_IF_ERROR(WaitToWrite(*budget, gate, &released));
-  STRATA_RETURN_IF_ERROR(WaitForTenantShare(budget, gate, &released));
+  STRATA_RETURN_IF_ERROR(WaitToWrite(table, gate, &released));
+  STRATA_RETURN_IF_ERROR(WaitForTenantShare(table, gate, &released));
   if (released) {
     if (closed_) return ClosedError();
     STRATA_RETURN_IF_ERROR(CheckLive(table));
@@ -47,8 +47,9 @@ Status EngineCore::AdmitWrite(const TableState& table, uint64_t bytes, bool adds
   return Status::OK();
 }
 
-Status EngineCore::WaitForTenantShare(TenantBudget* budget, std::shared_lock<SharedGate>* gate,
+Status EngineCore::WaitForTenantShare(const TableState& table, std::shared_lock<SharedGate>* gate,
                                       bool* released) {
+  TenantBudget* budget = table.budget.get();
   if (!budget->ImmutableOverShare()) return Status::OK();
   Clock* clock = Clock::Default();
   const uint64_t start = clock->NowNanos();
@@ -58,7 +59,8 @@ Status EngineCore::WaitForTenantShare(TenantBudget* budget, std::shared_lock<Sha
     // The flush thread signals bg_cv_ after each flush, which is what
     // brings the tenant's immutable bytes down.
     MutexLock l(&bg_mu_);
-    while (bg_error_.ok() && !bg_stop_ && budget->ImmutableOverShare()) {
+    while (bg_error_.ok() && !bg_stop_ && !table.dropped.load(std::memory_order_relaxed) &&
+           budget->ImmutableOverShare()) {
       bg_cv_.WaitFor(100 * 1000);
     }
     if (!bg_error_.ok()) {

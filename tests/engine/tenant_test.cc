@@ -479,6 +479,60 @@ TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
       [&] { fs.UnblockReads(); });
 }
 
+// A write held by its tenant's level-0 stop (which it waits for without the
+// engine's gate) ends with NotFound when its tenant is dropped meanwhile,
+// although the tenant's compactions never catch up.
+TEST_F(TenantTest, DropEndsAWriteHeldByTheTenantsBackpressure) {
+  BlockingTableFs& fs = blocking_fs_;
+  options_.file_system = &fs;
+  options_.level0_compaction_trigger = 1;
+  options_.level0_slowdown_trigger = 2;
+  options_.level0_stop_trigger = 2;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
+  Table at = TableOf("a", "t");
+  auto fill_a = [&](int round) {
+    for (int i = 0; i < 10; i++) {
+      ASSERT_OK(
+          at.Mutate(WriteOptions(), "r" + std::to_string(i), PutOf("v" + std::to_string(round))));
+    }
+    ASSERT_OK(engine_->Flush());
+  };
+  struct Unblock {
+    BlockingTableFs* fs;
+    ~Unblock() { fs->UnblockReads(); }  // so a failed check cannot hang the engine's close
+  } unblock{&fs};
+  // As in LevelZeroStopHoldsOnlyTheTenantOverTheTrigger: a's level 0 gets
+  // to the stop trigger while its compaction stalls.
+  fill_a(0);
+  ASSERT_TRUE(Eventually([&] {
+    const EngineStats st = engine_->GetStats();
+    return st.max_level0_files == 0 && st.compactions + st.trivial_moves == 1;
+  }));
+  fs.BlockReads();
+  fill_a(1);
+  fill_a(2);
+  ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
+
+  std::atomic<bool> done{false};
+  Status held;
+  std::thread writer([&] {
+    held = at.Mutate(WriteOptions(), "late", PutOf("x"));
+    done.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().write_stops == 1; }));
+  ASSERT_OK(engine_->DropTenant("a"));
+  const bool ended = Eventually([&] { return done.load(); });
+  if (!ended) {  // fail rather than hang: Close ends the wait
+    fs.UnblockReads();
+    EXPECT_OK(engine_->Close());
+  }
+  writer.join();
+  EXPECT_TRUE(ended) << "the write waited on after its tenant was dropped";
+  EXPECT_TRUE(held.IsNotFound()) << held.ToString();
+}
+
 // The level-0 counts behind backpressure (a tenant's own, and the engine's
 // max_level0_files) are right from the open on, and a dropped table's
 // level 0 stops counting when it is dropped, not at the next flush or
