@@ -130,6 +130,12 @@ class BlockingTableFs : public test::ForwardingFileSystem {
 
 class TenantTest : public ::testing::Test {
  protected:
+  // Whatever a failed check left blocked, so that closing the engine cannot
+  // hang.
+  void TearDown() override {
+    blocking_fs_.Unblock();
+    blocking_fs_.UnblockReads();
+  }
   void Open() {
     engine_.reset();
     auto e = Engine::Open(dir_.path(), options_);
@@ -149,6 +155,40 @@ class TenantTest : public ::testing::Test {
     auto t = TenantOf(tenant).OpenTable(name);
     EXPECT_OK(t);
     return t.ok() ? *t : Table();
+  }
+
+  // Opens the engine on blocking_fs_ with level-0 triggers 1 (compaction)
+  // and 2 (slowdown and stop).
+  void OpenWithLevelZeroStopAtTwo() {
+    options_.file_system = &blocking_fs_;
+    options_.level0_compaction_trigger = 1;
+    options_.level0_slowdown_trigger = 2;
+    options_.level0_stop_trigger = 2;
+    Open();
+  }
+  // Brings the level 0 of `at` (tenant a's) to the stop trigger while its
+  // compaction stalls (reads stay blocked until the test or TearDown
+  // unblocks them). REQUIRES: OpenWithLevelZeroStopAtTwo. a's first file
+  // goes to level 1. Then reads of new files block: the second file
+  // overlaps the first, so its compaction must read it and stalls; the
+  // third joins it on level 0, which then holds a's stop trigger.
+  void StallLevelZero(Table& at) {
+    auto fill = [&](int round) {
+      for (int i = 0; i < 10; i++) {
+        ASSERT_OK(
+            at.Mutate(WriteOptions(), "r" + std::to_string(i), PutOf("v" + std::to_string(round))));
+      }
+      ASSERT_OK(engine_->Flush());
+    };
+    fill(0);
+    ASSERT_TRUE(Eventually([&] {
+      const EngineStats st = engine_->GetStats();
+      return st.max_level0_files == 0 && st.compactions + st.trivial_moves == 1;
+    }));
+    blocking_fs_.BlockReads();
+    fill(1);
+    fill(2);
+    ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
   }
 
   // Starts dropping tenant `tenant`'s table `table` on a thread (to be
@@ -437,40 +477,13 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
 // tenant whose compactions fall behind stops, the other writes on.
 TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
   BlockingTableFs& fs = blocking_fs_;
-  options_.file_system = &fs;
-  options_.level0_compaction_trigger = 1;
-  options_.level0_slowdown_trigger = 2;
-  options_.level0_stop_trigger = 2;
-  Open();
+  OpenWithLevelZeroStopAtTwo();
   ASSERT_OK(engine_->CreateTenant("a"));
   ASSERT_OK(engine_->CreateTenant("b"));
   ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
   ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
-  auto fill_a = [&](int round) {
-    for (int i = 0; i < 10; i++) {
-      ASSERT_OK(at.Mutate(WriteOptions(), "r" + std::to_string(i),
-                          PutOf("v" + std::to_string(round))));
-    }
-    ASSERT_OK(engine_->Flush());
-  };
-  struct Unblock {
-    BlockingTableFs* fs;
-    ~Unblock() { fs->UnblockReads(); }  // so a failed check cannot hang the engine's close
-  } unblock{&fs};
-
-  // a's first file goes to level 1. Then reads of new files block: the
-  // second file overlaps the first, so its compaction must read it and
-  // stalls; the third joins it on level 0, which then holds a's stop trigger.
-  fill_a(0);
-  ASSERT_TRUE(Eventually([&] {
-    const EngineStats st = engine_->GetStats();
-    return st.max_level0_files == 0 && st.compactions + st.trivial_moves == 1;
-  }));
-  fs.BlockReads();
-  fill_a(1);
-  fill_a(2);
-  ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
+  ASSERT_NO_FATAL_FAILURE(StallLevelZero(at));
 
   // Tenant b writes on, neither stopped nor slowed.
   ExpectOnlyTenantAHeld(
@@ -484,36 +497,11 @@ TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
 // although the tenant's compactions never catch up.
 TEST_F(TenantTest, DropEndsAWriteHeldByTheTenantsBackpressure) {
   BlockingTableFs& fs = blocking_fs_;
-  options_.file_system = &fs;
-  options_.level0_compaction_trigger = 1;
-  options_.level0_slowdown_trigger = 2;
-  options_.level0_stop_trigger = 2;
-  Open();
+  OpenWithLevelZeroStopAtTwo();
   ASSERT_OK(engine_->CreateTenant("a"));
   ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
   Table at = TableOf("a", "t");
-  auto fill_a = [&](int round) {
-    for (int i = 0; i < 10; i++) {
-      ASSERT_OK(
-          at.Mutate(WriteOptions(), "r" + std::to_string(i), PutOf("v" + std::to_string(round))));
-    }
-    ASSERT_OK(engine_->Flush());
-  };
-  struct Unblock {
-    BlockingTableFs* fs;
-    ~Unblock() { fs->UnblockReads(); }  // so a failed check cannot hang the engine's close
-  } unblock{&fs};
-  // As in LevelZeroStopHoldsOnlyTheTenantOverTheTrigger: a's level 0 gets
-  // to the stop trigger while its compaction stalls.
-  fill_a(0);
-  ASSERT_TRUE(Eventually([&] {
-    const EngineStats st = engine_->GetStats();
-    return st.max_level0_files == 0 && st.compactions + st.trivial_moves == 1;
-  }));
-  fs.BlockReads();
-  fill_a(1);
-  fill_a(2);
-  ASSERT_TRUE(Eventually([&] { return engine_->GetStats().max_level0_files == 2; }));
+  ASSERT_NO_FATAL_FAILURE(StallLevelZero(at));
 
   std::atomic<bool> done{false};
   Status held;
