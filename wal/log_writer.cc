@@ -397,6 +397,16 @@ bool LogWriter::Gather(const Waiter* self, GatherState* g) {
 }
 
 void LogWriter::TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) {
+  if ((!unsynced_only || queued_unsynced_ == queue_.size()) &&
+      (queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2)) {
+    // The common case: the whole queue, in order.
+    group->assign(queue_.begin(), queue_.end());
+    for (Waiter* w : *group) w->queued = false;
+    queue_.clear();
+    queue_bytes_ = 0;
+    queued_unsynced_ = 0;
+    return;
+  }
   std::vector<size_t> candidates;  // indexes into queue_
   candidates.reserve(queue_.size());
   size_t bytes = 0;
