@@ -1328,9 +1328,18 @@ Status EngineCore::Flush() {
       if (g->current()->mem->num_entries() > 0) SwitchMemTable(g, last);
     }
   }
+  // The wait holds no close gate, as in Compact: while some tenant's
+  // flushes are stuck, it would keep drops, splits, schema changes and
+  // Close waiting, and every call queued behind them. Close ends the wait;
+  // the reference keeps the core alive until it has.
+  gate.unlock();
+  const std::shared_ptr<EngineCore> self = shared_from_this();
   MutexLock l(&bg_mu_);
-  while (bg_error_.ok() && (!flush_queue_.empty() || flushes_running_ > 0)) bg_cv_.Wait();
-  return bg_error_;
+  while (bg_error_.ok() && !bg_stop_ && (!flush_queue_.empty() || flushes_running_ > 0)) {
+    bg_cv_.Wait();
+  }
+  if (!bg_error_.ok()) return bg_error_;
+  return flush_queue_.empty() && flushes_running_ == 0 ? Status::OK() : ClosedError();
 }
 
 Status EngineCore::Compact() {

@@ -180,7 +180,9 @@ class Engine {
   EngineStats GetStats() const;
 
   // Writes every memtable that holds data to an SSTable and waits until all
-  // are durable, so their log segments can be released.
+  // are durable, so their log segments can be released. A Close meanwhile
+  // ends the wait (InvalidArgument: closed); what was not flushed is still
+  // in the log.
   Status Flush();
 
   // Flushes, then compacts every level down into the deepest level that

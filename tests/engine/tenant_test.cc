@@ -192,22 +192,21 @@ class TenantTest : public ::testing::Test {
   }
 
   // Starts dropping tenant `tenant`'s table `table` on a thread (to be
-  // joined later) and expects the drop to end while another tenant's
-  // writer is held by backpressure: the drop takes the engine's gate
-  // exclusively, so a held writer must not keep the gate while it waits
-  // (once a drop waits for the gate, every later call waits behind it).
-  // If it does not end, `unblock` lets the held writer go, so that the test
+  // joined later) and expects the drop to end while a call (`held` says
+  // which) waits for another tenant's background work: the drop takes the
+  // engine's gate exclusively, so a waiting call must not keep the gate
+  // (once a drop waits for the gate, every later call waits behind it). If
+  // it does not end, `unblock` lets the held call go, so that the test
   // fails instead of hanging.
   std::thread ExpectDropNotHeld(const std::string& tenant, const std::string& table,
-                                const char* held_for, const std::function<void()>& unblock) {
+                                const std::string& held, const std::function<void()>& unblock) {
     auto dropped = std::make_shared<std::atomic<bool>>(false);
     std::thread dropper([this, tenant, table, dropped] {
       EXPECT_OK(TenantOf(tenant).DropTable(table));
       dropped->store(true);
     });
     if (!Eventually([&] { return dropped->load(); })) {
-      ADD_FAILURE() << "a drop in tenant " << tenant << " waited for the writer held by "
-                    << held_for;
+      ADD_FAILURE() << "a drop in tenant " << tenant << " waited for " << held;
       unblock();
     }
     return dropper;
@@ -230,7 +229,8 @@ class TenantTest : public ::testing::Test {
       a_done.store(true);
     });
     EXPECT_TRUE(Eventually([&] { return stops() == 1; }));
-    std::thread dropper = ExpectDropNotHeld("b", "spare", held_for, unblock);
+    std::thread dropper =
+        ExpectDropNotHeld("b", "spare", std::string("the write held by ") + held_for, unblock);
     std::thread b_writer([&] {
       for (int j = 0; j < 20; j++) {
         EXPECT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(b_value)));
@@ -454,8 +454,8 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   // The stall is counted when it starts.
   ASSERT_TRUE(Eventually([&] { return StatsOf(a).memtable_stalls == 1; }));
   // A drop, and tenant b's writes and reads, go on while a waits.
-  std::thread dropper =
-      ExpectDropNotHeld("b", "spare", "tenant a's memtable share", [&] { fs.Unblock(); });
+  std::thread dropper = ExpectDropNotHeld(
+      "b", "spare", "the write held by tenant a's memtable share", [&] { fs.Unblock(); });
   for (int j = 0; j < 20; j++) {
     ASSERT_OK(bt.Mutate(WriteOptions(), "r" + std::to_string(j), PutOf(value)));
   }
@@ -471,6 +471,41 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   EXPECT_EQ(StatsOf(a).memtable_stalls, 1u);
   EXPECT_EQ(StatsOf(b).memtable_stalls, 0u);
   EXPECT_EQ(StatsOf(b).early_flushes, 0u);
+}
+
+// Engine::Flush waits for the flushes without the engine's gate: one
+// tenant's stuck flush keeps the Flush waiting, but no drop and no other
+// tenant's writes.
+TEST_F(TenantTest, FlushWaitingForAStuckFlushHoldsUpNoDrop) {
+  BlockingTableFs& fs = blocking_fs_;
+  options_.file_system = &fs;
+  Open();
+  ASSERT_OK(engine_->CreateTenant("a"));
+  ASSERT_OK(engine_->CreateTenant("b"));
+  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_OK(TenantOf("b").CreateTable("spare", OneFamily()));
+  Table at = TableOf("a", "t"), bt = TableOf("b", "t");
+  ASSERT_OK(at.Mutate(WriteOptions(), "r", PutOf("v")));
+
+  fs.Block();  // a's flush hangs
+  std::atomic<bool> flushed{false};
+  Status flush;
+  std::thread flusher([&] {
+    flush = engine_->Flush();
+    flushed.store(true);
+  });
+  EXPECT_TRUE(Eventually([&] { return engine_->GetStats().immutable_memtables == 1; }));
+  std::thread dropper = ExpectDropNotHeld("b", "spare", "a Flush waiting for tenant a's flush",
+                                          [&] { fs.Unblock(); });
+  EXPECT_OK(bt.Mutate(WriteOptions(), "r", PutOf("v")));
+  EXPECT_FALSE(flushed.load());  // it cannot end before a's flush does
+
+  fs.Unblock();
+  flusher.join();
+  dropper.join();
+  EXPECT_OK(flush);
+  EXPECT_EQ(engine_->GetStats().immutable_memtables, 0u);
 }
 
 // Level-0 backpressure counts the writing tenant's own level-0 files: a
