@@ -1029,8 +1029,10 @@ void EngineCore::UpdateLevel0Count() {
       auto it = per_tenant.find(tenant->budget.get());
       tenant->budget->SetLevel0Files(it == per_tenant.end() ? 0 : it->second);
     }
+    // Under mu_ with the counts above, so a recount that raced this one
+    // cannot leave its older figure behind.
+    max_level0_files_.store(most, std::memory_order_relaxed);
   }
-  max_level0_files_.store(most, std::memory_order_relaxed);
   MutexLock l(&bg_mu_);
   bg_cv_.SignalAll();
 }
