@@ -483,6 +483,13 @@ Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catal
       }
       uint32_t len = DecodeFixed32(data.data() + pos + 4);
       if (len != ~DecodeFixed32(data.data() + pos + 8)) {
+        // Zeros from here to the end: an append whose size reached the disk
+        // but whose bytes did not (file systems may show such a tail after
+        // a crash). Any other damage to a length is Corruption.
+        if (!snapshot && std::all_of(data.begin() + static_cast<std::ptrdiff_t>(pos), data.end(),
+                                     [](char c) { return c == 0; })) {
+          break;
+        }
         return Status::Corruption(where + ": edit length field damaged");
       }
       if (data.size() - pos - kRecordHeaderSize < len) {

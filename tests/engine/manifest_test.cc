@@ -150,6 +150,28 @@ TEST_F(ManifestDamageTest, TornLastEditIsDropped) {
   }
 }
 
+// A crash may leave an append's size on disk without its bytes: the tail
+// reads as zeros. That is a torn last edit too, however long the zeros run,
+// but not zeros with anything after them.
+TEST_F(ManifestDamageTest, ZeroedTailIsATornEdit) {
+  const size_t last = good_.size() - size_before_last_;
+  for (size_t zeros : {size_t{12}, last, last + 100, size_t{4096}}) {
+    std::string tail = good_.substr(0, size_before_last_) + std::string(zeros, '\0');
+    Catalog c;
+    Status s = OpenWith(tail, &c);
+    ASSERT_TRUE(s.ok()) << zeros << " zeros: " << s.ToString();
+    EXPECT_EQ(c.tenants.size(), 1u) << zeros;
+  }
+  {
+    Catalog c;
+    ASSERT_TRUE(OpenWith(good_ + std::string(64, '\0'), &c).ok());
+    EXPECT_EQ(c.tenants.size(), 2u);
+  }
+  Catalog c;
+  std::string zeros_then_data = good_.substr(0, size_before_last_) + std::string(64, '\0') + "x";
+  EXPECT_TRUE(OpenWith(zeros_then_data, &c).IsCorruption());
+}
+
 TEST_F(ManifestDamageTest, FlippedBitsAreCorruption) {
   // Every bit of the header and the middle edit; the last edit may read as torn.
   int corrupt = 0;
