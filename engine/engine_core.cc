@@ -920,9 +920,16 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   if (s.ok()) s = stream.Finish();
   if (s.ok()) s = finish_output();
   if (s.ok()) s = fs_->SyncDir(TableDir());
+  // All outputs or none: `resident` is read once, since an AlterTable
+  // turning it on between two outputs would leave the earlier ones unpinned
+  // (ShowNewFiles pins the files only when none of them is pinned).
   bool pinned = false;
-  for (size_t i = 0; i < outputs.size() && s.ok(); i++) {
-    s = MakeResidentIfNeeded(*group, outputs[i], &pinned);
+  {
+    MutexLock l(&group->mu);
+    pinned = group->resident;
+  }
+  for (size_t i = 0; i < outputs.size() && s.ok() && pinned; i++) {
+    s = MakeResident(*tablet.table, outputs[i].number);
   }
   if (!s.ok()) {
     cleanup();
