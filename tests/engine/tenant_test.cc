@@ -157,6 +157,13 @@ class TenantTest : public ::testing::Test {
     return t.ok() ? *t : Table();
   }
 
+  // Tenants "a" and "b", each with a table "t" of OneFamily().
+  void CreateTenantsAAndB() {
+    for (const char* tenant : {"a", "b"}) {
+      ASSERT_OK(engine_->CreateTenant(tenant));
+      ASSERT_OK(TenantOf(tenant).CreateTable("t", OneFamily()));
+    }
+  }
   // Opens the engine on blocking_fs_ with level-0 triggers 1 (compaction)
   // and 2 (slowdown and stop).
   void OpenWithLevelZeroStopAtTwo() {
@@ -427,10 +434,7 @@ TEST_F(TenantTest, TenantWhoseFlushesFallBehindWaitsAlone) {
   options_.write_buffer_size = 8 << 20;
   options_.max_immutable_memtables = 100;  // keep the engine-wide stop out of the way
   Open();
-  ASSERT_OK(engine_->CreateTenant("a"));
-  ASSERT_OK(engine_->CreateTenant("b"));
-  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
-  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_NO_FATAL_FAILURE(CreateTenantsAAndB());
   ASSERT_OK(TenantOf("b").CreateTable("spare", OneFamily()));
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
   Tenant a = TenantOf("a"), b = TenantOf("b");
@@ -480,10 +484,7 @@ TEST_F(TenantTest, FlushWaitingForAStuckFlushHoldsUpNoDrop) {
   BlockingTableFs& fs = blocking_fs_;
   options_.file_system = &fs;
   Open();
-  ASSERT_OK(engine_->CreateTenant("a"));
-  ASSERT_OK(engine_->CreateTenant("b"));
-  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
-  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_NO_FATAL_FAILURE(CreateTenantsAAndB());
   ASSERT_OK(TenantOf("b").CreateTable("spare", OneFamily()));
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
   ASSERT_OK(at.Mutate(WriteOptions(), "r", PutOf("v")));
@@ -513,10 +514,7 @@ TEST_F(TenantTest, FlushWaitingForAStuckFlushHoldsUpNoDrop) {
 TEST_F(TenantTest, LevelZeroStopHoldsOnlyTheTenantOverTheTrigger) {
   BlockingTableFs& fs = blocking_fs_;
   OpenWithLevelZeroStopAtTwo();
-  ASSERT_OK(engine_->CreateTenant("a"));
-  ASSERT_OK(engine_->CreateTenant("b"));
-  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
-  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_NO_FATAL_FAILURE(CreateTenantsAAndB());
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
   ASSERT_NO_FATAL_FAILURE(StallLevelZero(at));
 
@@ -594,10 +592,7 @@ TEST_F(TenantTest, MemtableStopHoldsOnlyTenantsWithMemtablesWaiting) {
   options_.write_buffer_size = 64 << 10;
   options_.max_immutable_memtables = 2;
   Open();
-  ASSERT_OK(engine_->CreateTenant("a"));
-  ASSERT_OK(engine_->CreateTenant("b"));
-  ASSERT_OK(TenantOf("a").CreateTable("t", OneFamily()));
-  ASSERT_OK(TenantOf("b").CreateTable("t", OneFamily()));
+  ASSERT_NO_FATAL_FAILURE(CreateTenantsAAndB());
   Table at = TableOf("a", "t"), bt = TableOf("b", "t");
   Tenant a = TenantOf("a"), b = TenantOf("b");
   const std::string value(1000, 'v');
