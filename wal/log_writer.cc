@@ -356,6 +356,10 @@ size_t LogWriter::RequestBytes(const Waiter* w) {
   return w->request == nullptr ? 0 : w->request->payload.size() + kRecordOverhead;
 }
 
+uint64_t LogWriter::FairnessKey(const Waiter* w) {
+  return w->request == nullptr ? 0 : w->request->fairness_key;
+}
+
 bool LogWriter::GatherDone() const {
   return queue_.size() - queued_unsynced_ >= expected_writers_ ||
          queue_bytes_ >= options_.max_group_bytes;
@@ -397,8 +401,22 @@ bool LogWriter::Gather(const Waiter* self, GatherState* g) {
 }
 
 void LogWriter::TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) {
-  if ((!unsynced_only || queued_unsynced_ == queue_.size()) &&
-      (queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2)) {
+  // An unsynced group holds the writes of one fairness key: that of the
+  // first unsynced writer queued.
+  uint64_t key = 0;
+  if (unsynced_only) {
+    for (const Waiter* w : queue_) {
+      if (!w->sync) {
+        key = FairnessKey(w);
+        break;
+      }
+    }
+  }
+  auto eligible = [&](const Waiter* w) {
+    return !unsynced_only || (!w->sync && FairnessKey(w) == key);
+  };
+  if ((queue_bytes_ <= options_.max_group_bytes || queue_.size() <= 2) &&
+      (!unsynced_only || std::all_of(queue_.begin(), queue_.end(), eligible))) {
     // The common case: the whole queue, in order.
     group->assign(queue_.begin(), queue_.end());
     for (Waiter* w : *group) w->queued = false;
@@ -411,7 +429,7 @@ void LogWriter::TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) {
   candidates.reserve(queue_.size());
   size_t bytes = 0;
   for (size_t i = 0; i < queue_.size(); i++) {
-    if (unsynced_only && queue_[i]->sync) continue;
+    if (!eligible(queue_[i])) continue;
     candidates.push_back(i);
     bytes += RequestBytes(queue_[i]);
   }
@@ -426,8 +444,7 @@ void LogWriter::TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) {
     shapes.reserve(candidates.size());
     for (size_t i : candidates) {
       const Waiter* w = queue_[i];
-      shapes.push_back(
-          GroupCandidate{RequestBytes(w), w->request == nullptr ? 0 : w->request->fairness_key});
+      shapes.push_back(GroupCandidate{RequestBytes(w), FairnessKey(w)});
     }
     std::vector<size_t> picked;
     PickGroup(shapes, options_.max_group_bytes, &picked);

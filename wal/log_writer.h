@@ -23,8 +23,16 @@
 // does so again whenever unsynced writers queue while it gathers; once the
 // gathering is over, one more such group, and then its own group takes
 // everyone queued, unsynced writers that came meanwhile (or did not fit)
-// included. An unsynced leader takes only the unsynced writers, and the
-// first synced one left in the queue gets the lead after it. A Percolator
+// included. An unsynced leader takes only unsynced writers, and the first
+// writer left in the queue gets the lead after it.
+//
+// A group of unsynced writes holds one WriteRequest::fairness_key's writes
+// (the engine passes the tenant): those of its leader, or of the first
+// unsynced writer queued when it goes ahead of a synced leader. With no
+// fdatasync to share, another key's writes would only lengthen its write
+// and its apply: a tenant's small unsynced writes would wait for the
+// neighbour's flood they happened to queue with (bench/tenant_bench).
+// Synced groups take every key, to share the fdatasync. A Percolator
 // prewrite (unsynced) so goes on while the commits (synced) of other
 // transactions gather, and its own commit can join their fdatasync. An
 // unsynced writer that queued during a group's I/O still waits for that
@@ -141,8 +149,9 @@ struct WriteRequest {
   uint64_t sequence_count = 1;        // sequence numbers this record consumes (>= 1)
   bool sync = true;                   // acknowledge only once durable
   // When more writes are queued than one group takes (max_group_bytes),
-  // writes with different keys take turns (wal/internal/group_picker.h).
-  // The engine passes the tenant; 0 is as good a key as any.
+  // writes with different keys take turns (wal/internal/group_picker.h); a
+  // group of unsynced writes holds one key's only (see "Unsynced writes"
+  // above). The engine passes the tenant; 0 is as good a key as any.
   uint64_t fairness_key = 0;
   void* arg = nullptr;                // for the apply function
   SequenceNumber first_sequence = 0;  // set by the writer before apply is called
@@ -244,8 +253,9 @@ class LogWriter {
   };
   // Moves the next group's members from queue_ to *group, in queue order
   // when they all fit in max_group_bytes and by fairness key otherwise
-  // (wal/internal/group_picker.h). With unsynced_only, synced writers are
-  // passed over and stay queued.
+  // (wal/internal/group_picker.h). With unsynced_only, only the unsynced
+  // writers with the fairness key of the first unsynced one queued are
+  // taken; the others stay queued.
   void TakeFromQueue(bool unsynced_only, std::vector<Waiter*>* group) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Assigns `members` their sequence numbers and the group its ticket.
   Group FormGroup(std::vector<Waiter*> members) EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -267,6 +277,7 @@ class LogWriter {
   bool Gather(const Waiter* self, GatherState* state) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool GatherDone() const EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static size_t RequestBytes(const Waiter* w);
+  static uint64_t FairnessKey(const Waiter* w);
   // Frames and writes a group. Leader only.
   Status WriteGroup(const std::vector<Waiter*>& group, bool sync);
   // Creates (or recycles a spare as) segment `number`, makes its header and

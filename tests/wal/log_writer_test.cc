@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -619,6 +620,125 @@ TEST(LogWriterUnsyncedTest, GatheringEndsWhileUnsyncedWritersKeepComing) {
     EXPECT_OK(b.status());
   }
   ASSERT_OK(w->Close());
+}
+
+Status WriteKeyed(LogWriter* w, const std::string& payload, bool sync, uint64_t key) {
+  WriteRequest r;
+  r.payload = payload;
+  r.sync = sync;
+  r.fairness_key = key;
+  return w->Write(&r);
+}
+
+// Records each apply's writes as "payload/key" strings; the first apply
+// waits until release() (or the recorder's destruction).
+class GroupRecorder {
+ public:
+  ~GroupRecorder() { release(); }
+  ApplyFunction apply() {
+    return [this](WriteRequest* const* reqs, size_t n) {
+      std::unique_lock<std::mutex> l(mu_);
+      if (!held_once_) {
+        held_once_ = true;
+        cv_.wait(l, [&] { return released_; });
+      }
+      std::vector<std::string> group;
+      for (size_t i = 0; i < n; i++) {
+        group.push_back(reqs[i]->payload.ToString() + "/" + std::to_string(reqs[i]->fairness_key));
+      }
+      groups_.push_back(std::move(group));
+    };
+  }
+  void release() {
+    std::lock_guard<std::mutex> l(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  std::vector<std::vector<std::string>> groups() {
+    std::lock_guard<std::mutex> l(mu_);
+    return groups_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_once_ = false;
+  bool released_ = false;
+  std::vector<std::vector<std::string>> groups_;
+};
+
+// The keys in `group` (payloads "name/key").
+std::set<std::string> KeysOf(const std::vector<std::string>& group) {
+  std::set<std::string> keys;
+  for (const auto& r : group) keys.insert(r.substr(r.find('/') + 1));
+  return keys;
+}
+
+// Unsynced writes queued behind an unsynced group go in groups of one
+// fairness key each: a tenant's small write does not write and apply
+// another tenant's with it.
+TEST(LogWriterUnsyncedTest, UnsyncedGroupsHoldOneKey) {
+  ScratchDir dir("wal");
+  GroupRecorder recorder;
+  auto w = OpenWriter(SmallOptions(/*uring=*/false), dir.path(), 1, recorder.apply());
+  {
+    // u0's group keeps the lead while it applies (held): the others queue.
+    AsyncWrite u0([&] { return WriteKeyed(w.get(), "u0", false, 1); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    AsyncWrite v1([&] { return WriteKeyed(w.get(), "v1", false, 2); });
+    AsyncWrite u1([&] { return WriteKeyed(w.get(), "u1", false, 1); });
+    AsyncWrite v2([&] { return WriteKeyed(w.get(), "v2", false, 2); });
+    AsyncWrite u2([&] { return WriteKeyed(w.get(), "u2", false, 1); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // they queue
+    recorder.release();
+    for (AsyncWrite* x : {&u0, &v1, &u1, &v2, &u2}) EXPECT_OK(x->status());
+  }
+  ASSERT_OK(w->Close());
+  const auto groups = recorder.groups();
+  size_t writes = 0;
+  for (const auto& g : groups) {
+    EXPECT_EQ(KeysOf(g).size(), 1u) << testing::PrintToString(g);
+    writes += g.size();
+  }
+  EXPECT_EQ(writes, 5u);
+  // Two groups after u0's: every queued write of one key, then the other's.
+  EXPECT_EQ(groups.size(), 3u) << testing::PrintToString(groups);
+}
+
+// The unsynced writers a synced leader lets go ahead go in groups of one
+// key each too; its own synced group takes every key.
+TEST(LogWriterUnsyncedTest, UnsyncedGroupsAheadOfASyncedLeaderHoldOneKey) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  GroupRecorder recorder;
+  recorder.release();
+  auto w = OpenWriter(options, dir.path(), 1, recorder.apply());
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteKeyed(w.get(), "a", true, 9); });
+    fs.AwaitGatedSyncs(1);  // a's group is in its fdatasync: the others queue
+    AsyncWrite b([&] { return WriteKeyed(w.get(), "b", true, 9); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // b leads next
+    AsyncWrite u1([&] { return WriteKeyed(w.get(), "u1", false, 1); });
+    AsyncWrite v1([&] { return WriteKeyed(w.get(), "v1", false, 2); });
+    AsyncWrite u2([&] { return WriteKeyed(w.get(), "u2", false, 1); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fs.Permit(1000);
+    for (AsyncWrite* x : {&a, &b, &u1, &v1, &u2}) EXPECT_OK(x->status());
+  }
+  ASSERT_OK(w->Close());
+  size_t writes = 0;
+  for (const auto& g : recorder.groups()) {
+    const bool synced = std::any_of(
+        g.begin(), g.end(), [](const std::string& r) { return r[0] == 'a' || r[0] == 'b'; });
+    if (!synced) {
+      EXPECT_EQ(KeysOf(g).size(), 1u) << testing::PrintToString(g);
+    }
+    writes += g.size();
+  }
+  EXPECT_EQ(writes, 5u);
 }
 
 TEST_P(LogWriterTest, SyncCoversUnsyncedWrites) {
