@@ -333,6 +333,14 @@ void LogWriter::TakeLead(Waiter* w) {
     w->queued = true;
     queue_bytes_ += RequestBytes(w);
     if (!w->sync) queued_unsynced_++;
+    if (!w->sync && !queue_.empty()) {
+      // The lead was offered to the first queued writer, an unsynced one,
+      // which has not taken it yet. An unsynced writer that comes first
+      // leads the groups of the writers queued before it, then its own
+      // (LeadGroup): it may not pass them with a group of its key alone.
+      queue_.push_back(w);
+      return;
+    }
   } else {
     queue_.erase(std::find(queue_.begin(), queue_.end(), w));
   }
@@ -494,14 +502,16 @@ Status LogWriter::LeadGroup(Waiter* self) {
       const bool gathered = Gather(self, &gather);
       // Unsynced writers queued behind a synced leader go first, in a group
       // of their own, so that they do not wait for its fdatasync. An
-      // unsynced leader takes only unsynced writers: the synced ones get a
-      // leader of their own (PassLead).
-      own = !self->sync || queued_unsynced_ == 0 || last_early;
-      if (!own && gathered) last_early = true;
+      // unsynced leader takes only unsynced writers (the synced ones get a
+      // leader of their own: PassLead), one key's at a time, and leads the
+      // groups of the keys queued before it first (see TakeLead).
+      const bool early = self->sync && queued_unsynced_ > 0 && !last_early;
+      if (early && gathered) last_early = true;
       std::vector<Waiter*> members;
-      TakeFromQueue(/*unsynced_only=*/!own || !self->sync, &members);
+      TakeFromQueue(/*unsynced_only=*/early || !self->sync, &members);
+      own = std::find(members.begin(), members.end(), self) != members.end();
+      assert(own != early || !self->sync);
       group = FormGroup(std::move(members));
-      assert(!own || (!group.members.empty() && group.members.front() == self));
     }
     // Each group is done (or failed, with everything queued) before the next
     // is formed, so a failure strands nobody.

@@ -47,6 +47,10 @@
 // the lead: the offered writer takes it when it runs, unless a writer that
 // arrives first takes it, and with it the queue. So unsynced writes never
 // wait for a sleeping thread to be scheduled before the next group starts.
+// An unsynced writer that takes the lead so queues last and leads the
+// groups of the writers queued before it first: with groups of one key, it
+// would otherwise pass them with its own key's group, and a tenant writing
+// back to back could keep another's write queued group after group.
 //
 // Waiting. A writer whose record rides in another's group waits until it is
 // marked done. A synced one waits for an fdatasync and sleeps on its
@@ -235,7 +239,8 @@ class LogWriter {
   // fdatasync and sleep at once.
   static uint8_t Await(Waiter* w);
   Status Submit(Waiter* w, bool allow_closed);
-  // Makes `w` the leader and puts it first in the queue.
+  // Makes `w` the leader and puts it first in the queue, or last when it is
+  // an unsynced writer taking an offered lead (see "Passing the lead").
   // REQUIRES: no leader is active and w is not in a group.
   void TakeLead(Waiter* w) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a group's I/O: hands the lead to the first queued writer (synced),

@@ -705,6 +705,31 @@ TEST(LogWriterUnsyncedTest, UnsyncedGroupsHoldOneKey) {
   EXPECT_EQ(groups.size(), 3u) << testing::PrintToString(groups);
 }
 
+// A writer that takes the lead offered to a queued one (here the offered
+// writer sleeps, so the writer of the group before comes back first) leads
+// the queued writer's group before its own: a tenant writing back to back
+// does not keep another's write queued group after group.
+TEST(LogWriterUnsyncedTest, WriterTakingAnOfferedLeadLetsTheQueuedGoFirst) {
+  ScratchDir dir("wal");
+  GroupRecorder recorder;
+  auto w = OpenWriter(SmallOptions(/*uring=*/false), dir.path(), 1, recorder.apply());
+  {
+    AsyncWrite u([&] {
+      STRATA_RETURN_IF_ERROR(WriteKeyed(w.get(), "u0", false, 1));  // applies held
+      return WriteKeyed(w.get(), "u1", false, 1);                   // at once after
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    AsyncWrite v([&] { return WriteKeyed(w.get(), "v", false, 2); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // v queues and sleeps
+    recorder.release();
+    EXPECT_OK(u.status());
+    EXPECT_OK(v.status());
+  }
+  ASSERT_OK(w->Close());
+  EXPECT_EQ(recorder.groups(),
+            (std::vector<std::vector<std::string>>{{"u0/1"}, {"v/2"}, {"u1/1"}}));
+}
+
 // The unsynced writers a synced leader lets go ahead go in groups of one
 // key each too; its own synced group takes every key.
 TEST(LogWriterUnsyncedTest, UnsyncedGroupsAheadOfASyncedLeaderHoldOneKey) {
