@@ -99,7 +99,7 @@ Result<bool> EngineCore::GroupHoldsFamily(const TabletState& tablet, const Group
       const bool within = (lo.empty() || Slice(f->meta.smallest).compare(lo) >= 0) &&
                           (hi.empty() || Slice(f->meta.largest).compare(hi) < 0);
       if (p.has_family_ids && within) return true;
-      std::unique_ptr<InternalIterator> it = (*reader)->NewIterator();
+      std::unique_ptr<InternalIterator> it = (*reader)->NewIterator(/*fill_cache=*/false);
       Result<bool> held = IteratorHoldsFamily(it.get(), family, lo, hi);
       if (!held.ok()) {
         return held.status().WithContext("file " + std::to_string(f->meta.number));

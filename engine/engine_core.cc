@@ -826,7 +826,8 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_->Get(f->meta.number, tablet.table->budget->cache_id());
       if (!reader.ok()) return reader.status();
-      children.push_back((*reader)->NewIterator());
+      // Read once: the inputs' blocks would only evict what readers use.
+      children.push_back((*reader)->NewIterator(/*fill_cache=*/false));
       pins.push_back(std::move(reader.value()));
     }
   }
@@ -1911,7 +1912,8 @@ Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_->Get(file->meta.number, tenant);
       if (!reader.ok()) return reader.status();
-      children.push_back((*reader)->NewIterator());
+      // Read once: the inputs' blocks would only evict what readers use.
+      children.push_back((*reader)->NewIterator(/*fill_cache=*/false));
       pins.push_back(std::move(reader.value()));
       pins.push_back(file);  // the file stays on disk while the iterator may read it
     }

@@ -187,7 +187,7 @@ bool EngineCore::PickSplitRow(const TabletState& tablet, std::string* row) {
       }
     }
     const size_t step = std::max<size_t>(1, inside.size() / kSamplesPerFile);
-    std::unique_ptr<InternalIterator> it = src.reader->NewIterator();
+    std::unique_ptr<InternalIterator> it = src.reader->NewIterator(/*fill_cache=*/false);
     for (size_t i = 0; i < inside.size(); i += step) {
       // The first key past the block's separator: the next block's first.
       it->Seek(inside[i]->separator);

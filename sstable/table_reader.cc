@@ -13,7 +13,8 @@ namespace strata::sstable {
 // iterator yields the cells.
 class TableReader::Iter final : public InternalIterator {
  public:
-  explicit Iter(const TableReader* table) : table_(table), index_iter_(table->index_.get()) {}
+  Iter(const TableReader* table, bool fill_cache)
+      : table_(table), fill_cache_(fill_cache), index_iter_(table->index_.get()) {}
 
   bool Valid() const override { return status_.ok() && data_iter_ && data_iter_->Valid(); }
 
@@ -82,7 +83,7 @@ class TableReader::Iter final : public InternalIterator {
     ClearData();
     std::unique_ptr<Block> owned;
     BlockCache::Handle cached;
-    Status s = table_->GetDataBlock(handle, &cached, &owned);
+    Status s = table_->GetDataBlock(handle, fill_cache_, &cached, &owned);
     if (!s.ok()) {
       Fail(std::move(s));
       return;
@@ -111,6 +112,7 @@ class TableReader::Iter final : public InternalIterator {
   }
 
   const TableReader* const table_;
+  const bool fill_cache_;
   Block::Iter index_iter_;
   BlockCache::Handle cached_;     // pins the current block when cached
   std::unique_ptr<Block> owned_;  // holds it otherwise
@@ -278,8 +280,8 @@ uint32_t TableReader::FindIndexEntry(const Slice& target, Block::Iter* it) const
   return lo < m ? lo : past_windows;
 }
 
-std::unique_ptr<InternalIterator> TableReader::NewIterator() const {
-  return std::make_unique<Iter>(this);
+std::unique_ptr<InternalIterator> TableReader::NewIterator(bool fill_cache) const {
+  return std::make_unique<Iter>(this, fill_cache);
 }
 
 bool TableReader::RowPrefixMayMatch(const Slice& row_prefix) const {
@@ -305,8 +307,8 @@ bool TableReader::ColumnMayMatch(const Slice& row, uint16_t family,
   return filter_->ColumnMayMatch(prefix);
 }
 
-Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* cached,
-                                 std::unique_ptr<Block>* owned) const {
+Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
+                                 BlockCache::Handle* cached, std::unique_ptr<Block>* owned) const {
   BlockCache* cache = options_.block_cache;
   const BlockCache::Key key{file_number_, handle.offset};
   const BlockCache::Priority priority =
@@ -323,7 +325,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, BlockCache::Handle* 
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
   }
-  if (cache == nullptr) {
+  if (cache == nullptr || !fill_cache) {
     *owned = std::move(*block);
     return Status::OK();
   }

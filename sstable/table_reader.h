@@ -55,7 +55,10 @@ class TableReader {
 
   // An iterator over (cell key, value) in key order; key() and value() are
   // valid until the iterator moves. Errors stick in its status().
-  std::unique_ptr<InternalIterator> NewIterator() const;
+  // fill_cache false: blocks found in the cache are used, but blocks read
+  // from the file are not added to it (for reads that pass over a file once,
+  // like compaction's, and would otherwise evict what readers use).
+  std::unique_ptr<InternalIterator> NewIterator(bool fill_cache = true) const;
 
   // Bloom checks: false means the table has no cell of that row / column.
   // Always true when the table has no filter.
@@ -108,8 +111,9 @@ class TableReader {
               uint64_t file_size, std::string file_name);
   Status Init();
 
-  // Pins the data block at `handle` through the cache, or reads it into *owned.
-  Status GetDataBlock(const BlockHandle& handle, BlockCache::Handle* cached,
+  // Pins the data block at `handle` through the cache, or reads it into
+  // *owned (always on a cache miss without fill_cache).
+  Status GetDataBlock(const BlockHandle& handle, bool fill_cache, BlockCache::Handle* cached,
                       std::unique_ptr<Block>* owned) const;
   // Builds index_windows_ when the index has one entry per restart point.
   void BuildIndexWindows();

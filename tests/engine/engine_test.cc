@@ -1027,6 +1027,51 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
   EXPECT_EQ(Read("row1").size(), 1u);
 }
 
+// Compaction reads its inputs past the block cache: one tenant's
+// compactions do not evict the blocks another tenant's readers use (the
+// block cache is engine-wide).
+TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
+  options_.block_cache_size = 256 << 10;
+  options_.level0_compaction_trigger = 4;
+  Reopen();
+  ASSERT_TRUE(engine_->CreateTenant("reader").ok());
+  Tenant reader = *engine_->OpenTenant("reader");
+  // Small blocks: the cache's 16 shards of 16 KiB each hold some.
+  TableSchema schema;
+  schema.locality_groups = {{.name = "g", .block_size = 1024}};
+  schema.families = {{.name = "f", .locality_group = "g"}};
+  ASSERT_TRUE(reader.CreateTable("rt", schema).ok());
+  Table rt = *reader.OpenTable("rt");
+  Random rnd(301);  // incompressible values
+  for (int i = 0; i < 300; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, rnd.RandomBytes(100));
+    ASSERT_TRUE(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 0; i < 300; i++)
+    ASSERT_TRUE(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)).ok());
+  const uint64_t cached = reader.GetStats()->block_cache_bytes;
+  ASSERT_GT(cached, 20000u);
+
+  // Four overlapping files of about 130 KB each in table tab's group "big"
+  // (not in memory, 16 KiB blocks): the fourth flush starts a compaction
+  // that reads about twice the cache's size.
+  const uint64_t compactions = engine_->GetStats().compactions;
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 1000; i++) {
+      ASSERT_TRUE(Put("row" + std::to_string(i), "b", "y", 1 + round, rnd.RandomBytes(100)).ok());
+    }
+    ASSERT_TRUE(engine_->Flush().ok());
+  }
+  for (int i = 0; i < 10000 && engine_->GetStats().compactions == compactions; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(engine_->GetStats().compactions, compactions);
+  EXPECT_GT(engine_->GetStats().compaction_bytes_read, 400000u);
+  EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
+}
+
 TEST_F(EngineTest, FlushWritesOnlyWhatTheMemtableDoesNotHide) {
   for (int i = 0; i < 1000; i++) {
     ASSERT_TRUE(Put("k", "b", "y", 7, std::string(100, 'a' + i % 26)).ok());  // overwrites

@@ -117,6 +117,48 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{CompressionType::kNone, 1 << 20, 1000, 10},
                       Shape{CompressionType::kZstd, 32 << 10, 7, 20}));
 
+// An iterator without fill_cache (compaction's) uses the blocks it finds in
+// the cache but adds none of the ones it reads.
+TEST(TableTest, IteratorWithoutFillCacheAddsNoBlocks) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Random rnd(test::TestSeed());
+  const Model model = test::RandomModel(&rnd, 500, 100);
+  TableBuilderOptions o;
+  o.block_size = 256;
+  const std::string path = dir.Join("t.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  BlockCache cache(1 << 20, 0);
+  TableReaderOptions ro;
+  ro.block_cache = &cache;
+  auto table = test::OpenTable(fs, path, ro);
+  ASSERT_OK(table);
+  auto scan = [&](bool fill_cache) {
+    auto it = (*table)->NewIterator(fill_cache);
+    auto m = model.begin();
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+      ASSERT_NE(m, model.end());
+      ASSERT_EQ(it->key().ToString(), m->first);
+      ASSERT_EQ(it->value().ToString(), m->second);
+    }
+    ASSERT_OK(it->status());
+    ASSERT_EQ(m, model.end());
+  };
+  scan(/*fill_cache=*/false);
+  EXPECT_EQ(cache.usage(), 0u);
+  EXPECT_EQ(cache.hits(), 0u);
+  const uint64_t blocks = cache.misses();
+  EXPECT_GT(blocks, 10u);
+  scan(/*fill_cache=*/true);  // a reader's pass fills the cache
+  const size_t usage = cache.usage();
+  EXPECT_GT(usage, 0u);
+  EXPECT_EQ(cache.misses(), 2 * blocks);
+  scan(/*fill_cache=*/false);  // and a later pass without fill uses it
+  EXPECT_EQ(cache.hits(), blocks);
+  EXPECT_EQ(cache.misses(), 2 * blocks);
+  EXPECT_EQ(cache.usage(), usage);
+}
+
 TEST(TableTest, LargeAndEmptyValues) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
