@@ -865,6 +865,8 @@ LogWriter::Stats LogWriter::GetStats() const {
   st.bytes = stat_bytes_.load(std::memory_order_relaxed);
   st.segments_created = stat_created_.load(std::memory_order_relaxed);
   st.segments_recycled = stat_recycled_.load(std::memory_order_relaxed);
+  MutexLock l(&mu_);
+  st.queued = queue_.size();
   return st;
 }
 

@@ -212,10 +212,12 @@ class LogWriter {
   // records: records written; groups: write groups (and Sync() calls that
   // had to sync); syncs: fdatasync calls made for groups; bytes: log bytes
   // written, framing included; segments_created / segments_recycled: segment
-  // files made new / made from spares, the first one included.
+  // files made new / made from spares, the first one included; queued: the
+  // writers whose group has not formed yet (a gathering leader included), at
+  // this moment.
   struct Stats {
     uint64_t records = 0, groups = 0, syncs = 0, bytes = 0, segments_created = 0,
-             segments_recycled = 0;
+             segments_recycled = 0, queued = 0;
   };  // Intentionally copyable.
   Stats GetStats() const;
 

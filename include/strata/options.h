@@ -62,6 +62,8 @@ struct EngineOptions {
   size_t write_buffer_size = 32 << 20;
   // Bytes of uncompressed SSTable blocks cached in memory, shared by every
   // tenant. Index and filter blocks of open tables are held apart from it.
+  // Reads fill it; compaction reads its inputs past it (using what is
+  // cached, adding nothing).
   size_t block_cache_size = 64 << 20;
   // SSTables kept open at once (each holds a descriptor, its index and filter).
   size_t max_open_tables = 1000;

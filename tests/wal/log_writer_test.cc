@@ -640,6 +640,7 @@ class GroupRecorder {
       std::unique_lock<std::mutex> l(mu_);
       if (!held_once_) {
         held_once_ = true;
+        cv_.notify_all();
         cv_.wait(l, [&] { return released_; });
       }
       std::vector<std::string> group;
@@ -648,6 +649,11 @@ class GroupRecorder {
       }
       groups_.push_back(std::move(group));
     };
+  }
+  // Waits until the first apply has begun (and, unless released, waits).
+  void AwaitFirstApply() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return held_once_; });
   }
   void release() {
     std::lock_guard<std::mutex> l(mu_);
@@ -667,6 +673,15 @@ class GroupRecorder {
   std::vector<std::vector<std::string>> groups_;
 };
 
+// Waits until `n` writers of `w` wait for their group to form (up to 30 s).
+bool AwaitQueued(LogWriter* w, uint64_t n) {
+  for (int i = 0; i < 30000; i++) {
+    if (w->GetStats().queued >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 // The keys in `group` (payloads "name/key").
 std::set<std::string> KeysOf(const std::vector<std::string>& group) {
   std::set<std::string> keys;
@@ -684,12 +699,12 @@ TEST(LogWriterUnsyncedTest, UnsyncedGroupsHoldOneKey) {
   {
     // u0's group keeps the lead while it applies (held): the others queue.
     AsyncWrite u0([&] { return WriteKeyed(w.get(), "u0", false, 1); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    recorder.AwaitFirstApply();
     AsyncWrite v1([&] { return WriteKeyed(w.get(), "v1", false, 2); });
     AsyncWrite u1([&] { return WriteKeyed(w.get(), "u1", false, 1); });
     AsyncWrite v2([&] { return WriteKeyed(w.get(), "v2", false, 2); });
     AsyncWrite u2([&] { return WriteKeyed(w.get(), "u2", false, 1); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // they queue
+    EXPECT_TRUE(AwaitQueued(w.get(), 4));
     recorder.release();
     for (AsyncWrite* x : {&u0, &v1, &u1, &v2, &u2}) EXPECT_OK(x->status());
   }
@@ -718,9 +733,10 @@ TEST(LogWriterUnsyncedTest, WriterTakingAnOfferedLeadLetsTheQueuedGoFirst) {
       STRATA_RETURN_IF_ERROR(WriteKeyed(w.get(), "u0", false, 1));  // applies held
       return WriteKeyed(w.get(), "u1", false, 1);                   // at once after
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    recorder.AwaitFirstApply();
     AsyncWrite v([&] { return WriteKeyed(w.get(), "v", false, 2); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // v queues and sleeps
+    EXPECT_TRUE(AwaitQueued(w.get(), 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // v sleeps
     recorder.release();
     EXPECT_OK(u.status());
     EXPECT_OK(v.status());
@@ -745,11 +761,11 @@ TEST(LogWriterUnsyncedTest, UnsyncedGroupsAheadOfASyncedLeaderHoldOneKey) {
     AsyncWrite a([&] { return WriteKeyed(w.get(), "a", true, 9); });
     fs.AwaitGatedSyncs(1);  // a's group is in its fdatasync: the others queue
     AsyncWrite b([&] { return WriteKeyed(w.get(), "b", true, 9); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // b leads next
+    EXPECT_TRUE(AwaitQueued(w.get(), 1));  // b leads next
     AsyncWrite u1([&] { return WriteKeyed(w.get(), "u1", false, 1); });
     AsyncWrite v1([&] { return WriteKeyed(w.get(), "v1", false, 2); });
     AsyncWrite u2([&] { return WriteKeyed(w.get(), "u2", false, 1); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(AwaitQueued(w.get(), 4));  // b, u1, v1 and u2
     fs.Permit(1000);
     for (AsyncWrite* x : {&a, &b, &u1, &v1, &u2}) EXPECT_OK(x->status());
   }
