@@ -19,10 +19,8 @@ namespace {
 
 using test::Model;
 
-// Checks a full scan, Seek to every key, Seek between keys and to random
-// targets against the model.
-void CheckTable(const TableReader& table, const Model& model, Random* rnd) {
-  auto it = table.NewIterator();
+// Checks a full scan of `it` against the model.
+void CheckScan(InternalIterator* it, const Model& model) {
   auto m = model.begin();
   for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
     ASSERT_NE(m, model.end());
@@ -31,6 +29,13 @@ void CheckTable(const TableReader& table, const Model& model, Random* rnd) {
   }
   ASSERT_OK(it->status());
   ASSERT_EQ(m, model.end());
+}
+
+// Checks a full scan, Seek to every key, Seek between keys and to random
+// targets against the model.
+void CheckTable(const TableReader& table, const Model& model, Random* rnd) {
+  auto it = table.NewIterator();
+  ASSERT_NO_FATAL_FAILURE(CheckScan(it.get(), model));
 
   auto check_seek = [&](const std::string& target) {
     it->Seek(target);
@@ -133,17 +138,7 @@ TEST(TableTest, IteratorWithoutFillCacheAddsNoBlocks) {
   ro.block_cache = &cache;
   auto table = test::OpenTable(fs, path, ro);
   ASSERT_OK(table);
-  auto scan = [&](bool fill_cache) {
-    auto it = (*table)->NewIterator(fill_cache);
-    auto m = model.begin();
-    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
-      ASSERT_NE(m, model.end());
-      ASSERT_EQ(it->key().ToString(), m->first);
-      ASSERT_EQ(it->value().ToString(), m->second);
-    }
-    ASSERT_OK(it->status());
-    ASSERT_EQ(m, model.end());
-  };
+  auto scan = [&](bool fill_cache) { CheckScan((*table)->NewIterator(fill_cache).get(), model); };
   scan(/*fill_cache=*/false);
   EXPECT_EQ(cache.usage(), 0u);
   EXPECT_EQ(cache.hits(), 0u);
