@@ -1912,8 +1912,7 @@ Status EngineCore::NewRangeIterator(const GroupView& view, sstable::BlockCache::
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_->Get(file->meta.number, tenant);
       if (!reader.ok()) return reader.status();
-      // Read once: the inputs' blocks would only evict what readers use.
-      children.push_back((*reader)->NewIterator(/*fill_cache=*/false));
+      children.push_back((*reader)->NewIterator());
       pins.push_back(std::move(reader.value()));
       pins.push_back(file);  // the file stays on disk while the iterator may read it
     }

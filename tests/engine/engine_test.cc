@@ -1070,6 +1070,15 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   ASSERT_GT(engine_->GetStats().compactions, compactions);
   EXPECT_GT(engine_->GetStats().compaction_bytes_read, 400000u);
   EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
+  // Scans, like point reads, fill it.
+  EXPECT_EQ(tenant_.GetStats()->block_cache_bytes, 0u);
+  auto scan = table_.Scan(ReadOptions(), ScanSpec());
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  size_t rows = 0;
+  for (; (*scan)->Valid(); (*scan)->Next()) rows++;
+  ASSERT_TRUE((*scan)->status().ok());
+  EXPECT_EQ(rows, 1000u);
+  EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
 }
 
 TEST_F(EngineTest, FlushWritesOnlyWhatTheMemtableDoesNotHide) {
