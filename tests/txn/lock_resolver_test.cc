@@ -122,6 +122,28 @@ class LockResolverTest : public ::testing::Test {
     return out;
   }
 
+  // Prewrites only the secondary of the transaction `lock` (its primary
+  // holds no lock) and resolves it with `intent` for a transaction at
+  // `caller_ts`: the transaction is rolled back and each of the two rows
+  // holds one write record, a rollback. *rollbacks gets them, primary first.
+  void RollBackMissingPrimary(const LockRecord& lock, LockResolver::Intent intent,
+                              uint64_t caller_ts,
+                              std::vector<std::pair<uint64_t, WriteRecord>>* rollbacks) {
+    Prewrite(kSecondaryRow, lock);
+    Result<LockResolver::Resolution> res =
+        resolver_.Resolve(Key(kSecondaryRow), lock, intent, caller_ts);
+    ASSERT_OK(res.status());
+    EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kRolledBack);
+    rollbacks->clear();
+    for (const std::string row : {kPrimaryRow, kSecondaryRow}) {
+      SCOPED_TRACE(row);
+      const auto writes = Writes(row);
+      ASSERT_EQ(writes.size(), 1u);
+      EXPECT_EQ(writes[0].second.kind, WriteKind::kRollback);
+      rollbacks->push_back(writes[0]);
+    }
+  }
+
   size_t Locks(const std::string& row) {
     return test::CellsOf(*model_, row, kLockFamily).size();
   }
@@ -202,20 +224,12 @@ TEST_F(LockResolverTest, RollbackOfAMissingPrimaryLockRetriesPastOtherCommits) {
 // rollback record keeps its late prewrite out.
 TEST_F(LockResolverTest, MissingPrimaryLockIsRolledBackAndKeepsALatePrewriteOut) {
   const LockRecord lock = LockOf(10, "7");
-  Prewrite(kSecondaryRow, lock);
-
-  Result<LockResolver::Resolution> res =
-      resolver_.Resolve(Key(kSecondaryRow), lock, LockResolver::Intent::kRead, 12);
-  ASSERT_OK(res.status());
-  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kRolledBack);
-  for (const std::string row : {kPrimaryRow, kSecondaryRow}) {
-    SCOPED_TRACE(row);
-    const auto writes = Writes(row);
-    ASSERT_EQ(writes.size(), 1u);
-    EXPECT_EQ(writes[0].first, 10u);
-    EXPECT_EQ(writes[0].second.kind, WriteKind::kRollback);
-    EXPECT_EQ(Locks(row), 0u);
-  }
+  std::vector<std::pair<uint64_t, WriteRecord>> rollbacks;
+  ASSERT_NO_FATAL_FAILURE(
+      RollBackMissingPrimary(lock, LockResolver::Intent::kRead, 12, &rollbacks));
+  for (const auto& [ts, record] : rollbacks) EXPECT_EQ(ts, 10u);
+  EXPECT_EQ(Locks(kPrimaryRow), 0u);
+  EXPECT_EQ(Locks(kSecondaryRow), 0u);
   // The prewrite's conditions (txn/FORMAT.md): no write record at or after
   // start_ts, no lock.
   RowMutation m;
@@ -235,19 +249,10 @@ TEST_F(LockResolverTest, MissingPrimaryLockIsRolledBackAndKeepsALatePrewriteOut)
 // as aborted by an older transaction, not as rolled back for a dead owner.
 TEST_F(LockResolverTest, WoundOfAMissingPrimaryLockNamesTheOlderTransaction) {
   const LockRecord lock = LockOf(10, "7");
-  Prewrite(kSecondaryRow, lock);
-
-  Result<LockResolver::Resolution> res =
-      resolver_.Resolve(Key(kSecondaryRow), lock, LockResolver::Intent::kWound, 8);
-  ASSERT_OK(res.status());
-  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kRolledBack);
-  for (const std::string row : {kPrimaryRow, kSecondaryRow}) {
-    SCOPED_TRACE(row);
-    const auto writes = Writes(row);
-    ASSERT_EQ(writes.size(), 1u);
-    EXPECT_EQ(writes[0].second.kind, WriteKind::kRollback);
-    EXPECT_EQ(writes[0].second.rolled_back_by, 8u);
-  }
+  std::vector<std::pair<uint64_t, WriteRecord>> rollbacks;
+  ASSERT_NO_FATAL_FAILURE(
+      RollBackMissingPrimary(lock, LockResolver::Intent::kWound, 8, &rollbacks));
+  for (const auto& [ts, record] : rollbacks) EXPECT_EQ(record.rolled_back_by, 8u);
 }
 
 }  // namespace

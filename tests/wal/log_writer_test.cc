@@ -443,11 +443,16 @@ class AsyncWrite {
   std::thread thread_;
 };
 
-Status WriteOne(LogWriter* w, const std::string& payload, bool sync) {
+Status WriteKeyed(LogWriter* w, const std::string& payload, bool sync, uint64_t key) {
   WriteRequest r;
   r.payload = payload;
   r.sync = sync;
+  r.fairness_key = key;
   return w->Write(&r);
+}
+
+Status WriteOne(LogWriter* w, const std::string& payload, bool sync) {
+  return WriteKeyed(w, payload, sync, /*key=*/0);
 }
 
 // An unsynced write queued behind a group's fdatasync waits for that group,
@@ -620,14 +625,6 @@ TEST(LogWriterUnsyncedTest, GatheringEndsWhileUnsyncedWritersKeepComing) {
     EXPECT_OK(b.status());
   }
   ASSERT_OK(w->Close());
-}
-
-Status WriteKeyed(LogWriter* w, const std::string& payload, bool sync, uint64_t key) {
-  WriteRequest r;
-  r.payload = payload;
-  r.sync = sync;
-  r.fairness_key = key;
-  return w->Write(&r);
 }
 
 // Records each apply's writes as "payload/key" strings; the first apply
