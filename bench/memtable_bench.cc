@@ -8,14 +8,22 @@
 //                                 value, on a full, static memtable
 //   BM_InsertWithConcurrentReader one writer (timed) while a background
 //                                 thread does lookups; both rates reported
+//   BM_InsertWithRowFilter        one writer into memtables with the row
+//                                 filter the engine gives them (1/64 of the
+//                                 write buffer); worst_add_us is the slowest
+//                                 single Add (replacing a full memtable is
+//                                 not in it), such as the one that makes the
+//                                 filter
 //
 // Memtables are replaced when they reach kMemTableBytes, as an engine would
 // flush them; the replacement is inside the timed loop (it is cheap) so that
 // page faults on fresh arena blocks are counted as inserts pay them.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +114,31 @@ void BM_Insert(benchmark::State& state) {
 // Real time, so that the two-thread figure is the combined throughput per
 // wall-clock second (a thread blocked on the mutex uses no CPU time).
 BENCHMARK(BM_Insert)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_InsertWithRowFilter(benchmark::State& state) {
+  std::vector<std::string> qualifiers;
+  for (int i = 0; i < kQualifiers; i++) qualifiers.push_back(Qualifier(i));
+  auto mem = std::make_unique<MemTable>(kMemTableBytes / 64);
+  Random rnd(1000);
+  SequenceNumber seq = 0;
+  double worst_nanos = 0;  // of the Adds alone, not of replacing a full memtable
+  for (auto _ : state) {
+    char row[kRowBytes];
+    RandomRow(&rnd, row);
+    seq++;
+    const auto start = std::chrono::steady_clock::now();
+    mem->Add(seq, CellType::kPut, Slice(row, kRowBytes), kFamily, qualifiers[seq % kQualifiers],
+             /*timestamp=*/seq, Value());
+    const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+    worst_nanos = std::max(worst_nanos, took.count());
+    if (mem->ApproximateMemoryUsage() >= kMemTableBytes) {
+      mem = std::make_unique<MemTable>(kMemTableBytes / 64);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["worst_add_us"] = worst_nanos / 1000;
+}
+BENCHMARK(BM_InsertWithRowFilter)->UseRealTime();
 
 // A full memtable and the (row, qualifier) of every column in it.
 struct Filled {

@@ -19,11 +19,11 @@ constexpr size_t kWordsPerBlock = 8;  // 512 bits, one cache line
 struct RowProbe {
   size_t block;
   uint64_t bits;
-  explicit RowProbe(const Slice& row_prefix, size_t blocks) {
-    const uint64_t h = Hash64(row_prefix, kRowFilterSeed);
-    block = static_cast<size_t>(((h >> 32) * blocks) >> 32);
-    bits = h * 0x9e3779b97f4a7c15ull;
-  }
+  RowProbe(const Slice& row_prefix, size_t blocks) : RowProbe(RowHash(row_prefix), blocks) {}
+  RowProbe(uint64_t row_hash, size_t blocks)
+      : block(static_cast<size_t>(((row_hash >> 32) * blocks) >> 32)),
+        bits(row_hash * 0x9e3779b97f4a7c15ull) {}
+  static uint64_t RowHash(const Slice& row_prefix) { return Hash64(row_prefix, kRowFilterSeed); }
   // Word (within the block) and mask of probe i.
   size_t word(int i) const { return ((bits >> (9 * i)) & 511) / 64; }
   uint64_t mask(int i) const { return uint64_t{1} << (((bits >> (9 * i)) & 511) % 64); }
@@ -97,33 +97,35 @@ MemTable::MemTable(size_t row_filter_bytes)
       filter_words_((row_filter_bytes + 63) / 64 * kWordsPerBlock) {}
 
 void MemTable::AddToRowFilter(const Slice& cell_key) {
+  if (filter_words_ == 0) return;
   std::atomic<uint64_t>* filter = filter_.load(std::memory_order_relaxed);  // writer's own
   const size_t blocks = filter_words_ / kWordsPerBlock;
-  auto add = [blocks](std::atomic<uint64_t>* f, const Slice& row) {
-    const RowProbe p(row, blocks);
+  auto add = [blocks](std::atomic<uint64_t>* f, uint64_t row_hash) {
+    const RowProbe p(row_hash, blocks);
     std::atomic<uint64_t>* block = f + p.block * kWordsPerBlock;
     for (int i = 0; i < kRowFilterProbes; i++) {
       block[p.word(i)].fetch_or(p.mask(i), std::memory_order_relaxed);
     }
   };
-  if (filter == nullptr) {
-    if (filter_words_ == 0 || arena_.BytesInUse() < RowFilterStart()) return;
-    // Due: every entry so far goes in (the writer may walk the skiplist),
-    // then readers may use it.
-    filter_storage_.reset(new std::atomic<uint64_t>[filter_words_]);
-    filter = filter_storage_.get();
-    for (size_t i = 0; i < filter_words_; i++) filter[i].store(0, std::memory_order_relaxed);
-    Table::Iterator it(&table_);
-    std::string last_row;
-    for (it.SeekToFirst(); it.Valid(); it.Next()) {
-      const Slice row = RowPrefixOf(DecodeLengthPrefixed(it.key()));
-      if (row == Slice(last_row)) continue;  // a row's entries are adjacent
-      add(filter, row);
-      last_row.assign(row.data(), row.size());
-    }
-    filter_.store(filter, std::memory_order_release);
+  const uint64_t row_hash = RowProbe::RowHash(RowPrefixOf(cell_key));
+  if (filter != nullptr) {
+    add(filter, row_hash);
+    return;
   }
-  add(filter, RowPrefixOf(cell_key));
+  // Not due yet: remember the row (a run of one row's adds, once).
+  if (pending_rows_.empty() || pending_rows_.back() != row_hash) {
+    pending_rows_.push_back(row_hash);
+    pending_bytes_.store(pending_rows_.capacity() * sizeof(uint64_t), std::memory_order_relaxed);
+  }
+  if (arena_.BytesInUse() < RowFilterStart()) return;
+  // Due: every row so far goes in, then readers may use it. (C++20 atomics
+  // start at zero.)
+  filter_storage_.reset(new std::atomic<uint64_t>[filter_words_]);
+  filter = filter_storage_.get();
+  for (const uint64_t h : pending_rows_) add(filter, h);
+  filter_.store(filter, std::memory_order_release);
+  std::vector<uint64_t>().swap(pending_rows_);
+  pending_bytes_.store(0, std::memory_order_relaxed);
 }
 
 bool MemTable::MayContainRow(const Slice& row_prefix) const {
@@ -172,7 +174,7 @@ void MemTable::Add(SequenceNumber seq, CellType type, const Slice& row, uint16_t
 }
 
 size_t MemTable::ApproximateMemoryUsage() const {
-  return arena_.MemoryUsage() + row_filter_bytes();
+  return arena_.MemoryUsage() + row_filter_bytes() + pending_bytes_.load(std::memory_order_relaxed);
 }
 
 size_t MemTable::ApproximateDataSize() const { return arena_.BytesInUse(); }

@@ -5,9 +5,10 @@
 // InternalIterator until it is flushed to an SSTable and dropped.
 //
 // Thread safety: Add calls must be externally serialized (one writer at a
-// time, e.g. under the tablet's write lock). Everything else -- iterators,
-// ApproximateMemoryUsage(), num_entries() -- may be used from any thread
-// without a lock, concurrently with the writer.
+// time, e.g. under the tablet's write lock). Everything else but
+// ApproximateDataSize() -- iterators, ApproximateMemoryUsage(), num_entries(),
+// MayContainRow() -- may be used from any thread without a lock,
+// concurrently with the writer.
 //
 // Invariants:
 //   - Entries are never modified or removed; memory is released only when
@@ -39,8 +40,11 @@
 // one cache line instead of a skiplist search. The filter is made only once
 // the memtable's entries take 8 times its size (and at least 64 KiB), so it
 // never costs more than an eighth of them, and a small or idle memtable, whose
-// search is cheaper anyway, costs no filter memory. Each row sets 6 bits in
-// one 64-byte block; with 8 or more bits per row, about 2% false positives.
+// search is cheaper anyway, costs no filter memory. Until then the memtable
+// keeps the 8-byte hash of each row it is given, and makes the filter from
+// those: an Add that makes it costs a pass over an array, not a walk of the
+// skiplist. Each row sets 6 bits in one 64-byte block; with 8 or more bits
+// per row, about 2% false positives.
 #ifndef STRATA_MEMTABLE_MEMTABLE_H_
 #define STRATA_MEMTABLE_MEMTABLE_H_
 
@@ -50,6 +54,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/arena.h"
 #include "common/cell_key.h"
@@ -80,9 +85,10 @@ class MemTable {
   void Add(SequenceNumber seq, CellType type, const Slice& row, uint16_t family,
            const Slice& qualifier, uint64_t timestamp, const Slice& value);
 
-  // Bytes of memory held (arena + index), readable from any thread. The
-  // skiplist index lives in the arena, so this is the arena's usage; it grows
-  // in arena-block steps and never shrinks.
+  // Bytes of memory held (arena + index + row filter), readable from any
+  // thread. The skiplist index lives in the arena; the arena's part grows in
+  // arena-block steps and never shrinks. Before the row filter is made, the
+  // row hashes kept for it count instead (8 bytes per row added).
   size_t ApproximateMemoryUsage() const;
   // Bytes of entries and index allocated so far: what decides when the
   // memtable is full (unlike ApproximateMemoryUsage, it does not start at a
@@ -119,8 +125,9 @@ class MemTable {
   };
   using Table = SkipList<const char*, EntryComparator>;
 
-  // Adds the row of `cell_key` to the filter, making it first when due.
-  // REQUIRES: external serialization with Add.
+  // Adds the row of `cell_key` to the filter, or to pending_rows_ until the
+  // filter is due and made from them. REQUIRES: external serialization with
+  // Add.
   void AddToRowFilter(const Slice& cell_key);
 
   Arena arena_;
@@ -134,6 +141,12 @@ class MemTable {
   // Written only by the (serialized) writer after an entry is linked; see
   // num_entries() for the ordering.
   std::atomic<uint64_t> num_entries_{0};
+  // Writer-only: the row hashes of the entries added before the filter is
+  // made, so that making it does not walk the skiplist (a cache miss per
+  // entry, tens of thousands of them, on the write path); pending_bytes_ is
+  // its capacity in bytes, for ApproximateMemoryUsage.
+  std::vector<uint64_t> pending_rows_;
+  std::atomic<size_t> pending_bytes_{0};
   // Writer-only buffer for encoding keys in the second Add; reused so that a
   // steady stream of Adds does not allocate.
   std::string key_scratch_;
