@@ -19,8 +19,11 @@ while [ $# -gt 0 ]; do
 done
 
 scripts/install-deps.sh
-build_dir=$(scripts/build.sh ${build_args[@]+"${build_args[@]}"} )
+# Tests and benchmarks on explicitly: scripts/quickstart.sh turns them off in
+# the same build directory, and CMake would keep that setting.
+build_dir=$(scripts/build.sh -DSTRATA_BUILD_TESTS=ON -DSTRATA_BUILD_BENCH=ON \
+  ${build_args[@]+"${build_args[@]}"} )
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 cd "$build_dir"
-ctest --output-on-failure --timeout 900 -j "$(nproc)" ${ctest_args[@]+"${ctest_args[@]}"}
+ctest --output-on-failure --no-tests=error --timeout 900 -j "$(nproc)" ${ctest_args[@]+"${ctest_args[@]}"}
