@@ -292,12 +292,15 @@ Status EngineCore::Recover() {
 
   const std::string log_dir = JoinPath(dir_, kLogDirName);
   STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(log_dir));
+  STRATA_RETURN_IF_ERROR(CheckLogSegment(log_dir));
   wal::RecoveryInfo info;
+  // Without a floor, the log must still hold everything from the first
+  // sequence number on: a missing oldest segment is corruption too.
   STRATA_RETURN_IF_ERROR(wal::RecoverLog(
-      fs_, log_dir, ToWalMode(options_.wal_recovery_mode), catalog_.log_floor,
-      [this](SequenceNumber first, uint64_t count, Slice payload) NO_THREAD_SAFETY_ANALYSIS {
-        return ReplayRecord(first, count, payload);
-      },
+      fs_, log_dir, ToWalMode(options_.wal_recovery_mode),
+      std::max<SequenceNumber>(catalog_.log_floor, 1),
+      [this](SequenceNumber first, uint64_t count, Slice payload)
+          NO_THREAD_SAFETY_ANALYSIS { return ReplayRecord(first, count, payload); },
       &info));
   // Only now that the manifest and the log agree: a catalog that misses
   // files must not cost them.
@@ -317,9 +320,15 @@ Status EngineCore::Recover() {
   lo.use_io_uring = options_.use_io_uring;
   lo.segment_size = options_.wal_segment_size;
   lo.recycle_segments = options_.recycle_wal_segments;
+  lo.segment_started = [this](uint64_t number) {
+    MutexLock l(&mu_);
+    return RecordLogSegment(number);
+  };
   STRATA_RETURN_IF_ERROR(wal::LogWriter::Open(
       lo, log_dir, next,
       [this](wal::WriteRequest* const* requests, size_t n) { ApplyGroup(requests, n); }, &log_));
+  // Before any record goes into it (ContinueAboveRecordedSequences, writes).
+  STRATA_RETURN_IF_ERROR(RecordLogSegment(log_->first_segment()));
   compaction_limiter_ = std::make_unique<RateLimiter>(options_.compaction_rate_limit);
   flush_thread_ = std::thread([this] { FlushThread(); });
   for (int i = 0; i < options_.max_background_compactions; i++) {
@@ -1663,6 +1672,26 @@ Status EngineCore::WaitToWrite(const TableState& table, std::shared_lock<SharedG
     return manifest_error_;
   }
   return WaitForWriteRoom(table, gate, released);
+}
+
+Status EngineCore::RecordLogSegment(uint64_t number) {
+  VersionEdit e;
+  e.log_segment = number;
+  STRATA_RETURN_IF_ERROR(AppendEdit(e));
+  return catalog_.Apply(e);
+}
+
+Status EngineCore::CheckLogSegment(const std::string& log_dir) const {
+  // A point-in-time recovery takes what the log still has.
+  if (catalog_.log_segment == 0 || options_.wal_recovery_mode == WalRecoveryMode::kPointInTime) {
+    return Status::OK();
+  }
+  const std::string path = JoinPath(log_dir, wal::SegmentFileName(catalog_.log_segment));
+  if (fs_->FileExists(path)) return Status::OK();
+  return Status::Corruption(
+      path +
+      " is missing: the manifest says the log's writer started it, so it held the newest "
+      "records (opening with WalRecoveryMode::kPointInTime recovers what the log still has)");
 }
 
 Status EngineCore::AppendEdit(const VersionEdit& edit) {

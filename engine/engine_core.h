@@ -458,6 +458,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // the edit may be in the file, so writes stop at once, before the
   // caller's error lets any more in, until the engine is reopened.
   Status AppendEdit(const VersionEdit& edit) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that the log writer started segment `number` (MANIFEST.md, "The
+  // log's segments").
+  Status RecordLogSegment(uint64_t number) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Corruption when the manifest names a log segment that is not there: the
+  // records in it, and in any later one, are gone.
+  Status CheckLogSegment(const std::string& log_dir) const EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Everything a write of `bytes` payload bytes to `table` passes before its
   // row locks (engine/tenant_governance.cc): the tenant's disk quota when
   // the write adds data, its write rate limit, then WaitToWrite and the wait

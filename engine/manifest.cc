@@ -33,6 +33,7 @@ enum Tag : uint32_t {
   kTagRetiredTablet = 12,
   kTagTenantOptions = 13,
   kTagAlteredTable = 14,
+  kTagLogSegment = 15,
 };
 
 // Version of the body of a tenant_options field (engine/MANIFEST.md).
@@ -168,6 +169,10 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kTagLastSequence);
     PutVarint64(dst, *last_sequence);
   }
+  if (log_segment) {
+    PutVarint32(dst, kTagLogSegment);
+    PutVarint64(dst, *log_segment);
+  }
 }
 
 Status VersionEdit::DecodeFrom(Slice input) {
@@ -277,6 +282,12 @@ Status VersionEdit::DecodeFrom(Slice input) {
         uint64_t v;
         if (!GetVarint64(&input, &v)) return bad("truncated last sequence");
         last_sequence = v;
+        break;
+      }
+      case kTagLogSegment: {
+        uint64_t v;
+        if (!GetVarint64(&input, &v) || v == 0) return bad("bad log segment number");
+        log_segment = v;
         break;
       }
       case kTagDroppedTable:
@@ -417,6 +428,7 @@ Status Catalog::Apply(const VersionEdit& edit) {
   }
   if (edit.log_floor) log_floor = std::max(log_floor, *edit.log_floor);
   if (edit.last_sequence) last_sequence = std::max(last_sequence, *edit.last_sequence);
+  if (edit.log_segment) log_segment = *edit.log_segment;  // the newest edit's, not the largest
   if (edit.next_id) next_id = std::max(next_id, *edit.next_id);
   return Status::OK();
 }
@@ -443,6 +455,7 @@ VersionEdit Catalog::Snapshot() const {
   }
   if (log_floor > 0) e.log_floor = log_floor;
   if (last_sequence > 0) e.last_sequence = last_sequence;
+  if (log_segment > 0) e.log_segment = log_segment;
   return e;
 }
 

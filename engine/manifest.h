@@ -103,6 +103,9 @@ struct VersionEdit {
   std::optional<SequenceNumber> log_floor;
   // The newest sequence number used, for when the log holds no records.
   std::optional<SequenceNumber> last_sequence;
+  // The log segment its writer has just started: it exists from now on
+  // until a later edit names a newer one (MANIFEST.md, "The log's segments").
+  std::optional<uint64_t> log_segment;
 
   void EncodeTo(std::string* dst) const;
   Status DecodeFrom(Slice input);
@@ -127,6 +130,10 @@ struct Catalog {
   std::set<uint64_t> retired_tablets;
   SequenceNumber log_floor = 0;
   SequenceNumber last_sequence = 0;
+  // The newest log segment recorded; 0 when none is (manifests from before
+  // the field). Not the largest: a point-in-time recovery may restart the
+  // numbering lower.
+  uint64_t log_segment = 0;
 
   // Applies an edit; Corruption when it contradicts the catalog.
   Status Apply(const VersionEdit& edit);

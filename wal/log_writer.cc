@@ -254,7 +254,8 @@ Status LogWriter::Open(const LogOptions& options, const std::string& dir,
       }
     }
   }
-  STRATA_RETURN_IF_ERROR(w->StartSegment(max_number + 1, next_sequence));
+  STRATA_RETURN_IF_ERROR(w->StartSegment(max_number + 1, next_sequence, /*announce=*/false));
+  w->first_segment_ = max_number + 1;
 
   const size_t capacity = std::min(
       kMaxFramingBuffer, options.max_group_bytes + options.max_group_bytes / 256 + 4 * kBlockSize);
@@ -696,7 +697,8 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   for (size_t i = 0; i < chunks_.size(); i++) {
     const Chunk& c = chunks_[i];
     if (c.new_segment) {
-      STRATA_RETURN_IF_ERROR(StartSegment(segment_number_ + 1, c.first_sequence));
+      STRATA_RETURN_IF_ERROR(
+          StartSegment(segment_number_ + 1, c.first_sequence, /*announce=*/true));
     }
     const bool last = i + 1 == chunks_.size();
     const size_t n = c.end - c.begin;
@@ -718,7 +720,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   return Status::OK();
 }
 
-Status LogWriter::StartSegment(uint64_t number, SequenceNumber first_sequence) {
+Status LogWriter::StartSegment(uint64_t number, SequenceNumber first_sequence, bool announce) {
   FileSystem* fs = options_.fs;
   if (file_ != nullptr) {
     Status s = file_->Close();
@@ -761,6 +763,10 @@ Status LogWriter::StartSegment(uint64_t number, SequenceNumber first_sequence) {
   f.reset();
   STRATA_RETURN_IF_ERROR(fs->RenameFile(from, to));
   STRATA_RETURN_IF_ERROR(fs->SyncDir(dir_));
+  // Before segments_ has it: until then no older segment can be released on
+  // the strength of its header.
+  if (announce && options_.segment_started)
+    STRATA_RETURN_IF_ERROR(options_.segment_started(number));
   STRATA_RETURN_IF_ERROR(fs->NewWritableFile(to, keep, &file_));
   file_path_ = to;
   segment_number_ = number;

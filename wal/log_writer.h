@@ -146,6 +146,14 @@ struct LogOptions {
   // that waited longest go in whatever their size): bigger groups amortize
   // the fdatasync further but make the leader's members wait longer.
   size_t max_group_bytes = 4 << 20;
+  // Called by the leader each time a write starts a new segment (not for the
+  // one Open starts; first_segment() says which that is), with the new
+  // segment's number, once its header and directory entry are durable and
+  // before any record goes into it or an older segment is released because
+  // of it. An error stops the writer as an I/O error does. The engine
+  // records the segment in its manifest, so that a missing newest segment
+  // is found when the log is next recovered. May be empty.
+  std::function<Status(uint64_t segment_number)> segment_started;
 };  // Intentionally copyable.
 
 struct WriteRequest {
@@ -205,6 +213,8 @@ class LogWriter {
   Status Close();
 
   bool using_io_uring() const { return using_io_uring_; }
+  // The number of the segment Open started.
+  uint64_t first_segment() const { return first_segment_; }
   // The sequence number the next record will get. Records with smaller ones
   // may still be in flight.
   SequenceNumber next_sequence() const;
@@ -288,8 +298,9 @@ class LogWriter {
   // Frames and writes a group. Leader only.
   Status WriteGroup(const std::vector<Waiter*>& group, bool sync);
   // Creates (or recycles a spare as) segment `number`, makes its header and
-  // directory entry durable and makes it current. Leader only.
-  Status StartSegment(uint64_t number, SequenceNumber first_sequence);
+  // directory entry durable, tells options_.segment_started when `announce`,
+  // and makes it current. Leader only.
+  Status StartSegment(uint64_t number, SequenceNumber first_sequence, bool announce);
   Status ReleaseSegment(uint64_t number, bool keep_as_spare);
 
   const LogOptions options_;
@@ -297,6 +308,7 @@ class LogWriter {
   const ApplyFunction apply_;
   Clock* const clock_;
   bool using_io_uring_ = false;  // fixed once Open returns
+  uint64_t first_segment_ = 0;   // fixed once Open returns
 
   mutable Mutex mu_;
   std::deque<Waiter*> queue_ GUARDED_BY(mu_);

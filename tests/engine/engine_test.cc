@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
@@ -627,6 +628,85 @@ TEST(EngineRecoveryTest, PointInTimeCutBelowFlushedDataKeepsSequencesAbove) {
   };
   check("after the cut");
   check("after a reopen");
+}
+
+// A log segment that went missing is Corruption, not a silent loss of the
+// writes in it: the oldest (the log must reach back to sequence 1 when no
+// flush set a floor), the newest (the manifest names the segment its writer
+// started last), or all of them. A point-in-time recovery takes what is left.
+TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
+  namespace fs = std::filesystem;
+  ScratchDir dir("missing-segment");
+  EngineOptions options;
+  options.wal_segment_size = 64 << 10;  // several segments, nothing flushed
+  constexpr int kRows = 2000;
+  {
+    auto engine = Engine::Open(dir.path(), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    Table table = test::CreateOneFamilyTable(engine->get());
+    for (int i = 0; i < kRows; i++) {
+      RowMutation m;
+      m.Put("f", "q", 1, std::string(100, 'v'));
+      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+    }
+    ASSERT_EQ((*engine)->GetStats().table_files, 0u);
+    ASSERT_TRUE((*engine)->Close().ok());
+  }
+  std::vector<fs::path> segments;
+  for (const auto& e : fs::directory_iterator(dir.Join("wal"))) {
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u);
+
+  // Opens a copy of the engine without the segments `drop` picks; returns
+  // the open's status and, when it opened, how many rows it found.
+  auto open_without = [&](const std::function<bool(size_t)>& drop, WalRecoveryMode mode,
+                          int* rows) {
+    const std::string copy = dir.path() + "-copy";
+    fs::remove_all(copy);
+    fs::copy(dir.path(), copy, fs::copy_options::recursive);
+    for (size_t i = 0; i < segments.size(); i++) {
+      if (drop(i)) fs::remove(fs::path(copy) / "wal" / segments[i].filename());
+    }
+    EngineOptions o = options;
+    o.wal_recovery_mode = mode;
+    auto engine = Engine::Open(copy, o);
+    if (!engine.ok()) return engine.status();
+    Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
+    *rows = 0;
+    for (int i = 0; i < kRows; i++) {
+      auto cells = table.ReadRow(ReadOptions(), "r" + std::to_string(i));
+      if (cells.ok() && !cells->empty()) ++*rows;
+    }
+    return (*engine)->Close();
+  };
+  const size_t n = segments.size();
+  int rows = -1;
+  Status s = open_without([](size_t) { return false; }, WalRecoveryMode::kTolerateTornTail, &rows);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(rows, kRows);
+  for (WalRecoveryMode mode :
+       {WalRecoveryMode::kTolerateTornTail, WalRecoveryMode::kAbsoluteConsistency}) {
+    s = open_without([](size_t i) { return i == 0; }, mode, &rows);
+    EXPECT_TRUE(s.IsCorruption()) << "oldest: " << s.ToString();
+    s = open_without([n](size_t i) { return i == n - 1; }, mode, &rows);
+    EXPECT_TRUE(s.IsCorruption()) << "newest: " << s.ToString();
+    EXPECT_NE(s.ToString().find(segments[n - 1].filename().string()), std::string::npos)
+        << s.ToString();
+    s = open_without([](size_t) { return true; }, mode, &rows);
+    EXPECT_TRUE(s.IsCorruption()) << "all: " << s.ToString();
+  }
+  // Point in time: the rows of the segments left, and the copy opens again
+  // in the default mode afterwards (its manifest names the new segment).
+  s = open_without([n](size_t i) { return i == n - 1; }, WalRecoveryMode::kPointInTime, &rows);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(rows, 0);
+  EXPECT_LT(rows, kRows);
+  auto again = Engine::Open(dir.path() + "-copy", options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE((*again)->Close().ok());
+  fs::remove_all(dir.path() + "-copy");
 }
 
 // The background threads carry names, and background_nice sets their nice

@@ -35,6 +35,12 @@ TEST(ManifestTest, EditsSurviveReopenAndAreCompacted) {
     t.tables.push_back({1, 100, "tab", *Schema::FromUser(ts)});
     t.tablets.push_back({100, 101, "", ""});
     ASSERT_TRUE(m->Append(t).ok());
+    // The newest log segment named wins, not the largest.
+    for (uint64_t segment : {7, 9, 4}) {
+      VersionEdit e;
+      e.log_segment = segment;
+      ASSERT_TRUE(m->Append(e).ok());
+    }
     ASSERT_TRUE(m->Close().ok());
   }
   auto size_before = fs->GetFileSize(dir.Join("MANIFEST"));
@@ -46,6 +52,7 @@ TEST(ManifestTest, EditsSurviveReopenAndAreCompacted) {
   ASSERT_EQ(c.tables.size(), 1u);
   EXPECT_EQ(c.tables[100].schema.families()[0].name, "f");
   EXPECT_EQ(c.tablets[101].table_id, 100u);
+  EXPECT_EQ(c.log_segment, 4u);
   // Rewritten as one snapshot: smaller than 21 separate edits.
   EXPECT_LT(*fs->GetFileSize(dir.Join("MANIFEST")), *size_before);
 }

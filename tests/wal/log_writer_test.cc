@@ -1185,6 +1185,47 @@ TEST(LogWriterErrorTest, FailedSegmentSwitchStopsTheWriter) {
   EXPECT_TRUE(w->Write(&r).IsIOError());
 }
 
+// segment_started hears of every segment a write starts, in order, once the
+// segment is there under its name, and not of the one Open starts
+// (first_segment()); an error from it stops the writer.
+TEST(LogWriterSegmentTest, SegmentStartedHearsOfEachNewSegmentFirst) {
+  ScratchDir dir("wal");
+  LogOptions o = SmallOptions(/*uring=*/false, kBlockSize);
+  std::vector<uint64_t> started;
+  Status fail;
+  o.segment_started = [&](uint64_t number) {
+    started.push_back(number);
+    // Durable under its name already.
+    EXPECT_TRUE(FileSystem::Default()->FileExists(JoinPath(dir.path(), SegmentFileName(number))));
+    return fail;
+  };
+  auto w = OpenWriter(o, dir.path(), 1);
+  const uint64_t first = w->first_segment();
+  EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
+  const std::string big = MakePayload(1, kBlockSize / 2);
+  for (int i = 0; i < 8; i++) {
+    WriteRequest r;
+    r.payload = big;
+    ASSERT_OK(w->Write(&r));
+  }
+  ASSERT_FALSE(started.empty());
+  for (size_t i = 0; i < started.size(); i++) EXPECT_EQ(started[i], first + 1 + i);
+  EXPECT_EQ(SegmentPaths(dir.path()).size(), started.size() + 1);
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  EXPECT_EQ(got.size(), 8u);
+
+  fail = Status::IOError("manifest write failed");
+  WriteRequest r;
+  r.payload = big;
+  Status s;
+  for (int i = 0; i < 8 && s.ok(); i++) s = w->Write(&r);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  r.payload = "small";
+  EXPECT_TRUE(w->Write(&r).IsIOError());
+}
+
 // io_uring reports failures in completion entries: a descriptor that cannot be
 // written makes the write's cqe->res negative, which must become an error
 // naming the file and offset.
