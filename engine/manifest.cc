@@ -462,72 +462,81 @@ VersionEdit Catalog::Snapshot() const {
 Manifest::~Manifest() { Close().PermitUncheckedError();  // callers that care call Close()
 }
 
+Status Manifest::Read(FileSystem* fs, const std::string& dir, Catalog* catalog,
+                      uint64_t max_edit_bytes) {
+  const std::string path = JoinPath(dir, kFileName);
+  if (!fs->FileExists(path))
+    return Status::NotFound(path + ": no manifest (not a Strata directory?)");
+  std::string data;
+  STRATA_RETURN_IF_ERROR(ReadFileToString(fs, path, &data));
+  if (data.size() < kHeaderSize || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return Status::Corruption(path + ": not a manifest (bad magic or short header)");
+  }
+  if (DecodeFixed32(data.data() + 12) != Checksum32(data.data(), 12, kChecksumSeed)) {
+    return Status::Corruption(path + ": header checksum mismatch at offset 0");
+  }
+  if (DecodeFixed32(data.data() + 8) != kFormatVersion) {
+    return Status::NotSupported(path + ": manifest format version " +
+                                std::to_string(DecodeFixed32(data.data() + 8)));
+  }
+  size_t pos = kHeaderSize;
+  // The first record is the snapshot, which came whole with the file (see
+  // below): it can never be torn, and must be there.
+  if (data.size() == kHeaderSize) {
+    return Status::Corruption(path + ": the snapshot record is missing");
+  }
+  while (pos < data.size()) {
+    // A record that does not fit, or whose checksum fails, is only
+    // acceptable as the last thing in the file and not the snapshot: an
+    // edit torn by a crash before it was acknowledged.
+    const std::string where = path + " at offset " + std::to_string(pos);
+    const bool snapshot = pos == kHeaderSize;
+    if (data.size() - pos < kRecordHeaderSize) {
+      if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
+      break;  // torn header
+    }
+    uint32_t len = DecodeFixed32(data.data() + pos + 4);
+    if (len != ~DecodeFixed32(data.data() + pos + 8)) {
+      // Zeros from here to the end: an append whose size reached the disk
+      // but whose bytes did not (file systems may show such a tail after
+      // a crash). Any other damage to a length is Corruption.
+      if (!snapshot && std::all_of(data.begin() + static_cast<std::ptrdiff_t>(pos), data.end(),
+                                   [](char c) { return c == 0; })) {
+        break;
+      }
+      return Status::Corruption(where + ": edit length field damaged");
+    }
+    if (data.size() - pos - kRecordHeaderSize < len) {
+      if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
+      break;  // torn body
+    }
+    if (len > max_edit_bytes) {
+      return Status::Corruption(where + ": edit of " + std::to_string(len) +
+                                " bytes is over the limit of " + std::to_string(max_edit_bytes));
+    }
+    uint32_t expected = DecodeFixed32(data.data() + pos);
+    ChecksumBuilder ck(kChecksumSeed);
+    ck.Update(data.data() + pos + 4, 4);
+    ck.Update(data.data() + pos + kRecordHeaderSize, len);
+    uint32_t actual = ck.Finish32();
+    if (expected != actual) {
+      if (!snapshot && pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
+      return Status::Corruption(where + ": edit checksum mismatch");
+    }
+    VersionEdit edit;
+    Status s = edit.DecodeFrom(Slice(data.data() + pos + kRecordHeaderSize, len));
+    if (s.ok()) s = catalog->Apply(edit);
+    if (!s.ok()) return s.WithContext(where);
+    pos += kRecordHeaderSize + len;
+  }
+  return Status::OK();
+}
+
 Status Manifest::Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
                       std::unique_ptr<Manifest>* result, uint64_t max_edit_bytes) {
   const std::string path = JoinPath(dir, kFileName);
   if (fs->FileExists(path)) {
-    std::string data;
-    STRATA_RETURN_IF_ERROR(ReadFileToString(fs, path, &data));
-    if (data.size() < kHeaderSize || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-      return Status::Corruption(path + ": not a manifest (bad magic or short header)");
-    }
-    if (DecodeFixed32(data.data() + 12) != Checksum32(data.data(), 12, kChecksumSeed)) {
-      return Status::Corruption(path + ": header checksum mismatch at offset 0");
-    }
-    if (DecodeFixed32(data.data() + 8) != kFormatVersion) {
-      return Status::NotSupported(path + ": manifest format version " +
-                                  std::to_string(DecodeFixed32(data.data() + 8)));
-    }
-    size_t pos = kHeaderSize;
-    // The first record is the snapshot, which came whole with the file (see
-    // below): it can never be torn, and must be there.
-    if (data.size() == kHeaderSize) {
-      return Status::Corruption(path + ": the snapshot record is missing");
-    }
-    while (pos < data.size()) {
-      // A record that does not fit, or whose checksum fails, is only
-      // acceptable as the last thing in the file and not the snapshot: an
-      // edit torn by a crash before it was acknowledged.
-      const std::string where = path + " at offset " + std::to_string(pos);
-      const bool snapshot = pos == kHeaderSize;
-      if (data.size() - pos < kRecordHeaderSize) {
-        if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
-        break;  // torn header
-      }
-      uint32_t len = DecodeFixed32(data.data() + pos + 4);
-      if (len != ~DecodeFixed32(data.data() + pos + 8)) {
-        // Zeros from here to the end: an append whose size reached the disk
-        // but whose bytes did not (file systems may show such a tail after
-        // a crash). Any other damage to a length is Corruption.
-        if (!snapshot && std::all_of(data.begin() + static_cast<std::ptrdiff_t>(pos), data.end(),
-                                     [](char c) { return c == 0; })) {
-          break;
-        }
-        return Status::Corruption(where + ": edit length field damaged");
-      }
-      if (data.size() - pos - kRecordHeaderSize < len) {
-        if (snapshot) return Status::Corruption(where + ": the snapshot record is cut short");
-        break;  // torn body
-      }
-      if (len > max_edit_bytes) {
-        return Status::Corruption(where + ": edit of " + std::to_string(len) +
-                                  " bytes is over the limit of " + std::to_string(max_edit_bytes));
-      }
-      uint32_t expected = DecodeFixed32(data.data() + pos);
-      ChecksumBuilder ck(kChecksumSeed);
-      ck.Update(data.data() + pos + 4, 4);
-      ck.Update(data.data() + pos + kRecordHeaderSize, len);
-      uint32_t actual = ck.Finish32();
-      if (expected != actual) {
-        if (!snapshot && pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
-        return Status::Corruption(where + ": edit checksum mismatch");
-      }
-      VersionEdit edit;
-      Status s = edit.DecodeFrom(Slice(data.data() + pos + kRecordHeaderSize, len));
-      if (s.ok()) s = catalog->Apply(edit);
-      if (!s.ok()) return s.WithContext(where);
-      pos += kRecordHeaderSize + len;
-    }
+    STRATA_RETURN_IF_ERROR(Read(fs, dir, catalog, max_edit_bytes));
   } else if (!create) {
     return Status::NotFound(path + ": no manifest (not a Strata directory?)");
   }

@@ -160,6 +160,11 @@ class Manifest {
   static Status Open(FileSystem* fs, const std::string& dir, bool create, Catalog* catalog,
                      std::unique_ptr<Manifest>* result, uint64_t max_edit_bytes = kMaxEditBytes);
 
+  // Replays dir/MANIFEST into *catalog (which must be empty) and changes
+  // nothing: for tools. Errors as Open's, NotFound for a missing manifest.
+  static Status Read(FileSystem* fs, const std::string& dir, Catalog* catalog,
+                     uint64_t max_edit_bytes = kMaxEditBytes);
+
   // Appends the edit and syncs it. An edit over max_edit_bytes is
   // InvalidArgument, with nothing written. On any other error the manifest
   // refuses every later edit (its tail is unknown until the next open).

@@ -2,7 +2,8 @@
 // cells, checksums, block layout and raw blocks.
 //
 // Exit codes: 0 ok; 1 the file is damaged (the message names the file, the
-// block and its offset); 2 bad arguments or a file that cannot be read.
+// block and its offset); 2 bad arguments, a file that cannot be read, or
+// output that could not be written.
 #include <cctype>
 #include <cerrno>
 #include <cinttypes>
@@ -58,7 +59,8 @@ const char kUsage[] =
     "\n"
     "ROW may contain \\xHH escapes and \\\\.\n"
     "\n"
-    "exit status: 0 ok, 1 corruption found, 2 bad arguments or unreadable file\n";
+    "exit status: 0 ok, 1 corruption found, 2 bad arguments, unreadable file or\n"
+    "output that could not be written\n";
 
 struct Args {
   std::string command;
@@ -393,4 +395,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace strata::sstable
 
-int main(int argc, char** argv) { return strata::sstable::Main(argc, argv); }
+int main(int argc, char** argv) {
+  const int code = strata::sstable::Main(argc, argv);
+  return strata::tools::FinishOutput("strata-sst", code, /*error_code=*/2);
+}

@@ -11,7 +11,8 @@
 //
 // Exit codes: 0 the log is clean, or ends in a torn tail and the mode is not
 // absolute; 1 corruption (the message names the file and byte offset); 2 bad
-// arguments, a path that cannot be read, or something that is not a log.
+// arguments, a path that cannot be read, something that is not a log, or
+// output that could not be written.
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -29,6 +30,7 @@
 #include "common/coding.h"
 #include "common/file_system.h"
 #include "engine/log_record.h"
+#include "engine/manifest.h"
 #include "hex_dump.h"
 #include "tool_util.h"
 #include "wal/log_format.h"
@@ -48,7 +50,9 @@ const char kUsage[] =
     "\n"
     "Reads a write-ahead log without changing it. <path> is one segment file\n"
     "(NNNNNNNNNN.log), a log directory, or an engine directory (whose log is\n"
-    "<path>/wal).\n"
+    "<path>/wal; its MANIFEST then says, as on the engine's open, from which\n"
+    "sequence recovery needs the log and which segment the log's writer\n"
+    "started last: a log without that segment is corruption).\n"
     "\n"
     "commands:\n"
     "  dump     one line per record: segment, offset, first sequence, sequence\n"
@@ -82,8 +86,8 @@ const char kUsage[] =
     "sequence count, is corruption.\n"
     "\n"
     "exit status: 0 the log is clean, or only its tail is torn and the mode is\n"
-    "not absolute; 1 corruption found; 2 bad arguments, unreadable input, or\n"
-    "not a log\n";
+    "not absolute; 1 corruption found; 2 bad arguments, unreadable input, not\n"
+    "a log, or output that could not be written\n";
 
 struct Args {
   std::string command;
@@ -194,7 +198,29 @@ struct Target {
   std::string path;     // as given
   bool is_dir = false;  // a log directory (log_dir) rather than one segment file (path)
   std::string log_dir;
+  // An engine directory whose MANIFEST was read: what recovery takes from it
+  // (engine/MANIFEST.md, "The log's segments").
+  bool has_manifest = false;
+  SequenceNumber log_floor = 0;
+  uint64_t log_segment = 0;    // the writer's newest segment; 0: not recorded
+  bool check_payloads = true;  // not --raw: recovery decodes every record it replays
 };
+
+// The engine directory's manifest, read without changing it. A manifest that
+// cannot be read leaves the log to be checked alone, with a note.
+void ReadManifest(FileSystem* fs, const std::string& engine_dir, Target* t) {
+  if (!fs->FileExists(JoinPath(engine_dir, engine::Manifest::kFileName))) return;
+  engine::Catalog catalog;
+  Status s = engine::Manifest::Read(fs, engine_dir, &catalog);
+  if (!s.ok()) {
+    std::printf("note: the manifest cannot be read (%s); the log is checked without it\n",
+                s.ToString().c_str());
+    return;
+  }
+  t->has_manifest = true;
+  t->log_floor = catalog.log_floor;
+  t->log_segment = catalog.log_segment;
+}
 
 // Resolves <path>; returns an exit code when it is not something to read.
 std::optional<int> Resolve(FileSystem* fs, const std::string& path, Target* target) {
@@ -215,6 +241,7 @@ std::optional<int> Resolve(FileSystem* fs, const std::string& path, Target* targ
     }
     if (!has_segments && fs->GetChildren(wal, &wal_names).ok()) {
       target->log_dir = wal;  // an engine directory
+      ReadManifest(fs, path, target);
       names = wal_names;
       for (const auto& n : names) {
         uint64_t number;
@@ -223,6 +250,14 @@ std::optional<int> Resolve(FileSystem* fs, const std::string& path, Target* targ
           has_segments = true;
         }
       }
+    }
+    if (!has_segments && target->log_segment > 0) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "strata-wal: corruption: %s holds no log segment, but the manifest says the "
+                   "log's writer started %s\n",
+                   target->log_dir.c_str(), SegmentFileName(target->log_segment).c_str());
+      return kExitCorruption;
     }
     if (!has_segments) {
       return Unreadable(target->log_dir +
@@ -493,9 +528,60 @@ std::string SequenceRange(const Pass& p) {
          std::to_string(p.end_sequence - p.first_sequence) + ")";
 }
 
+// When the manifest names the writer's newest segment and it is not there:
+// why recovery refuses the log (except in point-in-time mode); else "".
+std::string MissingSegment(FileSystem* fs, const Target& t, RecoveryMode mode) {
+  if (!t.is_dir || t.log_segment == 0 || mode == RecoveryMode::kPointInTime) return "";
+  const std::string path = JoinPath(t.log_dir, SegmentFileName(t.log_segment));
+  if (fs->FileExists(path)) return "";
+  return path + " is missing: the manifest says the log's writer started it, so it held the " +
+         "newest records";
+}
+
 // Prints how the pass ended and returns the exit code. Everything about the
 // log goes to stdout; a corruption or read error is repeated on stderr.
-int Report(FileSystem* fs, const Target& t, const Pass& p, RecoveryMode mode) {
+int Report(FileSystem* fs, const Target& t, const Pass& read, RecoveryMode mode) {
+  // What recovery itself would do, from the read-only twin of RecoverLog,
+  // like the engine's open: a missing newest segment fails it, and an engine
+  // directory's log must hold every record from the manifest's log floor on
+  // (from sequence 1 when it has none), each decoded as replay would.
+  const std::string missing = MissingSegment(fs, t, mode);
+  const bool predict = t.is_dir && read.verdict != Verdict::kUnreadable;
+  RecoveryInfo info;
+  Status recovery;
+  if (predict && !missing.empty()) {
+    recovery = Status::Corruption(missing);
+  } else if (predict) {
+    RecordFunction replay;
+    if (t.check_payloads) {
+      replay = [](SequenceNumber first, uint64_t count, Slice payload) {
+        LogRecord rec;
+        rec.first_sequence = first;
+        rec.sequence_count = count;
+        rec.payload = payload;
+        std::vector<engine::LoggedRow> rows;
+        bool skip;
+        return DecodePayload(rec, &rows, &skip);
+      };
+    }
+    const SequenceNumber start = t.has_manifest ? std::max<SequenceNumber>(t.log_floor, 1) : 0;
+    recovery = ReadLog(fs, t.log_dir, mode, start, replay, &info);
+  }
+  // A log that reads well but that recovery refuses (records it needs are
+  // gone) is corrupt all the same.
+  const bool read_passes =
+      read.verdict == Verdict::kClean ||
+      (read.verdict == Verdict::kTornTail && mode != RecoveryMode::kAbsoluteConsistency);
+  Pass refused;
+  const bool override = read_passes && recovery.IsCorruption();
+  if (override) {
+    refused = read;
+    refused.verdict = Verdict::kCorruption;
+    refused.kind = missing.empty() ? "records recovery needs are gone" : "a missing segment";
+    refused.status = recovery;
+    refused.later.reset();
+  }
+  const Pass& p = override ? refused : read;
   std::string dropped =
       "everything from " + p.cut_file + " at offset " + std::to_string(p.cut.offset);
   switch (p.verdict) {
@@ -527,19 +613,20 @@ int Report(FileSystem* fs, const Target& t, const Pass& p, RecoveryMode mode) {
     case Verdict::kUnreadable:
       break;
   }
-  if (t.is_dir && p.verdict != Verdict::kUnreadable) {
-    // What recovery itself would do, from the read-only twin of RecoverLog.
-    RecoveryInfo info;
-    Status s = ReadLog(fs, t.log_dir, mode, /*start_sequence=*/0, RecordFunction(), &info);
+  if (predict) {
     std::string what;
-    if (!s.ok()) {
-      what = "would fail: " + s.ToString();
+    if (!recovery.ok()) {
+      what = "would fail: " + recovery.ToString();
     } else if (info.tail_dropped) {
       what = "would replay " + std::to_string(info.records) + " records and drop everything from " +
              info.cut_file + " at offset " + std::to_string(info.cut_offset);
       if (info.later_records_dropped) what += ", including records written after it was durable";
     } else {
       what = "would replay " + std::to_string(info.records) + " records";
+    }
+    if (recovery.ok() && info.records_skipped > 0) {
+      what +=
+          " (and skip " + std::to_string(info.records_skipped) + " below the manifest's log floor)";
     }
     std::printf("recovery (%s mode) %s\n", ModeName(mode), what.c_str());
   }
@@ -794,6 +881,7 @@ int Main(int argc, char** argv) {
   if (args.decode && args.raw) return Usage("--decode and --raw do not go together");
   FileSystem* fs = FileSystem::Default();
   Target target;
+  target.check_payloads = !args.raw;
   if (std::optional<int> code = Resolve(fs, args.path, &target)) return *code;
   if (cmd == "dump") return CmdDump(fs, target, args);
   if (cmd == "verify") return CmdVerify(fs, target, args);
@@ -803,4 +891,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace strata::wal
 
-int main(int argc, char** argv) { return strata::wal::Main(argc, argv); }
+int main(int argc, char** argv) {
+  const int code = strata::wal::Main(argc, argv);
+  return strata::tools::FinishOutput("strata-wal", code, /*error_code=*/2);
+}

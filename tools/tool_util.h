@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace strata::tools {
@@ -34,6 +36,17 @@ inline std::string NotAFileReason(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "";
   if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return "";
   return path + ": not a regular file or directory";
+}
+
+// Flushes standard output and returns `code`, or `error_code` (after saying
+// why on standard error) when anything written to it was lost: a dump
+// redirected to a full disk must not look like a success.
+inline int FinishOutput(const char* tool, int code, int error_code) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  const int err = errno;
+  std::fprintf(stderr, "%s: writing the output failed: %s\n", tool,
+               err != 0 ? std::strerror(err) : "write error");
+  return error_code;
 }
 
 }  // namespace strata::tools

@@ -140,6 +140,10 @@ TEST_F(StrataSstTest, Scan) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("7a00ffff0001"), std::string::npos) << r.out;  // mc("z\0\xff")
   EXPECT_NE(r.out.find("1 cells"), std::string::npos) << r.out;
+
+  // Output that cannot be written is an error, not a success.
+  r = RunTool("scan " + Quote(path_) + " >/dev/full");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 
 TEST_F(StrataSstTest, VerifyAndLayout) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -530,6 +531,70 @@ TEST(StrataWalEngineTest, EngineDirectory) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "OK: the log is clean")) << r.out;
   ASSERT_OK((*engine)->Close());
+}
+
+// In an engine directory the MANIFEST says what recovery needs, as on the
+// engine's open: a log missing its newest segment, its oldest, or all of them
+// is corruption; point-in-time mode takes what is left. Output that cannot be
+// written fails the run.
+TEST(StrataWalEngineTest, ManifestSaysWhichSegmentsMustBeThere) {
+  test::ScratchDir dir("wal-tool-manifest");
+  EngineOptions options;
+  options.use_io_uring = false;
+  options.wal_segment_size = 64 << 10;
+  {
+    auto engine = Engine::Open(dir.path(), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK((*engine)->CreateTenant("t"));
+    TableSchema schema;
+    schema.families.push_back({.name = "f"});
+    auto tenant = (*engine)->OpenTenant("t");
+    ASSERT_TRUE(tenant.ok());
+    ASSERT_OK(tenant->CreateTable("tab", schema));
+    auto table = tenant->OpenTable("tab");
+    ASSERT_TRUE(table.ok());
+    for (int i = 0; i < 1500; i++) {
+      RowMutation m;
+      m.Put("f", "col", 1, std::string(100, 'v'));
+      ASSERT_OK(table->Mutate(WriteOptions(), "row-" + std::to_string(i), m));
+    }
+    ASSERT_OK((*engine)->Close());
+  }
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(dir.Join("wal"))) {
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u);
+  RunResult r = RunTool("verify " + Quote(dir.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "would replay")) << r.out;
+  r = RunTool("dump " + Quote(dir.path()) + " >/dev/full");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+
+  const std::string copy = dir.Join("copy");
+  auto verify_without = [&](const std::vector<size_t>& drop, const std::string& flags) {
+    std::filesystem::remove_all(copy);
+    std::filesystem::create_directories(copy);
+    std::filesystem::copy(dir.Join("MANIFEST"), copy + "/MANIFEST");
+    std::filesystem::copy(dir.Join("wal"), copy + "/wal");
+    for (size_t i : drop) std::filesystem::remove(copy + "/wal/" + segments[i].filename().string());
+    return RunTool("verify " + flags + Quote(copy));
+  };
+  const size_t newest = segments.size() - 1;
+  r = verify_without({newest}, "");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, segments[newest].filename().string() + " is missing")) << r.out;
+  r = verify_without({0}, "");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "recovery needs every record from 1")) << r.out;
+  std::vector<size_t> all;
+  for (size_t i = 0; i < segments.size(); i++) all.push_back(i);
+  r = verify_without(all, "");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "holds no log segment")) << r.out;
+  r = verify_without({newest}, "--mode=point-in-time ");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 }  // namespace
