@@ -159,8 +159,9 @@ void RowCells::SortByFamily() {
 
 Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
                           const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
-  // A column that is done is walked on for this many more entries before a
-  // Seek skips the rest: a Seek costs a search in every source.
+  // A column that is done, or not wanted, is walked on for this many more
+  // entries before a Seek skips the rest: a Seek costs a search in every
+  // source, and a column may hold any number of versions.
   constexpr int kNextsBeforeSeek = 8;
   struct RowMarker {
     uint64_t timestamp;
@@ -252,17 +253,20 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       done = false;
       skipped = 0;
     }
-    if (!wanted) continue;
-    // Versions come newest first: below the range, nothing more of the
-    // column is handed out (a delete marker there hides only lower ones).
-    if (!done && ts < range->min_timestamp) done = true;
-    if (done) {
+    if (!wanted || done) {
       if (++skipped > kNextsBeforeSeek) {
         // Past every key of the column: the lowest timestamp and tag.
         seek_target.assign(key.data(), key.size() - 16);
         seek_target.append(16, '\xff');
         skipped = 0;
       }
+      continue;
+    }
+    // Versions come newest first: below the range, nothing more of the
+    // column is handed out (a delete marker there hides only lower ones).
+    if (ts < range->min_timestamp) {
+      done = true;  // this entry is the first one walked past
+      skipped = 1;
       continue;
     }
     if (type == CellType::kDeleteColumn) {
