@@ -32,8 +32,23 @@ void Usage(const char* argv0) {
       "directory under the system temp dir), reads them back, reopens the engine and\n"
       "verifies every row again. Then makes --transfers transactions (default 2000)\n"
       "moving money between 100 accounts on 4 threads, audits the total while they\n"
-      "run and after a reopen. DIR must not exist yet.\n",
+      "run and after a reopen. DIR must not exist yet; a DIR given is kept afterwards\n"
+      "(for strata-wal and strata-sst to look at), the default one is removed.\n"
+      "N is a whole number from 1 to 100000000.\n",
       argv0);
+}
+
+// A whole number from 1 to 100,000,000 (digits only); 0 for anything else.
+int ParseCount(const char* s) {
+  constexpr long kMax = 100'000'000;
+  if (*s == '\0') return 0;
+  long v = 0;
+  for (const char* p = s; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9') return 0;
+    v = v * 10 + (*p - '0');
+    if (v > kMax) return 0;
+  }
+  return static_cast<int>(v);
 }
 
 int Fail(const std::string& what, const strata::Status& s) {
@@ -177,24 +192,28 @@ int main(int argc, char** argv) {
   std::string dir;
   int rows = 10000;
   int transfers = 2000;
+  bool keep_dir = false;  // a directory the caller named stays for inspection
   for (int i = 1; i < argc; i++) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       Usage(argv[0]);
       return 0;
-    } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+    } else if ((std::strcmp(argv[i], "--dir") == 0 || std::strcmp(argv[i], "--rows") == 0 ||
+                std::strcmp(argv[i], "--transfers") == 0) &&
+               i + 1 == argc) {
+      std::fprintf(stderr, "%s needs a value\n", argv[i]);
+      return 2;
+    } else if (std::strcmp(argv[i], "--dir") == 0) {
       dir = argv[++i];
-    } else if (std::strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
-      rows = std::atoi(argv[++i]);
-      if (rows <= 0) {
-        std::fprintf(stderr, "--rows wants a positive number\n");
+      keep_dir = true;
+    } else if (std::strcmp(argv[i], "--rows") == 0 || std::strcmp(argv[i], "--transfers") == 0) {
+      const char* flag = argv[i];
+      const int n = ParseCount(argv[++i]);
+      if (n == 0) {
+        std::fprintf(stderr, "%s wants a whole number from 1 to 100000000, not '%s'\n", flag,
+                     argv[i]);
         return 2;
       }
-    } else if (std::strcmp(argv[i], "--transfers") == 0 && i + 1 < argc) {
-      transfers = std::atoi(argv[++i]);
-      if (transfers <= 0) {
-        std::fprintf(stderr, "--transfers wants a positive number\n");
-        return 2;
-      }
+      (std::strcmp(flag, "--rows") == 0 ? rows : transfers) = n;
     } else {
       std::fprintf(stderr, "unknown argument '%s'\n", argv[i]);
       Usage(argv[0]);
@@ -335,8 +354,12 @@ int main(int argc, char** argv) {
 
   s = (*engine)->Close();
   if (!s.ok()) return Fail("close", s);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  if (keep_dir) {
+    std::printf("the engine stays in %s\n", dir.c_str());
+  } else {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
   std::printf("OK: all %d rows survived the reopen, and %d transfers kept the total\n", rows,
               transfers);
   return 0;
