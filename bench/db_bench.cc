@@ -139,8 +139,8 @@ Flags:
   --write_buffer_mb N  memtable size of each engine in MiB (default 32)
   --sync[=0|1]         fdatasync the log on every write (default off)
   --db DIR             where the databases go (default: a new directory under
-                       the system temp dir); what this program creates is
-                       removed at the end
+                       $STRATA_BENCH_DIR, or the system temp dir); what this
+                       program creates is removed at the end
   --benchmarks LIST    comma list (default fillseq,fillrandom,overwrite,
                        readrandom,readmissing,readseq,seekrandom,scansmall)
   --seed N             seed of the key orders and values (default 301)
@@ -1516,9 +1516,11 @@ int main(int argc, char** argv) {
 
   namespace fs = std::filesystem;
   const bool own_root = f.db.empty();
-  const fs::path root = own_root ? fs::temp_directory_path() /
-                                       ("strata-db_bench-" + std::to_string(::getpid()))
-                                 : fs::path(f.db);
+  const char* bench_dir = std::getenv("STRATA_BENCH_DIR");
+  const fs::path base =
+      bench_dir != nullptr && *bench_dir != '\0' ? fs::path(bench_dir) : fs::temp_directory_path();
+  const fs::path root =
+      own_root ? base / ("strata-db_bench-" + std::to_string(::getpid())) : fs::path(f.db);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) Check("cannot create " + root.string() + ": " + ec.message());

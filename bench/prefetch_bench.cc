@@ -269,10 +269,12 @@ void PrintSummary() {
     return it == fig.end() ? 0.0 : it->second;
   };
   const double off = get("lookups_off"), on = get("lookups_on");
-  std::printf(
-      "\nlookups per session: %.3f without prediction, %.3f with: %.2fx fewer "
-      "(goal >= 5x)\n",
-      off, on, on > 0 ? off / on : 0.0);
+  if (off > 0 && on > 0) {  // both session runs were in the filter
+    std::printf(
+        "\nlookups per session: %.3f without prediction, %.3f with: %.2fx fewer "
+        "(goal >= 5x)\n",
+        off, on, off / on);
+  }
   for (bool warm : {true, false}) {
     const double one = get("first_get_1_" + CacheName(warm));
     const double eight = get("first_get_8_" + CacheName(warm));

@@ -7,7 +7,7 @@
 // Counters: writes/s, fsyncs/s and writes/fsync (how many acknowledged
 // writes one fdatasync covered on average).
 //
-//   build-rel/bench/wal_bench --benchmark_min_time=2
+//   build/bench/wal_bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
