@@ -1,0 +1,159 @@
+// strata (engine directory inspection) run as a child process on an engine
+// directory made through the public API: what catalog shows, what check
+// finds when files go missing, change size or are damaged, exit codes on bad
+// input, and that it never changes a file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "strata/engine.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata {
+namespace {
+
+using test::ReadAll;
+using test::RunResult;
+using test::WriteAll;
+
+std::string Quote(const std::string& s) { return test::ShellQuote(s); }
+
+RunResult RunTool(const std::string& args) {
+  return test::RunCommand(std::string(STRATA_CLI_TOOL) + " " + args);
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+class StrataCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions options;
+    options.use_io_uring = false;
+    auto engine = Engine::Open(dir_.path(), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    TenantOptions budget;
+    budget.disk_quota = 1 << 30;
+    ASSERT_OK((*engine)->CreateTenant("bank", budget));
+    TableSchema schema;
+    schema.locality_groups.push_back({.name = "locks", .in_memory = true});
+    schema.families.push_back({.name = "balance"});
+    schema.families.push_back({.name = "lock", .locality_group = "locks"});
+    auto tenant = (*engine)->OpenTenant("bank");
+    ASSERT_TRUE(tenant.ok());
+    ASSERT_OK(tenant->CreateTable("accounts", schema));
+    auto table = tenant->OpenTable("accounts");
+    ASSERT_TRUE(table.ok());
+    for (int round = 0; round < 2; round++) {
+      for (int i = 0; i < 200; i++) {
+        RowMutation m;
+        m.Put("balance", "b", 1 + round, std::to_string(100 + i));
+        if (i % 10 == 0) m.Put("lock", "l", 1 + round, "held");
+        ASSERT_OK(table->Mutate(WriteOptions(), "acct" + std::to_string(1000 + i), m));
+      }
+      ASSERT_OK((*engine)->Flush());
+    }
+    ASSERT_OK((*engine)->Close());
+    for (const auto& e : std::filesystem::directory_iterator(dir_.Join("sst"))) {
+      if (e.path().extension() == ".sst") tables_.push_back(e.path().string());
+    }
+    std::sort(tables_.begin(), tables_.end());
+    ASSERT_GE(tables_.size(), 2u);
+    manifest_ = ReadAll(dir_.Join("MANIFEST"));
+  }
+
+  test::ScratchDir dir_{"strata-cli"};
+  std::vector<std::string> tables_;
+  std::string manifest_;
+};
+
+TEST_F(StrataCliTest, HelpAndBadArguments) {
+  RunResult r = RunTool("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "usage: strata <command>")) << r.out;
+  for (const std::string& args :
+       {std::string(""), std::string("catalog"), "frobnicate " + Quote(dir_.path()),
+        "catalog --bogus " + Quote(dir_.path()), "check --files " + Quote(dir_.path()),
+        "catalog --deep " + Quote(dir_.path()), "catalog " + Quote(dir_.Join("missing")),
+        "catalog " + Quote(dir_.Join("MANIFEST")), "check " + Quote(dir_.Join("sst"))}) {
+    r = RunTool(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+  }
+  // Output that cannot be written is an error.
+  r = RunTool("catalog " + Quote(dir_.path()) + " >/dev/full");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+TEST_F(StrataCliTest, CatalogShowsTheSchemaTabletsAndFiles) {
+  RunResult r = RunTool("catalog " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* want :
+       {"tenant 1 'bank'", "disk quota 1.00 GiB", "table", "'accounts'", "'locks': in memory",
+        "families: balance (id 1)", "families: lock (id 2)", "rows [start, end)",
+        "level 0: 2 files", "newest segment 0000000"}) {
+    EXPECT_TRUE(Contains(r.out, want)) << want << "\n" << r.out;
+  }
+  r = RunTool("catalog --files " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const std::string name = std::filesystem::path(tables_[0]).filename().string();
+  EXPECT_TRUE(Contains(r.out, name)) << r.out;
+  EXPECT_TRUE(Contains(r.out, "'acct1000'")) << r.out;
+  EXPECT_EQ(ReadAll(dir_.Join("MANIFEST")), manifest_);
+}
+
+TEST_F(StrataCliTest, CheckFindsMissingResizedAndDamagedFiles) {
+  RunResult r = RunTool("check --deep " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "OK: every file the catalog names is there")) << r.out;
+
+  // A stray table file is listed, not a problem.
+  WriteAll(dir_.Join("sst/999999.sst"), "x");
+  r = RunTool("check " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "1 not in the catalog")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "999999.sst")) << r.out;
+
+  // A flipped byte keeps the size: only --deep finds it.
+  const std::string good = ReadAll(tables_[0]);
+  std::string bad = good;
+  bad[bad.size() / 3] ^= 0x40;
+  WriteAll(tables_[0], bad);
+  r = RunTool("check " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = RunTool("check --deep " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "PROBLEM: " + tables_[0])) << r.out;
+
+  WriteAll(tables_[0], good.substr(0, good.size() - 1));
+  r = RunTool("check " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "the manifest records " + std::to_string(good.size()))) << r.out;
+
+  std::filesystem::remove(tables_[0]);
+  r = RunTool("check " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "is missing")) << r.out;
+  WriteAll(tables_[0], good);
+
+  // The log segment the manifest names as the newest.
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Join("wal"))) {
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  ASSERT_FALSE(segments.empty());
+  std::filesystem::remove(segments.back());
+  r = RunTool("check " + Quote(dir_.path()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, segments.back().filename().string() + " is missing")) << r.out;
+  EXPECT_EQ(ReadAll(dir_.Join("MANIFEST")), manifest_);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,358 @@
+// strata: inspects an engine directory (engine/README.md, "Directory
+// layout") without opening an engine: the catalog its MANIFEST describes
+// (tenants, tables and their schemas, tablets, the files of each locality
+// group level by level, the log's floor and newest segment), and a check that
+// the files the catalog names are there as recorded. It only reads: no file
+// is ever changed (Manifest::Read, unlike an engine's open, rewrites nothing).
+//
+// The log itself is strata-wal's (`strata-wal verify <dir>` checks it as
+// recovery would); one SSTable's blocks and cells are strata-sst's.
+//
+// Exit codes: 0 ok; 1 the catalog and the files disagree, or a file is
+// damaged (check); 2 bad arguments, a directory that cannot be read or is no
+// engine directory, or output that could not be written.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/file_system.h"
+#include "engine/manifest.h"
+#include "sstable/table_cache.h"
+#include "sstable/table_reader.h"
+#include "tool_util.h"
+#include "wal/log_format.h"
+
+namespace strata {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitProblem = 1;
+constexpr int kExitUsage = 2;
+
+const char kUsage[] =
+    "usage: strata <command> [options] <engine-dir>\n"
+    "\n"
+    "Inspects an engine directory without opening an engine or changing any\n"
+    "file. Safe on a directory an engine has open (it shows the catalog as of\n"
+    "the manifest's last complete edit).\n"
+    "\n"
+    "commands:\n"
+    "  catalog  what the MANIFEST describes: the log's floor, last sequence and\n"
+    "           newest segment; each tenant (and its budget), table (locality\n"
+    "           groups with their options, families) and tablet (row range),\n"
+    "           and per locality group and level the files, their bytes and\n"
+    "           entries; totals per table\n"
+    "  check    every file the catalog names is in <dir>/sst with the size it\n"
+    "           records, and the log segment it names as the newest is in\n"
+    "           <dir>/wal; table files the catalog does not name are listed\n"
+    "           (an engine deletes them on open)\n"
+    "\n"
+    "options:\n"
+    "  --files   catalog: one line per file (number, bytes, entries, sequence\n"
+    "            range, first and last key) instead of a line per level\n"
+    "  --deep    check: also verify every block checksum of every file (reads\n"
+    "            all of them; prints progress)\n"
+    "  --help    show this text\n"
+    "\n"
+    "The log's records are checked by 'strata-wal verify <engine-dir>', one\n"
+    "file's blocks by 'strata-sst'.\n"
+    "\n"
+    "exit status: 0 ok; 1 the catalog and the files disagree, or a file is\n"
+    "damaged; 2 bad arguments, an unreadable or non-engine directory, or\n"
+    "output that could not be written\n";
+
+struct Args {
+  std::string command;
+  std::string dir;
+  bool files = false;
+  bool deep = false;
+};
+
+int Usage(const std::string& error) {
+  std::fprintf(stderr, "strata: %s\n(run 'strata --help' for usage)\n", error.c_str());
+  return kExitUsage;
+}
+
+std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (a == "--files") {
+      args->files = true;
+    } else if (a == "--deep") {
+      args->deep = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Usage("unknown option '" + a + "'");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) return Usage("expected a command and an engine directory");
+  args->command = positional[0];
+  args->dir = positional[1];
+  if (args->command != "catalog" && args->command != "check") {
+    return Usage("unknown command '" + args->command + "'");
+  }
+  if (args->files && args->command != "catalog") return Usage("--files only goes with catalog");
+  if (args->deep && args->command != "check") return Usage("--deep only goes with check");
+  return std::nullopt;
+}
+
+std::string Bytes(uint64_t n) {
+  char buf[32];
+  if (n < 1024) {
+    std::snprintf(buf, sizeof(buf), "%" PRIu64 " B", n);
+  } else if (n < (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(n) / 1024);
+  } else if (n < (uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(n) / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", static_cast<double>(n) / (1 << 30));
+  }
+  return buf;
+}
+
+std::string Count(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string RowBound(const std::string& row, const char* unbounded) {
+  return row.empty() ? std::string(unbounded) : "'" + EscapeBytes(row) + "'";
+}
+
+const char* CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kNone:
+      return "none";
+    case Compression::kZstd:
+      return "zstd";
+  }
+  return "?";
+}
+
+std::string BudgetString(const TenantOptions& o) {
+  std::string s = "write buffer weight " + std::to_string(o.write_buffer_weight);
+  s += ", write rate limit " +
+       (o.write_rate_limit == 0 ? std::string("none") : Bytes(o.write_rate_limit) + "/s");
+  s += ", disk quota " + (o.disk_quota == 0 ? std::string("none") : Bytes(o.disk_quota));
+  return s;
+}
+
+// The catalog, read without changing anything; an exit code when it cannot be.
+std::optional<int> ReadCatalog(FileSystem* fs, const std::string& dir, engine::Catalog* catalog) {
+  if (const std::string why = tools::NotAFileReason(dir); !why.empty()) return Usage(why);
+  if (!fs->FileExists(dir)) return Usage(dir + ": no such directory");
+  std::vector<std::string> names;
+  if (!fs->GetChildren(dir, &names).ok()) return Usage(dir + ": not a directory");
+  Status s = engine::Manifest::Read(fs, dir, catalog);
+  if (s.IsNotFound()) return Usage(dir + ": no MANIFEST (not an engine directory?)");
+  if (!s.ok()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "strata: the manifest cannot be read: %s\n", s.ToString().c_str());
+    return s.IsCorruption() ? kExitProblem : kExitUsage;
+  }
+  return std::nullopt;
+}
+
+using GroupKey = std::pair<uint64_t, uint32_t>;  // (tablet, group slot)
+
+int CmdCatalog(const engine::Catalog& c, const Args& args) {
+  std::printf("manifest: %s\n", JoinPath(args.dir, engine::Manifest::kFileName).c_str());
+  std::printf("log: floor %" PRIu64 ", last sequence %" PRIu64 ", newest segment %s\n", c.log_floor,
+              c.last_sequence,
+              c.log_segment == 0 ? "not recorded" : wal::SegmentFileName(c.log_segment).c_str());
+  std::printf("next id: %" PRIu64 "\n", c.next_id);
+  uint64_t all_files = 0, all_bytes = 0;
+  for (const auto& [tenant_id, tenant] : c.tenants) {
+    auto budget = c.tenant_options.find(tenant_id);
+    std::printf(
+        "\ntenant %" PRIu64 " '%s' (%s)\n", tenant_id, EscapeBytes(tenant.name).c_str(),
+        BudgetString(budget == c.tenant_options.end() ? TenantOptions() : budget->second).c_str());
+    for (const auto& [table_id, table] : c.tables) {
+      if (table.tenant_id != tenant_id) continue;
+      std::printf("  table %" PRIu64 " '%s'\n", table_id, EscapeBytes(table.name).c_str());
+      const engine::Schema& schema = table.schema;
+      const auto& groups = schema.locality_groups();
+      for (uint32_t g = 0; g < groups.size(); g++) {
+        if (schema.IsFreeSlot(g)) continue;
+        const LocalityGroupOptions& o = groups[g];
+        std::string write_buffer =
+            o.write_buffer_size == 0 ? std::string("the engine's") : Bytes(o.write_buffer_size);
+        std::printf(
+            "    group %u '%s': %scompression %s, block size %u, bloom bits %d, write "
+            "buffer %s\n",
+            g, o.name.c_str(), o.in_memory ? "in memory, " : "", CompressionName(o.compression),
+            o.block_size, o.bloom_bits_per_key, write_buffer.c_str());
+        std::string families;
+        for (const engine::FamilyInfo& f : schema.families()) {
+          if (f.locality_group != g) continue;
+          if (!families.empty()) families += ", ";
+          families += f.name + " (id " + std::to_string(f.id) + ")";
+        }
+        std::printf("      families: %s\n", families.empty() ? "none" : families.c_str());
+      }
+      // A split's tablets share their parent's files: each counts once.
+      std::map<uint64_t, uint64_t> table_files;  // number -> bytes
+      for (const auto& [tablet_id, tablet] : c.tablets) {
+        if (tablet.table_id != table_id) continue;
+        std::printf(
+            "    tablet %" PRIu64 " rows [%s, %s)%s\n", tablet_id,
+            RowBound(tablet.start_row, "start").c_str(), RowBound(tablet.end_row, "end").c_str(),
+            c.retired_tablets.count(tablet_id) ? " retired (split; its files are shared)" : "");
+        for (uint32_t g = 0; g < groups.size(); g++) {
+          auto it = c.files.find(GroupKey{tablet_id, g});
+          if (it == c.files.end()) continue;
+          const auto& levels = it->second.levels;
+          bool any = false;
+          for (size_t level = 0; level < levels.size(); level++) {
+            if (levels[level].empty()) continue;
+            uint64_t bytes = 0, entries = 0;
+            for (const engine::FileMeta& f : levels[level]) {
+              bytes += f.size;
+              entries += f.entries;
+            }
+            if (!any) {
+              std::printf("      group %u: flushed to sequence %" PRIu64 "\n", g,
+                          it->second.flushed);
+              any = true;
+            }
+            std::printf("        level %zu: %s, %s, %s\n", level,
+                        Count(levels[level].size(), "file", "files").c_str(), Bytes(bytes).c_str(),
+                        Count(entries, "entry", "entries").c_str());
+            if (args.files) {
+              for (const engine::FileMeta& f : levels[level]) {
+                std::printf("          %06" PRIu64 ".sst %" PRIu64 " bytes, %" PRIu64
+                            " entries, sequences %" PRIu64 "..%" PRIu64 ", keys %s .. %s\n",
+                            f.number, f.size, f.entries, f.min_sequence, f.max_sequence,
+                            CellKeyDebugString(f.smallest).c_str(),
+                            CellKeyDebugString(f.largest).c_str());
+              }
+            }
+            for (const engine::FileMeta& f : levels[level]) table_files[f.number] = f.size;
+          }
+        }
+      }
+      uint64_t table_bytes = 0;
+      for (const auto& [number, size] : table_files) table_bytes += size;
+      std::printf("    total: %s, %s\n", Count(table_files.size(), "file", "files").c_str(),
+                  Bytes(table_bytes).c_str());
+      all_files += table_files.size();
+      all_bytes += table_bytes;
+    }
+  }
+  std::printf("\n%s, %s, %s, %s, %s\n", Count(c.tenants.size(), "tenant", "tenants").c_str(),
+              Count(c.tables.size(), "table", "tables").c_str(),
+              Count(c.tablets.size(), "tablet", "tablets").c_str(),
+              Count(all_files, "file", "files").c_str(), Bytes(all_bytes).c_str());
+  return kExitOk;
+}
+
+int CmdCheck(FileSystem* fs, const engine::Catalog& c, const Args& args) {
+  // Each file once, with the groups that hold it (a split's tablets share
+  // their parent's files).
+  std::map<uint64_t, std::pair<engine::FileMeta, std::string>> files;
+  for (const auto& [key, group] : c.files) {
+    for (size_t level = 0; level < group.levels.size(); level++) {
+      for (const engine::FileMeta& f : group.levels[level]) {
+        files.emplace(f.number, std::make_pair(f, "tablet " + std::to_string(key.first) +
+                                                      " group " + std::to_string(key.second) +
+                                                      " level " + std::to_string(level)));
+      }
+    }
+  }
+  const std::string sst_dir = JoinPath(args.dir, "sst");
+  int problems = 0;
+  auto problem = [&](const std::string& what) {
+    std::printf("PROBLEM: %s\n", what.c_str());
+    problems++;
+  };
+  size_t done = 0;
+  for (const auto& [number, entry] : files) {
+    const auto& [meta, where] = entry;
+    const std::string path = sstable::TableFileName(sst_dir, number);
+    Result<uint64_t> size = fs->GetFileSize(path);
+    if (!size.ok()) {
+      problem(path + " (" + where + ") is missing: " + size.status().ToString());
+      continue;
+    }
+    if (*size != meta.size) {
+      problem(path + " (" + where + ") holds " + std::to_string(*size) +
+              " bytes; the manifest records " + std::to_string(meta.size));
+      continue;
+    }
+    if (args.deep) {
+      std::unique_ptr<RandomAccessFile> file;
+      Status s = fs->NewRandomAccessFile(path, &file);
+      Result<std::unique_ptr<sstable::TableReader>> table = s;
+      if (s.ok()) table = sstable::TableReader::Open({}, std::move(file), *size, path);
+      if (table.ok()) s = (*table)->VerifyChecksums();
+      if (s.ok() && !table.ok()) s = table.status();
+      if (!s.ok()) problem(path + " (" + where + "): " + s.ToString());
+      if (++done % 100 == 0 || done == files.size()) {
+        std::fprintf(stderr, "strata: verified %zu of %zu files\n", done, files.size());
+      }
+    }
+  }
+  // Table files nobody names: left by a crash, deleted by the next open.
+  std::vector<std::string> names;
+  std::vector<std::string> strays;
+  if (fs->GetChildren(sst_dir, &names).ok()) {
+    for (const std::string& n : names) {
+      const size_t dot = n.find(".sst");
+      if (dot == std::string::npos || dot == 0 || dot + 4 != n.size()) continue;
+      if (n.find_first_not_of("0123456789") != dot) continue;
+      if (!files.count(std::strtoull(n.c_str(), nullptr, 10))) strays.push_back(n);
+    }
+  }
+  // The log's newest segment, as recovery wants it (MANIFEST.md, "The log's
+  // segments").
+  if (c.log_segment != 0) {
+    const std::string path =
+        JoinPath(JoinPath(args.dir, "wal"), wal::SegmentFileName(c.log_segment));
+    if (!fs->FileExists(path)) {
+      problem(path + " is missing: the manifest says the log's writer started it");
+    }
+  }
+  std::printf("%s checked%s; %zu not in the catalog%s\n",
+              Count(files.size(), "file", "files").c_str(),
+              args.deep ? " (with their checksums)" : "", strays.size(),
+              strays.empty() ? "" : " (an engine deletes them when it opens):");
+  for (const std::string& n : strays) std::printf("  %s\n", n.c_str());
+  if (problems > 0) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "strata: %d problems found\n", problems);
+    return kExitProblem;
+  }
+  std::printf("OK: every file the catalog names is there as recorded\n");
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  Args args;
+  if (std::optional<int> code = ParseArgs(argc, argv, &args)) return *code;
+  FileSystem* fs = FileSystem::Default();
+  engine::Catalog catalog;
+  if (std::optional<int> code = ReadCatalog(fs, args.dir, &catalog)) return *code;
+  if (args.command == "catalog") return CmdCatalog(catalog, args);
+  return CmdCheck(fs, catalog, args);
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) {
+  const int code = strata::Main(argc, argv);
+  return strata::tools::FinishOutput("strata", code, /*error_code=*/2);
+}
