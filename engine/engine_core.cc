@@ -295,13 +295,19 @@ Status EngineCore::Recover() {
   STRATA_RETURN_IF_ERROR(CheckLogSegment(log_dir));
   wal::RecoveryInfo info;
   // Without a floor, the log must still hold everything from the first
-  // sequence number on: a missing oldest segment is corruption too.
+  // sequence number on: a missing oldest segment is corruption too. When
+  // recovery drops a tail with whole segments, the manifest first names the
+  // last one kept, so that a crash in between does not leave it naming one
+  // that is gone.
   STRATA_RETURN_IF_ERROR(wal::RecoverLog(
       fs_, log_dir, ToWalMode(options_.wal_recovery_mode),
       std::max<SequenceNumber>(catalog_.log_floor, 1),
       [this](SequenceNumber first, uint64_t count, Slice payload)
           NO_THREAD_SAFETY_ANALYSIS { return ReplayRecord(first, count, payload); },
-      &info));
+      &info,
+      [this](uint64_t last_kept) NO_THREAD_SAFETY_ANALYSIS {  // Recover holds mu_
+        return catalog_.log_segment == 0 ? Status::OK() : RecordLogSegment(last_kept);
+      }));
   // Only now that the manifest and the log agree: a catalog that misses
   // files must not cost them.
   STRATA_RETURN_IF_ERROR(DeleteObsoleteFiles());
@@ -314,6 +320,16 @@ Status EngineCore::Recover() {
           : std::max<SequenceNumber>(catalog_.last_sequence + 1, 1);
   // Relaxed: no other thread can see the core yet.
   visible_sequence_.store(next - 1, std::memory_order_relaxed);
+  // A log left without records (a point-in-time recovery dropped them all,
+  // or every one was flushed) needs nothing below `next` any more: say so,
+  // or the next open would want the records it no longer has.
+  if (info.records == 0 && info.records_skipped == 0 &&
+      next > std::max<SequenceNumber>(catalog_.log_floor, 1)) {
+    VersionEdit e;
+    e.log_floor = next;
+    STRATA_RETURN_IF_ERROR(AppendEdit(e));
+    STRATA_RETURN_IF_ERROR(catalog_.Apply(e));
+  }
 
   wal::LogOptions lo;
   lo.fs = fs_;
@@ -1686,12 +1702,16 @@ Status EngineCore::CheckLogSegment(const std::string& log_dir) const {
   if (catalog_.log_segment == 0 || options_.wal_recovery_mode == WalRecoveryMode::kPointInTime) {
     return Status::OK();
   }
-  const std::string path = JoinPath(log_dir, wal::SegmentFileName(catalog_.log_segment));
-  if (fs_->FileExists(path)) return Status::OK();
-  return Status::Corruption(
-      path +
-      " is missing: the manifest says the log's writer started it, so it held the newest "
-      "records (opening with WalRecoveryMode::kPointInTime recovers what the log still has)");
+  // The writer makes a segment's header durable before the segment is named
+  // anywhere, so a bad header is no crash's doing either.
+  Status s = wal::CheckSegmentFile(fs_, log_dir, catalog_.log_segment);
+  if (s.IsNotFound() || s.IsCorruption()) {
+    return Status::Corruption(
+        std::string(s.message()) +
+        ": the manifest names it as the log's newest segment, so it held "
+        "the newest records (WalRecoveryMode::kPointInTime skips this check)");
+  }
+  return s;
 }
 
 Status EngineCore::AppendEdit(const VersionEdit& edit) {

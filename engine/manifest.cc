@@ -286,7 +286,7 @@ Status VersionEdit::DecodeFrom(Slice input) {
       }
       case kTagLogSegment: {
         uint64_t v;
-        if (!GetVarint64(&input, &v) || v == 0) return bad("bad log segment number");
+        if (!GetVarint64(&input, &v)) return bad("truncated log segment number");
         log_segment = v;
         break;
       }

@@ -103,8 +103,9 @@ struct VersionEdit {
   std::optional<SequenceNumber> log_floor;
   // The newest sequence number used, for when the log holds no records.
   std::optional<SequenceNumber> last_sequence;
-  // The log segment its writer has just started: it exists from now on
-  // until a later edit names a newer one (MANIFEST.md, "The log's segments").
+  // The log segment its writer has just started, or the last one recovery
+  // kept while dropping a torn tail (0: none): it exists from now on until a
+  // later edit names another (MANIFEST.md, "The log's segments").
   std::optional<uint64_t> log_segment;
 
   void EncodeTo(std::string* dst) const;

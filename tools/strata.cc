@@ -29,6 +29,7 @@
 #include "sstable/table_reader.h"
 #include "tool_util.h"
 #include "wal/log_format.h"
+#include "wal/log_reader.h"
 
 namespace strata {
 namespace {
@@ -319,10 +320,9 @@ int CmdCheck(FileSystem* fs, const engine::Catalog& c, const Args& args) {
   // The log's newest segment, as recovery wants it (MANIFEST.md, "The log's
   // segments").
   if (c.log_segment != 0) {
-    const std::string path =
-        JoinPath(JoinPath(args.dir, "wal"), wal::SegmentFileName(c.log_segment));
-    if (!fs->FileExists(path)) {
-      problem(path + " is missing: the manifest says the log's writer started it");
+    Status s = wal::CheckSegmentFile(fs, JoinPath(args.dir, "wal"), c.log_segment);
+    if (!s.ok()) {
+      problem(std::string(s.message()) + ": the manifest names it as the log's newest segment");
     }
   }
   std::printf("%s checked%s; %zu not in the catalog%s\n",

@@ -532,10 +532,10 @@ std::string SequenceRange(const Pass& p) {
 // why recovery refuses the log (except in point-in-time mode); else "".
 std::string MissingSegment(FileSystem* fs, const Target& t, RecoveryMode mode) {
   if (!t.is_dir || t.log_segment == 0 || mode == RecoveryMode::kPointInTime) return "";
-  const std::string path = JoinPath(t.log_dir, SegmentFileName(t.log_segment));
-  if (fs->FileExists(path)) return "";
-  return path + " is missing: the manifest says the log's writer started it, so it held the " +
-         "newest records";
+  Status s = CheckSegmentFile(fs, t.log_dir, t.log_segment);
+  if (s.ok()) return "";
+  return std::string(s.message()) +
+         ": the manifest names it as the log's newest segment, so it held the newest records";
 }
 
 // Prints how the pass ended and returns the exit code. Everything about the

@@ -232,6 +232,21 @@ Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
 // mode (records are missing). 0 = accept whatever the first record says.
 Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
                   SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info);
+// Checks that segment `number` of the log in `dir` is there with a valid
+// header of its own: NotFound when the file is missing, Corruption when its
+// header is short, damaged or names another segment.
+Status CheckSegmentFile(FileSystem* fs, const std::string& dir, uint64_t number);
+
+// Called by RecoverLog before it deletes segments to drop a tail, with the
+// number of the last segment it keeps (0: none). An error stops recovery
+// with nothing deleted. The engine records the segment as the log's newest
+// first, so that a crash during the deletion does not leave its manifest
+// naming a segment that is gone.
+using BeforeRemovingSegments = std::function<Status(uint64_t last_kept_segment)>;
+// As above, calling `before_removing` (may be empty) as it says.
+Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
+                  SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info,
+                  const BeforeRemovingSegments& before_removing);
 // RecoverLog without changing any file: reports what recovery would keep and
 // drop. For dump and verify tools. `fn` may be empty.
 Status ReadLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,

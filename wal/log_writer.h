@@ -135,7 +135,8 @@ struct LogOptions {
   // are written with pwritev either way.
   bool use_io_uring = true;
   // Bytes per segment file, preallocated with fallocate. Larger segments mean
-  // fewer segment switches (each costs a file creation and two syncs) but
+  // fewer segment switches (each costs a file creation, two syncs and
+  // segment_started, for the engine a manifest write and sync) but
   // coarser release. A positive multiple of kBlockSize (32 KiB).
   uint64_t segment_size = 64 << 20;
   // Keep released segments as spares and reuse them: rewriting allocated
@@ -150,9 +151,11 @@ struct LogOptions {
   // one Open starts; first_segment() says which that is), with the new
   // segment's number, once its header and directory entry are durable and
   // before any record goes into it or an older segment is released because
-  // of it. An error stops the writer as an I/O error does. The engine
-  // records the segment in its manifest, so that a missing newest segment
-  // is found when the log is next recovered. May be empty.
+  // of it. An error stops the writer as an I/O error does. It runs on a
+  // writer's thread holding the lead (every other writer waits behind it),
+  // maybe while the previous group applies; it must not call this writer.
+  // The engine records the segment in its manifest, so that a missing newest
+  // segment is found when the log is next recovered. May be empty.
   std::function<Status(uint64_t segment_number)> segment_started;
 };  // Intentionally copyable.
 

@@ -73,7 +73,7 @@ Status TrimLastSegment(FileSystem* fs, const LogReader& reader, RecoveryInfo* in
 
 Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
                   SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info,
-                  bool repair) {
+                  bool repair, const BeforeRemovingSegments& before_removing = nullptr) {
   *info = RecoveryInfo();
   std::unique_ptr<LogReader> reader;
   Status s = LogReader::OpenDirectory(fs, dir, &reader);
@@ -140,7 +140,6 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
     }
     info->tail_dropped = true;
     info->later_records_dropped = later;
-    if (repair) STRATA_RETURN_IF_ERROR(CutLog(fs, dir, *reader, info));
     last_kept = cut.segment;
     if (CutRemovesSegment(*reader)) {
       // The cut segment goes as a whole; the one before it is the last kept.
@@ -149,6 +148,13 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
       keeps_any = it != numbers.begin();
       if (keeps_any) last_kept = *(it - 1);
     }
+    const bool removes_segments =
+        CutRemovesSegment(*reader) ||
+        (!reader->segment_numbers().empty() && reader->segment_numbers().back() > cut.segment);
+    if (repair && removes_segments && before_removing) {
+      STRATA_RETURN_IF_ERROR(before_removing(keeps_any ? last_kept : 0));
+    }
+    if (repair) STRATA_RETURN_IF_ERROR(CutLog(fs, dir, *reader, info));
   }
   // The last surviving segment may hold a tail the dead writer never synced
   // but the page cache kept (one that filled the segment exactly is neither
@@ -170,6 +176,22 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
 
 }  // namespace
 
+Status CheckSegmentFile(FileSystem* fs, const std::string& dir, uint64_t number) {
+  const std::string path = JoinPath(dir, SegmentFileName(number));
+  if (!fs->FileExists(path)) return Status::NotFound(path + " is missing");
+  std::unique_ptr<RandomAccessFile> file;
+  STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
+  char buf[kSegmentHeaderSize];
+  Slice got;
+  STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
+  SegmentHeader h;
+  if (got.size() < sizeof(buf) || !DecodeSegmentHeader(got, &h).ok() ||
+      h.segment_number != number) {
+    return Status::Corruption(path + " has no valid segment header");
+  }
+  return Status::OK();
+}
+
 Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
                   const RecordFunction& fn, RecoveryInfo* info) {
   return ProcessLog(fs, dir, mode, /*start_sequence=*/0, fn, info, /*repair=*/true);
@@ -178,6 +200,12 @@ Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
 Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
                   SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info) {
   return ProcessLog(fs, dir, mode, start_sequence, fn, info, /*repair=*/true);
+}
+
+Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
+                  SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info,
+                  const BeforeRemovingSegments& before_removing) {
+  return ProcessLog(fs, dir, mode, start_sequence, fn, info, /*repair=*/true, before_removing);
 }
 
 Status ReadLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,

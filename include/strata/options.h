@@ -23,7 +23,10 @@ class FileSystem;
 constexpr uint64_t kMinTimestamp = 1;
 constexpr uint64_t kMaxTimestamp = UINT64_MAX - 1;
 
-// How much of a damaged log tail recovery accepts on open.
+// How much of a damaged log tail recovery accepts on open. In every mode, a
+// log that lost its oldest segments (it begins after what recovery needs) is
+// Corruption; in the first two, so is a log without the segment the manifest
+// names as its newest (engine/MANIFEST.md, "The log's segments").
 enum class WalRecoveryMode {
   // An incomplete or corrupt record at the very end of the log (a write torn
   // by a crash) is dropped; damage anywhere before it fails the open.
@@ -32,7 +35,8 @@ enum class WalRecoveryMode {
   kAbsoluteConsistency,
   // Recovery stops at the first bad record and keeps everything before it,
   // and whatever flushes had already written to tables (the log may be cut
-  // below that; later writes are numbered above it).
+  // below that; later writes are numbered above it). A missing newest
+  // segment is accepted like a cut.
   kPointInTime,
 };
 

@@ -697,6 +697,19 @@ TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
     s = open_without([](size_t) { return true; }, mode, &rows);
     EXPECT_TRUE(s.IsCorruption()) << "all: " << s.ToString();
   }
+  // A newest segment cut to nothing (its header gone) is no crash's doing
+  // either: the writer made the header durable before naming the segment.
+  {
+    const std::string copy = dir.path() + "-copy";
+    fs::remove_all(copy);
+    fs::copy(dir.path(), copy, fs::copy_options::recursive);
+    fs::resize_file(fs::path(copy) / "wal" / segments[n - 1].filename(), 0);
+    auto engine = Engine::Open(copy, options);
+    ASSERT_FALSE(engine.ok());
+    EXPECT_TRUE(engine.status().IsCorruption()) << engine.status().ToString();
+    EXPECT_NE(engine.status().ToString().find("no valid segment header"), std::string::npos)
+        << engine.status().ToString();
+  }
   // Point in time: the rows of the segments left, and the copy opens again
   // in the default mode afterwards (its manifest names the new segment).
   s = open_without([n](size_t i) { return i == n - 1; }, WalRecoveryMode::kPointInTime, &rows);
@@ -707,6 +720,63 @@ TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   ASSERT_TRUE((*again)->Close().ok());
   fs::remove_all(dir.path() + "-copy");
+}
+
+// A point-in-time recovery that drops every record of the log leaves a log
+// that starts above what the manifest last said recovery needs (here a
+// schema change recorded its sequence before any flush): the open records
+// the new floor, so that later opens, in any mode, do not ask for the
+// records given up.
+TEST(EngineRecoveryTest, PointInTimeRecoveryOfNothingLeavesAnOpenableEngine) {
+  ScratchDir dir("pit-nothing");
+  EngineOptions options;
+  {
+    auto engine = Engine::Open(dir.path(), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    Table table = test::CreateOneFamilyTable(engine->get());
+    for (int i = 0; i < 5; i++) {
+      RowMutation m;
+      m.Put("f", "q", 1, "first-value-" + std::to_string(i));
+      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+    }
+    TableSchema altered;
+    altered.families = {{.name = "f"}, {.name = "g"}};
+    ASSERT_TRUE((*engine)->OpenTenant("t")->AlterTable("tab", altered).ok());
+    ASSERT_TRUE((*engine)->Close().ok());
+  }
+  // Damage the first record: point in time drops it and all after it.
+  bool damaged = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.Join("wal"))) {
+    if (entry.path().extension() != ".log") continue;
+    std::string bytes = test::ReadAll(entry.path().string());
+    const size_t at = bytes.find("first-value-0");
+    if (at == std::string::npos) continue;
+    bytes[at] ^= 0x55;
+    test::WriteAll(entry.path().string(), bytes);
+    damaged = true;
+  }
+  ASSERT_TRUE(damaged);
+  EngineOptions pit = options;
+  pit.wal_recovery_mode = WalRecoveryMode::kPointInTime;
+  {
+    auto engine = Engine::Open(dir.path(), pit);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
+    EXPECT_TRUE(table.ReadRow(ReadOptions(), "r0")->empty());
+    RowMutation m;
+    m.Put("f", "q", 2, "after");
+    ASSERT_TRUE(table.Mutate(WriteOptions(), "r9", m).ok());
+    ASSERT_TRUE((*engine)->Close().ok());
+  }
+  for (const EngineOptions& o : {options, pit}) {
+    auto engine = Engine::Open(dir.path(), o);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
+    auto cells = table.ReadRow(ReadOptions(), "r9");
+    ASSERT_TRUE(cells.ok() && cells->size() == 1) << cells.status().ToString();
+    EXPECT_EQ((*cells)[0].value, "after");
+    ASSERT_TRUE((*engine)->Close().ok());
+  }
 }
 
 // The background threads carry names, and background_nice sets their nice

@@ -188,6 +188,42 @@ TEST_P(TornTailTest, CutAnywhereInTheLastRecordIsDropped) {
   }
 }
 
+// Before recovery deletes whole segments to drop a torn tail, it says which
+// segment is the last one kept (the engine records it in its manifest first);
+// the segments are still there when it says so.
+TEST(RecoveryTest, SaysWhichSegmentIsLastKeptBeforeDeletingAny) {
+  ScratchDir dir("wal");
+  const std::vector<Rec> recs = BuildLog(dir.path());
+  const std::vector<LogRecord> layout = Records(dir.path());
+  const LogRecord& last = layout.back();
+  ASSERT_NE(last.begin.segment, last.end.segment) << "the last record should cross segments";
+  TruncateTo(dir.Join(Name(last.end.segment)), kSegmentHeaderSize + 7);
+  std::vector<uint64_t> told;
+  RecoveryInfo info;
+  ASSERT_OK(RecoverLog(
+      FileSystem::Default(), dir.path(), RecoveryMode::kTolerateTornTail, 0,
+      [](SequenceNumber, uint64_t, Slice) { return Status::OK(); }, &info,
+      [&](uint64_t last_kept) {
+        told.push_back(last_kept);
+        EXPECT_TRUE(FileSystem::Default()->FileExists(dir.Join(Name(last.end.segment))));
+        return Status::OK();
+      }));
+  EXPECT_EQ(told, std::vector<uint64_t>{last.begin.segment});
+  EXPECT_FALSE(FileSystem::Default()->FileExists(dir.Join(Name(last.end.segment))));
+  EXPECT_EQ(info.records, recs.size() - 1);
+
+  // An error from it stops recovery with nothing deleted.
+  ScratchDir again("wal");
+  BuildLog(again.path());
+  TruncateTo(again.Join(Name(last.end.segment)), kSegmentHeaderSize + 7);
+  Status s = RecoverLog(
+      FileSystem::Default(), again.path(), RecoveryMode::kTolerateTornTail, 0,
+      [](SequenceNumber, uint64_t, Slice) { return Status::OK(); }, &info,
+      [](uint64_t) { return Status::IOError("manifest"); });
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(FileSystem::Default()->FileExists(again.Join(Name(last.end.segment))));
+}
+
 TEST(RecoveryTest, EmptyOrMissingDirectoryIsAnEmptyLog) {
   ScratchDir dir("wal");
   std::vector<Rec> got;
