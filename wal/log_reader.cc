@@ -105,6 +105,15 @@ Status LogReader::OpenDirectory(FileSystem* fs, const std::string& dir,
   return Status::OK();
 }
 
+Status ReadSegmentHeader(FileSystem* fs, const std::string& path, SegmentHeader* header) {
+  std::unique_ptr<RandomAccessFile> file;
+  STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
+  char buf[kSegmentHeaderSize];
+  Slice got;
+  STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
+  return DecodeSegmentHeader(got, header).WithContext(path + " at offset 0");
+}
+
 Status LogReader::OpenFile(FileSystem* fs, const std::string& path,
                            std::unique_ptr<LogReader>* result) {
   const size_t slash = path.find_last_of('/');
@@ -112,13 +121,8 @@ Status LogReader::OpenFile(FileSystem* fs, const std::string& path,
   uint64_t number;
   LogFileKind kind;
   if (!ParseLogFileName(name, &number, &kind) || kind != LogFileKind::kSegment) {
-    std::unique_ptr<RandomAccessFile> file;
-    STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
-    char buf[kSegmentHeaderSize];
-    Slice got;
-    STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
     SegmentHeader h;
-    STRATA_RETURN_IF_ERROR(DecodeSegmentHeader(got, &h).WithContext(path + " at offset 0"));
+    STRATA_RETURN_IF_ERROR(ReadSegmentHeader(fs, path, &h));
     number = h.segment_number;
   }
   result->reset(new LogReader(fs, DirName(path), {number}, {path}));

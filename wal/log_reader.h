@@ -232,6 +232,10 @@ Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
 // mode (records are missing). 0 = accept whatever the first record says.
 Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
                   SequenceNumber start_sequence, const RecordFunction& fn, RecoveryInfo* info);
+// Reads and decodes the header of the segment file at `path` (Corruption,
+// naming the file, when it is short or damaged).
+Status ReadSegmentHeader(FileSystem* fs, const std::string& path, SegmentHeader* header);
+
 // Checks that segment `number` of the log in `dir` is there with a valid
 // header of its own: NotFound when the file is missing, Corruption when its
 // header is short, damaged or names another segment.

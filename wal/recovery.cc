@@ -179,17 +179,12 @@ Status ProcessLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,
 Status CheckSegmentFile(FileSystem* fs, const std::string& dir, uint64_t number) {
   const std::string path = JoinPath(dir, SegmentFileName(number));
   if (!fs->FileExists(path)) return Status::NotFound(path + " is missing");
-  std::unique_ptr<RandomAccessFile> file;
-  STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
-  char buf[kSegmentHeaderSize];
-  Slice got;
-  STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
   SegmentHeader h;
-  if (got.size() < sizeof(buf) || !DecodeSegmentHeader(got, &h).ok() ||
-      h.segment_number != number) {
+  Status s = ReadSegmentHeader(fs, path, &h);
+  if (s.IsCorruption() || (s.ok() && h.segment_number != number)) {
     return Status::Corruption(path + " has no valid segment header");
   }
-  return Status::OK();
+  return s;
 }
 
 Status RecoverLog(FileSystem* fs, const std::string& dir, RecoveryMode mode,

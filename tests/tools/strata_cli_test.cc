@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "strata/engine.h"
+#include "tool_test_util.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 
@@ -21,15 +22,10 @@ using test::ReadAll;
 using test::RunResult;
 using test::WriteAll;
 
-std::string Quote(const std::string& s) { return test::ShellQuote(s); }
+using tool_test::Contains;
+using tool_test::Quote;
 
-RunResult RunTool(const std::string& args) {
-  return test::RunCommand(std::string(STRATA_CLI_TOOL) + " " + args);
-}
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_CLI_TOOL, args); }
 
 class StrataCliTest : public ::testing::Test {
  protected:

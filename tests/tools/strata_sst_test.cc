@@ -14,6 +14,7 @@
 #include "common/random.h"
 #include "sstable/table_builder.h"
 #include "sstable/table_reader.h"
+#include "tool_test_util.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 
@@ -24,11 +25,9 @@ using test::ReadAll;
 using test::RunResult;
 using test::WriteAll;
 
-std::string Quote(const std::string& s) { return test::ShellQuote(s); }
+using tool_test::Quote;
 
-RunResult RunTool(const std::string& args) {
-  return test::RunCommand(std::string(STRATA_SST_TOOL) + " " + args);
-}
+RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_SST_TOOL, args); }
 
 class StrataSstTest : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "common/random.h"
 #include "engine/log_record.h"
 #include "strata/engine.h"
+#include "tool_test_util.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 #include "wal/log_format.h"
@@ -32,15 +33,10 @@ using test::ReadAll;
 using test::RunResult;
 using test::WriteAll;
 
-std::string Quote(const std::string& s) { return test::ShellQuote(s); }
+using tool_test::Contains;
+using tool_test::Quote;
 
-RunResult RunTool(const std::string& args) {
-  return test::RunCommand(std::string(STRATA_WAL_TOOL) + " " + args);
-}
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_WAL_TOOL, args); }
 
 constexpr uint64_t kTablet = 7;
 constexpr int kRows = 120;
