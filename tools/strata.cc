@@ -25,6 +25,7 @@
 #include "common/cell_key.h"
 #include "common/file_system.h"
 #include "engine/manifest.h"
+#include "sstable/table_builder.h"
 #include "sstable/table_cache.h"
 #include "sstable/table_reader.h"
 #include "tool_util.h"
@@ -133,16 +134,6 @@ std::string RowBound(const std::string& row, const char* unbounded) {
   return row.empty() ? std::string(unbounded) : "'" + EscapeBytes(row) + "'";
 }
 
-const char* CompressionName(Compression c) {
-  switch (c) {
-    case Compression::kNone:
-      return "none";
-    case Compression::kZstd:
-      return "zstd";
-  }
-  return "?";
-}
-
 std::string BudgetString(const TenantOptions& o) {
   std::string s = "write buffer weight " + std::to_string(o.write_buffer_weight);
   s += ", write rate limit " +
@@ -194,7 +185,9 @@ int CmdCatalog(const engine::Catalog& c, const Args& args) {
         std::printf(
             "    group %u '%s': %scompression %s, block size %u, bloom bits %d, write "
             "buffer %s\n",
-            g, o.name.c_str(), o.in_memory ? "in memory, " : "", CompressionName(o.compression),
+            g, o.name.c_str(), o.in_memory ? "in memory, " : "",
+            sstable::CompressionTypeName(
+                sstable::TableBuilderOptions::FromLocalityGroup(o).compression),
             o.block_size, o.bloom_bits_per_key, write_buffer.c_str());
         std::string families;
         for (const engine::FamilyInfo& f : schema.families()) {
