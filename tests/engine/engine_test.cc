@@ -567,6 +567,31 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   EXPECT_EQ(Read("row0")[0].value, "newer");
 }
 
+// Puts f:q@1 = `prefix` + i in rows r0 .. r<n-1>.
+void PutNumberedRows(Table& table, int n, const std::string& prefix) {
+  for (int i = 0; i < n; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, prefix + std::to_string(i));
+    ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+  }
+}
+
+// Flips a byte of `needle` in every log segment under `dir` that holds it;
+// false when none does.
+bool DamageLogAt(const ScratchDir& dir, const std::string& needle) {
+  bool damaged = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.Join("wal"))) {
+    if (entry.path().extension() != ".log") continue;
+    std::string bytes = test::ReadAll(entry.path().string());
+    const size_t at = bytes.find(needle);
+    if (at == std::string::npos) continue;
+    bytes[at] ^= 0x55;
+    test::WriteAll(entry.path().string(), bytes);
+    damaged = true;
+  }
+  return damaged;
+}
+
 // Point-in-time recovery may cut the log below sequences that flushes
 // already recorded. Writes after the open must still get sequence numbers
 // above those: a lower one would be shadowed by the flushed version of its
@@ -580,32 +605,13 @@ TEST(EngineRecoveryTest, PointInTimeCutBelowFlushedDataKeepsSequencesAbove) {
     auto engine = Engine::Open(dir.path(), options);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     Table table = test::CreateOneFamilyTable(engine->get());
-    for (int i = 0; i < 10; i++) {
-      RowMutation m;
-      m.Put("f", "q", 1, "old-value-" + std::to_string(i));
-      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
-    }
+    PutNumberedRows(table, 10, "old-value-");
     ASSERT_TRUE((*engine)->Flush().ok());
     flushed_sequence = (*engine)->GetStats().last_sequence;
     ASSERT_TRUE((*engine)->Close().ok());
   }
   // Damage the fourth record: the log's current segment still holds them all.
-  bool damaged = false;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.Join("wal"))) {
-    if (entry.path().extension() != ".log") continue;
-    std::string bytes;
-    ASSERT_TRUE(ReadFileToString(FileSystem::Default(), entry.path().string(), &bytes).ok());
-    const size_t at = bytes.find("old-value-3");
-    if (at == std::string::npos) continue;
-    bytes[at] ^= 0x55;
-    std::FILE* f = std::fopen(entry.path().c_str(), "r+b");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(std::fseek(f, static_cast<long>(at), SEEK_SET), 0);
-    ASSERT_EQ(std::fputc(bytes[at], f), static_cast<unsigned char>(bytes[at]));
-    ASSERT_EQ(std::fclose(f), 0);
-    damaged = true;
-  }
-  ASSERT_TRUE(damaged);
+  ASSERT_TRUE(DamageLogAt(dir, "old-value-3"));
 
   auto check = [&](const char* when) {
     auto engine = Engine::Open(dir.path(), options);
@@ -734,28 +740,14 @@ TEST(EngineRecoveryTest, PointInTimeRecoveryOfNothingLeavesAnOpenableEngine) {
     auto engine = Engine::Open(dir.path(), options);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     Table table = test::CreateOneFamilyTable(engine->get());
-    for (int i = 0; i < 5; i++) {
-      RowMutation m;
-      m.Put("f", "q", 1, "first-value-" + std::to_string(i));
-      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
-    }
+    PutNumberedRows(table, 5, "first-value-");
     TableSchema altered;
     altered.families = {{.name = "f"}, {.name = "g"}};
     ASSERT_TRUE((*engine)->OpenTenant("t")->AlterTable("tab", altered).ok());
     ASSERT_TRUE((*engine)->Close().ok());
   }
   // Damage the first record: point in time drops it and all after it.
-  bool damaged = false;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.Join("wal"))) {
-    if (entry.path().extension() != ".log") continue;
-    std::string bytes = test::ReadAll(entry.path().string());
-    const size_t at = bytes.find("first-value-0");
-    if (at == std::string::npos) continue;
-    bytes[at] ^= 0x55;
-    test::WriteAll(entry.path().string(), bytes);
-    damaged = true;
-  }
-  ASSERT_TRUE(damaged);
+  ASSERT_TRUE(DamageLogAt(dir, "first-value-0"));
   EngineOptions pit = options;
   pit.wal_recovery_mode = WalRecoveryMode::kPointInTime;
   {
