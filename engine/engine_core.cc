@@ -2031,28 +2031,26 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
 }
 
 Result<std::vector<Cell>> EngineCore::ReadRow(const TableState& table, const ReadOptions& options,
-                                              std::string_view row, const RowFilter& filter,
-                                              const Schema* schema) const {
+                                              std::string_view row, const RowFilter& filter) const {
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
-  std::shared_ptr<const Schema> current;
-  if (schema == nullptr) {
-    current = table.schema();
-    schema = current.get();
-  }
+  const std::shared_ptr<const Schema> schema = table.schema();
   Result<std::vector<Cell>> cells = ReadRowOpen(table, *schema, row, filter);
   if (cells.ok()) table.budget->CountRowRead();
   return cells;
 }
 
-Status EngineCore::ReadRowInto(const TableState& table, const Schema& schema,
-                               std::string_view row, const ResolvedFilter& filter,
-                               RowSink* sink) const {
+Status EngineCore::ReadRowInto(const TableState& table, const Schema& schema, std::string_view row,
+                               const ResolvedFilter& filter, RowSink* sink,
+                               bool* stale_schema) const {
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   STRATA_RETURN_IF_ERROR(ValidateRowKey(row));
+  // The gate keeps the schema from changing until the read is done.
+  *stale_schema = !table.SchemaIs(&schema);
+  if (*stale_schema) return Status::OK();
   STRATA_RETURN_IF_ERROR(ReadRowOpenInto(table, schema, row, filter, sink));
   table.budget->CountRowRead();
   return Status::OK();

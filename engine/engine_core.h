@@ -143,6 +143,11 @@ struct TableState {
     MutexLock l(&schema_mu);
     return current_schema;
   }
+  // Whether `s` is the current schema, without taking a reference.
+  bool SchemaIs(const Schema* s) const LOCKS_EXCLUDED(schema_mu) {
+    MutexLock l(&schema_mu);
+    return current_schema.get() == s;
+  }
   mutable Mutex schema_mu;
   std::shared_ptr<const Schema> current_schema GUARDED_BY(schema_mu);
   // Sorted by start_row, covering every row; never empty. Replaced by a
@@ -234,20 +239,18 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const TableState& table, const WriteOptions& options,
       const std::vector<ConditionalMutation>& batch);
-  // With `schema`, the filter's names and the cells' families go by that
-  // snapshot of the table's schema (a read session's, taken when its Get
-  // started) instead of the current one. Ids and slots stay valid across
-  // schema changes, and a family that moved or went held no data then, so
-  // each column read is what the row held at some moment since.
   Result<std::vector<Cell>> ReadRow(const TableState& table, const ReadOptions& options,
-                                    std::string_view row, const RowFilter& filter,
-                                    const Schema* schema = nullptr) const;
+                                    std::string_view row, const RowFilter& filter) const;
   // ReadRow for the engine's own readers (read sessions): the filter comes
-  // resolved against `schema` (a snapshot of the table's), and the cells go
-  // to `sink` as the walk of each locality group finds them (RowSink), not
-  // sorted by family across groups. Counted as a row read, as ReadRow is.
+  // resolved against `schema`, the snapshot of the table's schema the caller
+  // took, and the cells go to `sink` as the walk of each locality group finds
+  // them (RowSink), not sorted by family across groups. Counted as a row
+  // read, as ReadRow is. When `schema` is no longer the table's (a schema
+  // change came after the caller took it), nothing is read and *stale_schema
+  // is set: reading a moved family's old group would miss what was written
+  // to it since, while the row's other columns show those writes.
   Status ReadRowInto(const TableState& table, const Schema& schema, std::string_view row,
-                     const ResolvedFilter& filter, RowSink* sink) const;
+                     const ResolvedFilter& filter, RowSink* sink, bool* stale_schema) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
                                             const ReadOptions& options,
                                             const ScanSpec& spec) const;

@@ -11,6 +11,7 @@
 
 #include "common/coding.h"
 #include "engine/engine_core.h"
+#include "engine/test_hooks.h"
 
 namespace strata::engine {
 
@@ -96,9 +97,11 @@ class ReadSessionImpl final : public ReadSession {
 
   // One lookup of `row`: the column asked for and the columns predicted with
   // it that `cached` (the row's cache entry; null when there is none) lacks.
+  // Reads nothing and sets *stale_schema when `schema` is no longer the
+  // table's (EngineCore::ReadRowInto).
   Result<std::vector<Cell>> Fetch(const Schema& schema, std::string_view row,
                                   const FamilyInfo& family, std::string_view qualifier,
-                                  CachedRow* cached);
+                                  CachedRow* cached, bool* stale_schema);
   // The versions of `c`, as Get returns them.
   std::vector<Cell> CellsOf(const CachedColumn& c) const;
   // Stable-sorts the cells from `first` on, which the last lookup added, and
@@ -224,32 +227,38 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
                                                std::string_view qualifier) {
   stats_.gets++;
   if (Dropped(*table_)) return DroppedError(*table_);
-  // The schema as this Get starts: its lookup reads by it, even if the
-  // schema changes meanwhile (EngineCore::ReadRow).
-  const std::shared_ptr<const Schema> schema = table_->schema();
-  const FamilyInfo* f = schema->FindFamily(family);
-  if (f == nullptr) {
-    return Status::InvalidArgument("table '" + table_->name + "' has no column family '" +
-                                   EscapeBytes(family) + "'");
-  }
-  CachedRow* cached = nullptr;
-  if (auto r = rows_.find(row); r != rows_.end()) {
-    cached = &r->second;
-    if (CachedColumn* c = cached->Find(ColumnRef(f->id, qualifier)); c != nullptr) {
-      stats_.cache_hits++;
-      if (c->prefetched && !c->asked) stats_.prefetch_hits++;
-      c->asked = true;
-      return CellsOf(*c);
+  for (;;) {
+    // The lookup reads by the schema as it starts; a schema change before
+    // the lookup holds the close gate sends it round again.
+    const std::shared_ptr<const Schema> schema = table_->schema();
+    if (auto hook = test_hooks::after_session_schema.load(std::memory_order_relaxed)) hook();
+    const FamilyInfo* f = schema->FindFamily(family);
+    if (f == nullptr) {
+      return Status::InvalidArgument("table '" + table_->name + "' has no column family '" +
+                                     EscapeBytes(family) + "'");
     }
+    CachedRow* cached = nullptr;
+    if (auto r = rows_.find(row); r != rows_.end()) {
+      cached = &r->second;
+      if (CachedColumn* c = cached->Find(ColumnRef(f->id, qualifier)); c != nullptr) {
+        stats_.cache_hits++;
+        if (c->prefetched && !c->asked) stats_.prefetch_hits++;
+        c->asked = true;
+        return CellsOf(*c);
+      }
+    }
+    // Cached columns point into the schema they were read by: keep it.
+    if (schemas_.empty() || schemas_.back() != schema) schemas_.push_back(schema);
+    bool stale_schema = false;
+    Result<std::vector<Cell>> cells = Fetch(*schema, row, *f, qualifier, cached, &stale_schema);
+    if (!stale_schema) return cells;
   }
-  // Cached columns point into the schema they were read by: keep it.
-  if (schemas_.empty() || schemas_.back() != schema) schemas_.push_back(schema);
-  return Fetch(*schema, row, *f, qualifier, cached);
 }
 
 Result<std::vector<Cell>> ReadSessionImpl::Fetch(const Schema& schema, std::string_view row,
                                                  const FamilyInfo& family,
-                                                 std::string_view qualifier, CachedRow* cached) {
+                                                 std::string_view qualifier, CachedRow* cached,
+                                                 bool* stale_schema) {
   const std::vector<ColumnId>* predicted = nullptr;
   if (options_.prefetch) {
     if (predictions_ == nullptr) predictions_ = table_->reads.predictor().snapshot();
@@ -288,12 +297,13 @@ Result<std::vector<Cell>> ReadSessionImpl::Fetch(const Schema& schema, std::stri
     found_columns_.reserve(wanted_.size());
   }
   LookupSink sink(this);
-  Status s = core_->ReadRowInto(*table_, schema, row, filter_, &sink);
-  if (!s.ok()) {
+  Status s = core_->ReadRowInto(*table_, schema, row, filter_, &sink, stale_schema);
+  if (!s.ok() || *stale_schema) {
     timestamps_.resize(first);
     value_ends_.resize(first);
     values_.resize(values_before);
-    return s;
+    if (!s.ok()) return s;
+    return std::vector<Cell>();  // not read: the caller goes round again
   }
   stats_.lookups++;
   // Each locality group's cells come in column order; with several groups,

@@ -11,7 +11,10 @@ namespace strata::engine::test_hooks {
 // A point read, after it took its groups' views and before it read its
 // snapshot (EngineCore::ReadRowOpenInto).
 inline std::atomic<void (*)()> after_row_read_views{nullptr};
-// A scan, at the same point (EngineCore::Scan).
+// A read session's Get, after it took the table's schema and before its
+// lookup holds the close gate (engine/read_session.cc).
+inline std::atomic<void (*)()> after_session_schema{nullptr};
+// A scan, at the same point as after_row_read_views (EngineCore::Scan).
 inline std::atomic<void (*)()> after_scan_views{nullptr};
 // A flush, after it synced the log and before it records the flush in the
 // manifest (EngineCore::FlushOldest).

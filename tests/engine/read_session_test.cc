@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 
 #include "common/coding.h"
 #include "common/random.h"
+#include "engine/test_hooks.h"
 #include "strata/engine.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
@@ -514,6 +516,55 @@ TEST_F(ReadSessionTest, ConcurrentSessions) {
   EXPECT_EQ(totals->gets, static_cast<uint64_t>(kThreads * kSessions * 3 * 8));
   // Prediction learned both patterns while sessions ran.
   EXPECT_LT(totals->lookups, totals->gets / 2);
+}
+
+// What the hook of the next test does, once: moves the empty family "h" to
+// the other group, then writes "h" and "f" in one row mutation.
+std::function<void()>* g_between_schema_and_lookup = nullptr;
+
+void RunBetweenSchemaAndLookup() {
+  engine::test_hooks::after_session_schema.store(nullptr);
+  (*g_between_schema_and_lookup)();
+}
+
+// A Get whose lookup starts after a schema change moved a family reads by
+// the new schema: one lookup shows both columns of the mutation made after
+// the move, never the one read through its old group without the other.
+TEST_F(ReadSessionTest, LookupAfterAFamilyMovedSeesTheRowAtOneMoment) {
+  TableSchema with_h = Schema();
+  with_h.families.push_back({.name = "h", .locality_group = "one"});
+  ASSERT_OK(tenant_.AlterTable("tab", with_h));
+  ASSERT_OK(table_.Mutate(options_, "r", RowMutation().Put("f", Q(0), 1, "old")));
+  for (int s = 0; s < 100; s++) {  // h:x and f:q0 are read together
+    std::unique_ptr<ReadSession> session = NewSession();
+    ASSERT_NE(session, nullptr);
+    ASSERT_OK(session->Get("train", "h", "x"));
+    ASSERT_OK(session->Get("train", "f", Q(0)));
+  }
+  TableSchema h_moved = with_h;
+  h_moved.families[2].locality_group = "two";
+  std::function<void()> between = [&] {
+    ASSERT_OK(tenant_.AlterTable("tab", h_moved));
+    ASSERT_OK(table_.Mutate(options_, "r",
+                            RowMutation().Put("h", "x", 2, "new").Put("f", Q(0), 2, "new")));
+  };
+  g_between_schema_and_lookup = &between;
+  std::unique_ptr<ReadSession> session = NewSession();
+  ASSERT_NE(session, nullptr);
+  engine::test_hooks::after_session_schema.store(&RunBetweenSchemaAndLookup);
+  auto h = session->Get("r", "h", "x");
+  engine::test_hooks::after_session_schema.store(nullptr);
+  g_between_schema_and_lookup = nullptr;
+  ASSERT_OK(h);
+  auto f = session->Get("r", "f", Q(0));
+  ASSERT_OK(f);
+  ASSERT_EQ(session->stats().lookups, 1u);  // f:q0 came with h:x
+  ASSERT_EQ(session->stats().prefetch_hits, 1u);
+  ASSERT_EQ(h->size(), 1u);
+  EXPECT_EQ((*h)[0].value, "new");
+  ASSERT_FALSE(f->empty());
+  EXPECT_EQ((*f)[0].value, "new");
+  EXPECT_EQ(session->Get("r", "g", "y")->size(), 0u);  // the session still reads
 }
 
 TEST_F(ReadSessionTest, BadInput) {
