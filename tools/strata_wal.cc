@@ -85,6 +85,11 @@ const char kUsage[] =
     "whose payload does not decode, or whose entry count differs from its\n"
     "sequence count, is corruption.\n"
     "\n"
+    "A segment file read on its own cannot show whether a later segment\n"
+    "follows: a last record that runs to its end goes on in the next segment\n"
+    "(not checked; the file is OK), and a file cut below its segment size is\n"
+    "reported as a torn tail with a note.\n"
+    "\n"
     "exit status: 0 the log is clean, or only its tail is torn and the mode is\n"
     "not absolute; 1 corruption found; 2 bad arguments, unreadable input, not\n"
     "a log, or output that could not be written\n";
@@ -403,7 +408,10 @@ struct Pass {
   std::string kind;                  // what sort of damage
   std::optional<LogPosition> later;  // the durable record start that proves corruption
   std::string later_file;
-  bool continues_past_file = false;  // one file read and its last record may go on in the next
+  // One segment file read on its own (the next segment, if any, unread):
+  bool continues_past_file = false;  // its last record runs to its end, so goes on in the next
+  uint64_t short_file_size = 0;      // when cut below its segment size: the file's size
+  uint64_t segment_size = 0;         // and the segment size its header gives
 };
 
 // Called for each record read; a non-OK status (a payload problem) stops the
@@ -485,15 +493,25 @@ Pass ReadRecords(FileSystem* fs, const Target& t, const RecordVisitor& visit) {
   p.verdict = Verdict::kTornTail;
   p.kind = "a torn tail";
   if (!t.is_dir) {
-    // A record that runs to the very end of a full segment may go on in the
-    // next segment, which was not read.
     std::unique_ptr<RandomAccessFile> file;
     char buf[kSegmentHeaderSize];
     Slice got;
     SegmentHeader h;
+    Result<uint64_t> size = Status::IOError("not read");
     if (fs->NewRandomAccessFile(t.path, &file).ok() && file->Read(0, sizeof(buf), &got, buf).ok() &&
-        DecodeSegmentHeader(got, &h).ok() && p.stop.offset >= h.segment_size) {
-      p.continues_past_file = true;
+        DecodeSegmentHeader(got, &h).ok() && (size = file->Size()).ok()) {
+      if (p.stop.offset >= h.segment_size) {
+        // The writer goes on with a record that reaches the end of a segment
+        // in the next one: nothing is wrong with this file.
+        p.continues_past_file = true;
+        p.verdict = Verdict::kClean;
+        p.stopped = false;
+      } else if (*size < h.segment_size) {
+        // The writer makes every segment file its full size before naming
+        // it: this one was cut later.
+        p.short_file_size = *size;
+        p.segment_size = h.segment_size;
+      }
     }
   }
   return p;
@@ -587,6 +605,11 @@ int Report(FileSystem* fs, const Target& t, const Pass& read, RecoveryMode mode)
   switch (p.verdict) {
     case Verdict::kClean:
       std::printf("OK: the log is clean\n");
+      if (p.continues_past_file) {
+        std::printf(
+            "  note: only this segment was read; its last record goes on in the next segment,\n"
+            "  which was not (read the log directory to check that record)\n");
+      }
       break;
     case Verdict::kTornTail:
       std::printf("torn tail: reading stopped in %s at offset %" PRIu64 "\n", p.stop_file.c_str(),
@@ -596,10 +619,12 @@ int Report(FileSystem* fs, const Target& t, const Pass& read, RecoveryMode mode)
           "  no record written after this spot was durable follows, so an interrupted\n"
           "  write can explain it; recovery that tolerates a torn tail drops %s\n",
           dropped.c_str());
-      if (p.continues_past_file) {
-        std::printf(
-            "  note: only this segment was read; its last record may go on in the next "
-            "segment (read the log directory instead)\n");
+      if (p.segment_size > 0) {
+        std::printf("  note: the file is %" PRIu64 " bytes, less than the segment size of %" PRIu64
+                    " its header\n"
+                    "  gives, so it was cut after it was written; if a later segment exists, the\n"
+                    "  records cut off are lost and the log is corrupt (read the log directory)\n",
+                    p.short_file_size, p.segment_size);
       }
       break;
     case Verdict::kCorruption:
