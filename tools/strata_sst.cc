@@ -46,6 +46,10 @@ const char kUsage[] =
     "               size and compression, the index separators and the filter\n"
     "  dump-block   print one block as stored on disk (contents and trailer) in hex\n"
     "\n"
+    "When the table cannot be opened (a damaged index, filter or properties\n"
+    "block), props and layout show the blocks its footer points to, each checked\n"
+    "on its own, and the properties when their block is sound; they exit 1.\n"
+    "\n"
     "options:\n"
     "  --hex             scan: print keys and values as hex instead\n"
     "  --from=ROW        scan: start at this row (inclusive)\n"
@@ -267,6 +271,58 @@ int CmdLayout(const TableReader& t) {
   return kExitOk;
 }
 
+// props and layout of a table that cannot be opened (a damaged index,
+// filter or properties block): what the footer says, each block it points
+// to checked on its own, and the properties when their block is sound. The
+// data blocks cannot be listed without the index. Fails with `why`.
+int CmdFooterBlocks(const std::string& path, bool props, const Status& why) {
+  FileSystem* fs = FileSystem::Default();
+  std::unique_ptr<RandomAccessFile> file;
+  if (Status s = fs->NewRandomAccessFile(path, &file); !s.ok()) return Fail(s);
+  Result<uint64_t> size = file->Size();
+  if (!size.ok()) return Fail(size.status());
+  if (*size < Footer::kEncodedLength) return Fail(why);
+  const uint64_t footer_offset = *size - Footer::kEncodedLength;
+  char buf[Footer::kEncodedLength];
+  Slice got;
+  if (!file->Read(footer_offset, sizeof(buf), &got, buf).ok()) return Fail(why);
+  Result<Footer> footer = Footer::Decode(got, path, footer_offset);
+  if (!footer.ok()) return Fail(why);  // the open failed on the footer itself
+  const bool has_filter = !(footer->filter.offset == 0 && footer->filter.size == 0);
+  struct Meta {
+    BlockKind kind;
+    BlockHandle handle;
+  };
+  std::vector<Meta> blocks;
+  if (has_filter) blocks.push_back({BlockKind::kFilter, footer->filter});
+  blocks.push_back({BlockKind::kIndex, footer->index});
+  blocks.push_back({BlockKind::kProperties, footer->properties});
+  std::printf("file: %s\nfile_size: %" PRIu64 "\n", path.c_str(), *size);
+  std::printf("the table cannot be opened; the blocks its footer points to:\n");
+  std::optional<TableProperties> properties;
+  for (const Meta& m : blocks) {
+    BlockContents c;
+    Status s = m.handle.FitsBelow(footer_offset)
+                   ? ReadBlock(*file, path, m.kind, m.handle, &c)
+                   : Status::Corruption("the handle points past the end of the blocks");
+    if (s.ok() && m.kind == BlockKind::kProperties) {
+      Result<TableProperties> p = TableProperties::Decode(c.data);
+      if (p.ok()) {
+        properties = *p;
+      } else {
+        s = p.status();
+      }
+    }
+    std::printf("  %-10s offset %" PRIu64 " size %" PRIu64 ": %s\n", BlockKindName(m.kind),
+                m.handle.offset, m.handle.size, s.ok() ? "OK" : s.ToString().c_str());
+  }
+  std::printf("footer.format_version: %u\n", footer->format_version);
+  if (props && properties) std::fputs(properties->ToString().c_str(), stdout);
+  if (!props) std::printf("data blocks: not listed (they are found through the index)\n");
+  std::fflush(stdout);
+  return Fail(why);
+}
+
 void HexDump(const std::string& data, uint64_t base) {
   tools::HexDump(data, base, /*indent=*/"", /*offset_digits=*/8);
 }
@@ -384,6 +440,9 @@ int Main(int argc, char** argv) {
   if (const std::string why = tools::NotAFileReason(args.file); !why.empty()) return Usage(why);
   if (args.size) return CmdDumpBlockRaw(args);
   Result<std::unique_ptr<TableReader>> table = Open(args.file);
+  if (!table.ok() && table.status().IsCorruption() && (cmd == "props" || cmd == "layout")) {
+    return CmdFooterBlocks(args.file, cmd == "props", table.status());
+  }
   if (!table.ok()) return Fail(table.status());
   if (cmd == "props") return CmdProps(**table);
   if (cmd == "scan") return CmdScan(**table, args);
