@@ -85,6 +85,21 @@ void Footer::EncodeTo(std::string* dst) const {
   PutFixed64(dst, kTableMagic);
 }
 
+Result<Footer> Footer::Read(const RandomAccessFile& file, uint64_t file_size,
+                            const std::string& file_name) {
+  if (file_size < kEncodedLength) {
+    return Status::Corruption("file " + file_name + ": too short to be an SSTable (" +
+                              std::to_string(file_size) + " bytes; the footer alone is " +
+                              std::to_string(kEncodedLength) + ")");
+  }
+  const uint64_t offset = file_size - kEncodedLength;
+  char buf[kEncodedLength];
+  Slice got;
+  Status s = file.Read(offset, kEncodedLength, &got, buf);
+  if (!s.ok()) return s.WithContext("file " + file_name + ": reading the footer");
+  return Decode(got, file_name, offset);
+}
+
 Result<Footer> Footer::Decode(const Slice& input, const std::string& file_name, uint64_t offset) {
   auto bad = [&](const std::string& what) {
     return Status::Corruption("file " + file_name + ": footer at offset " +

@@ -93,6 +93,9 @@ struct Footer {
   // Decodes and verifies the 64 bytes of a footer read at `offset` of
   // `file_name`: magic number, checksum, version.
   static Result<Footer> Decode(const Slice& input, const std::string& file_name, uint64_t offset);
+  // Reads and decodes the footer of `file`, `file_size` bytes long.
+  static Result<Footer> Read(const RandomAccessFile& file, uint64_t file_size,
+                             const std::string& file_name);
 };
 
 // A block's contents after reading: verified and uncompressed.

@@ -145,19 +145,10 @@ uint64_t TableReader::DataEnd() const {
 }
 
 Status TableReader::Init() {
-  if (file_size_ < Footer::kEncodedLength) {
-    return Status::Corruption("file " + file_name_ + ": too short to be an SSTable (" +
-                              std::to_string(file_size_) + " bytes; the footer alone is " +
-                              std::to_string(Footer::kEncodedLength) + ")");
-  }
-  const uint64_t footer_offset = file_size_ - Footer::kEncodedLength;
-  char buf[Footer::kEncodedLength];
-  Slice got;
-  Status s = file_->Read(footer_offset, Footer::kEncodedLength, &got, buf);
-  if (!s.ok()) return s.WithContext("file " + file_name_ + ": reading the footer");
-  Result<Footer> footer = Footer::Decode(got, file_name_, footer_offset);
+  Result<Footer> footer = Footer::Read(*file_, file_size_, file_name_);
   if (!footer.ok()) return footer.status();
   footer_ = *footer;
+  const uint64_t footer_offset = file_size_ - Footer::kEncodedLength;
 
   const bool has_filter_block = !(footer_.filter.offset == 0 && footer_.filter.size == 0);
   struct Check {

@@ -281,13 +281,9 @@ int CmdFooterBlocks(const std::string& path, bool props, const Status& why) {
   if (Status s = fs->NewRandomAccessFile(path, &file); !s.ok()) return Fail(s);
   Result<uint64_t> size = file->Size();
   if (!size.ok()) return Fail(size.status());
-  if (*size < Footer::kEncodedLength) return Fail(why);
-  const uint64_t footer_offset = *size - Footer::kEncodedLength;
-  char buf[Footer::kEncodedLength];
-  Slice got;
-  if (!file->Read(footer_offset, sizeof(buf), &got, buf).ok()) return Fail(why);
-  Result<Footer> footer = Footer::Decode(got, path, footer_offset);
+  Result<Footer> footer = Footer::Read(*file, *size, path);
   if (!footer.ok()) return Fail(why);  // the open failed on the footer itself
+  const uint64_t footer_offset = *size - Footer::kEncodedLength;
   const bool has_filter = !(footer->filter.offset == 0 && footer->filter.size == 0);
   struct Meta {
     BlockKind kind;
