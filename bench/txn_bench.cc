@@ -46,6 +46,11 @@
 //   txn/s, keys/s    committed transfers and their accounts per second
 //   aborts/s, abort% failed attempts per second; per attempt (percent)
 //   syncs/txn        log fdatasyncs per committed transfer (group commit)
+//   cpu_us           CPU time of the whole process (every thread: workers,
+//                    log, flush, compaction, background commits) from the
+//                    start of thread 0's transfers until the last thread
+//                    stops, in microseconds per committed transfer: what a
+//                    transfer costs, less noisy than txn/s on a busy machine
 //   Strata only, microseconds per committed transfer, summed over threads
 //   (so their sum is about threads / txn/s), from timestamps taken at
 //   TxnDBConfig::fail_point in the committing thread (--split=0 opens
@@ -76,6 +81,7 @@
 // loaded before its first run and compacted once. Figures depend on the
 // machine and what else runs on it: compare only within one run.
 #include <benchmark/benchmark.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -911,8 +917,16 @@ struct RunState {
   SteadyClock::time_point last_end = SteadyClock::time_point::min();
   std::atomic<int> done{0};
   std::atomic<bool> stop{false};
+  uint64_t cpu_start_ns = 0;  // ProcessCpuNanos() as thread 0 starts (thread 0 only)
 };
 RunState g_run;
+
+// CPU time used so far by every thread of the process.
+uint64_t ProcessCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 void BM_Transfer(benchmark::State& state, Config c) {
   const bool leader = state.thread_index() == 0;
@@ -927,6 +941,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
     g_run.last_end = SteadyClock::time_point::min();
     g_run.done = 0;
     g_run.stop = false;
+    g_run.cpu_start_ns = 0;
     std::string error;
     Bank* bank = GetBank(c, &error);
     if (bank != nullptr && bank->broken) error = "an earlier run left this database inconsistent";
@@ -947,6 +962,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
       state.SkipWithError("the run could not be set up");
       break;
     }
+    if (leader) g_run.cpu_start_ns = ProcessCpuNanos();
     std::unique_ptr<Worker> worker = g_run.bank->NewWorker(c);
     const uint64_t n = g_run.bank->accounts();
     strata::Random rng(g_flags.seed * 1000003 + static_cast<uint64_t>(state.thread_index()) * 7919 +
@@ -996,6 +1012,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
   g_run.done.fetch_add(1);
   if (!leader) return;
   while (g_run.done.load() < state.threads()) std::this_thread::yield();
+  const uint64_t cpu_ns = ProcessCpuNanos() - g_run.cpu_start_ns;
 
   Bank* bank = g_run.bank;
   if (bank == nullptr) return;  // skipped with the setup's error
@@ -1020,6 +1037,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
     state.counters["aborts/s"] = secs > 0 ? aborted / secs : 0;
     state.counters["abort%"] = committed + aborted > 0 ? 100 * aborted / (committed + aborted) : 0;
     state.counters["syncs/txn"] = committed > 0 ? static_cast<double>(syncs) / committed : 0;
+    state.counters["cpu_us"] = committed > 0 ? static_cast<double>(cpu_ns) / 1000 / committed : 0;
     if (IsStrata(c.system) && committed > 0) {
       const Steps& s = g_run.steps;
       auto us = [&](uint64_t ns) { return static_cast<double>(ns) / 1000 / committed; };
