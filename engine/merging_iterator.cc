@@ -25,6 +25,8 @@ class MergingIterator final : public InternalIterator {
     current_->Next();
     FindSmallest();
   }
+  // Takes the children where they stand (see NewMergingIteratorAtChildren).
+  void StartAtChildren() { FindSmallest(); }
   Slice key() const override { return current_->key(); }
   Slice value() const override { return current_->value(); }
   Status status() const override { return status_; }
@@ -55,6 +57,14 @@ std::unique_ptr<InternalIterator> NewMergingIterator(
     std::vector<std::unique_ptr<InternalIterator>> children,
     std::vector<std::shared_ptr<const void>> pins) {
   return std::make_unique<MergingIterator>(std::move(children), std::move(pins));
+}
+
+std::unique_ptr<InternalIterator> NewMergingIteratorAtChildren(
+    std::vector<std::unique_ptr<InternalIterator>> children,
+    std::vector<std::shared_ptr<const void>> pins) {
+  auto merged = std::make_unique<MergingIterator>(std::move(children), std::move(pins));
+  merged->StartAtChildren();
+  return merged;
 }
 
 }  // namespace strata::engine

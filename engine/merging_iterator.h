@@ -18,6 +18,13 @@ std::unique_ptr<InternalIterator> NewMergingIterator(
     std::vector<std::unique_ptr<InternalIterator>> children,
     std::vector<std::shared_ptr<const void>> pins = {});
 
+// The same over children already positioned (each by a Seek to one target,
+// or !Valid()): the merge starts at the smallest of their current entries, as
+// a Seek to that target would put it, without seeking any child again.
+std::unique_ptr<InternalIterator> NewMergingIteratorAtChildren(
+    std::vector<std::unique_ptr<InternalIterator>> children,
+    std::vector<std::shared_ptr<const void>> pins = {});
+
 }  // namespace strata::engine
 
 #endif  // STRATA_ENGINE_MERGING_ITERATOR_H_

@@ -122,9 +122,9 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
     children.push_back(std::move(sources[i].it));
     if (sources[i].reader) pins.push_back(std::move(sources[i].reader));
   }
+  // Each source stands on its first entry of the row already.
   std::unique_ptr<InternalIterator> merged =
-      NewMergingIterator(std::move(children), std::move(pins));
-  merged->Seek(prefix);
+      NewMergingIteratorAtChildren(std::move(children), std::move(pins));
   return CollectRowFromHere(merged.get(), prefix, snapshot, filter, schema, out);
 }
 
