@@ -11,7 +11,18 @@ std::string TableFileName(const std::string& dir, uint64_t file_number) {
   return JoinPath(dir, buf);
 }
 
-TableCache::TableCache(TableCacheOptions options) : options_(std::move(options)) {}
+namespace {
+
+// Shards of a cache of `max_open_tables`: one per 64 tables, from 1 to 16.
+size_t ShardsFor(size_t max_open_tables) { return std::clamp<size_t>(max_open_tables / 64, 1, 16); }
+
+}  // namespace
+
+TableCache::TableCache(TableCacheOptions options)
+    : options_(std::move(options)),
+      num_shards_(ShardsFor(options_.max_open_tables)),
+      shard_capacity_(std::max<size_t>(1, options_.max_open_tables / num_shards_)),
+      shards_(new Shard[num_shards_]) {}
 
 std::string TableCache::FileName(uint64_t file_number) const {
   return options_.file_name ? options_.file_name(file_number)
@@ -21,14 +32,16 @@ std::string TableCache::FileName(uint64_t file_number) const {
 Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
                                                      BlockCache::TenantId tenant,
                                                      bool resident_blocks) {
+  Shard& shard = ShardOf(file_number);
   {
-    MutexLock l(&mu_);
-    auto pinned = pinned_.find(file_number);
-    if (pinned != pinned_.end()) return pinned->second;
-    auto it = map_.find(file_number);
-    if (it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-      return it->second.reader;
+    MutexLock l(&shard.mu);
+    auto it = shard.map.find(file_number);
+    if (it != shard.map.end()) {
+      Entry& e = it->second;
+      if (!e.pinned && e.lru_pos != shard.lru.begin()) {
+        shard.lru.splice(shard.lru.begin(), shard.lru, e.lru_pos);
+      }
+      return e.reader;
     }
   }
   // Open without the lock: opening reads three blocks and must not stall
@@ -37,18 +50,21 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
   Result<std::shared_ptr<TableReader>> shared = Open(file_number, tenant, resident_blocks);
   if (!shared.ok()) return shared.status();
 
-  MutexLock l(&mu_);
-  auto [it, inserted] = map_.try_emplace(file_number);
+  MutexLock l(&shard.mu);
+  auto [it, inserted] = shard.map.try_emplace(file_number);
   if (!inserted) {
-    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-    return it->second.reader;
+    Entry& e = it->second;
+    if (!e.pinned) shard.lru.splice(shard.lru.begin(), shard.lru, e.lru_pos);
+    return e.reader;
   }
-  lru_.push_front(file_number);
+  shard.lru.push_front(file_number);
   it->second.reader = *shared;
-  it->second.lru_pos = lru_.begin();
-  while (map_.size() > std::max<size_t>(1, options_.max_open_tables)) {
-    map_.erase(lru_.back());
-    lru_.pop_back();
+  it->second.lru_pos = shard.lru.begin();
+  shard.unpinned++;
+  while (shard.unpinned > shard_capacity_) {
+    shard.map.erase(shard.lru.back());
+    shard.lru.pop_back();
+    shard.unpinned--;
   }
   return shared;
 }
@@ -57,13 +73,15 @@ Result<std::shared_ptr<TableReader>> TableCache::Pin(uint64_t file_number,
                                                      BlockCache::TenantId tenant) {
   Result<std::shared_ptr<TableReader>> reader = Open(file_number, tenant, /*resident_blocks=*/true);
   if (!reader.ok()) return reader.status();
-  MutexLock l(&mu_);
-  auto it = map_.find(file_number);
-  if (it != map_.end()) {
-    lru_.erase(it->second.lru_pos);
-    map_.erase(it);
+  Shard& shard = ShardOf(file_number);
+  MutexLock l(&shard.mu);
+  Entry& e = shard.map[file_number];
+  if (e.reader != nullptr && !e.pinned) {
+    shard.lru.erase(e.lru_pos);
+    shard.unpinned--;
   }
-  pinned_[file_number] = *reader;
+  e.reader = *reader;
+  e.pinned = true;
   return reader;
 }
 
@@ -87,17 +105,24 @@ Result<std::shared_ptr<TableReader>> TableCache::Open(uint64_t file_number,
 }
 
 void TableCache::Evict(uint64_t file_number) {
-  MutexLock l(&mu_);
-  pinned_.erase(file_number);
-  auto it = map_.find(file_number);
-  if (it == map_.end()) return;
-  lru_.erase(it->second.lru_pos);
-  map_.erase(it);
+  Shard& shard = ShardOf(file_number);
+  MutexLock l(&shard.mu);
+  auto it = shard.map.find(file_number);
+  if (it == shard.map.end()) return;
+  if (!it->second.pinned) {
+    shard.lru.erase(it->second.lru_pos);
+    shard.unpinned--;
+  }
+  shard.map.erase(it);
 }
 
 size_t TableCache::size() const {
-  MutexLock l(&mu_);
-  return map_.size();
+  size_t n = 0;
+  for (size_t i = 0; i < num_shards_; i++) {
+    MutexLock l(&shards_[i].mu);
+    n += shards_[i].unpinned;
+  }
+  return n;
 }
 
 }  // namespace strata::sstable

@@ -6,6 +6,12 @@
 // while in use stays open until its last user lets go. Invariant: at most
 // `max_open_tables` readers are held by the cache itself (readers still in
 // use after eviction are not counted).
+//
+// Every point read looks up each file it may touch, so the cache is split
+// into shards by file number, each with its own mutex and LRU list: lookups
+// of different files do not wait for each other. A shard holds at most
+// max_open_tables / shards readers, and a cache of fewer than 128 tables is
+// one shard, whose order of eviction is exactly least recently used.
 #ifndef STRATA_SSTABLE_TABLE_CACHE_H_
 #define STRATA_SSTABLE_TABLE_CACHE_H_
 
@@ -52,34 +58,42 @@ class TableCache {
   // nothing is cached.
   Result<std::shared_ptr<TableReader>> Get(uint64_t file_number,
                                            BlockCache::TenantId tenant = BlockCache::kNoTenant,
-                                           bool resident_blocks = false) LOCKS_EXCLUDED(mu_);
+                                           bool resident_blocks = false);
   // Opens the table with resident blocks and keeps its reader open until
   // Evict, outside the LRU and its max_open_tables bound: for in-memory
   // locality groups, whose reads must never wait for the file system. A
   // reader already open for it is replaced (its users keep it).
   Result<std::shared_ptr<TableReader>> Pin(uint64_t file_number,
-                                           BlockCache::TenantId tenant = BlockCache::kNoTenant)
-      LOCKS_EXCLUDED(mu_);
+                                           BlockCache::TenantId tenant = BlockCache::kNoTenant);
   // Drops the reader of a file, pinned or not (e.g. once the file is obsolete).
-  void Evict(uint64_t file_number) LOCKS_EXCLUDED(mu_);
+  void Evict(uint64_t file_number);
 
-  size_t size() const LOCKS_EXCLUDED(mu_);
+  // Readers held under the max_open_tables bound (pinned ones not counted).
+  size_t size() const;
   std::string FileName(uint64_t file_number) const;
 
  private:
   struct Entry {
     std::shared_ptr<TableReader> reader;
-    std::list<uint64_t>::iterator lru_pos;
+    bool pinned = false;
+    std::list<uint64_t>::iterator lru_pos;  // unless pinned
+  };
+  // The tables whose number is i modulo the number of shards.
+  struct alignas(64) Shard {
+    mutable Mutex mu;
+    std::list<uint64_t> lru GUARDED_BY(mu);  // front: most recently used; not the pinned
+    std::unordered_map<uint64_t, Entry> map GUARDED_BY(mu);
+    size_t unpinned GUARDED_BY(mu) = 0;
   };
 
+  Shard& ShardOf(uint64_t file_number) const { return shards_[file_number % num_shards_]; }
   Result<std::shared_ptr<TableReader>> Open(uint64_t file_number, BlockCache::TenantId tenant,
                                             bool resident_blocks) const;
 
   const TableCacheOptions options_;
-  mutable Mutex mu_;
-  std::list<uint64_t> lru_ GUARDED_BY(mu_);  // front: most recently used
-  std::unordered_map<uint64_t, Entry> map_ GUARDED_BY(mu_);
-  std::unordered_map<uint64_t, std::shared_ptr<TableReader>> pinned_ GUARDED_BY(mu_);
+  const size_t num_shards_;
+  const size_t shard_capacity_;  // unpinned readers per shard, at least 1
+  const std::unique_ptr<Shard[]> shards_;
 };
 
 }  // namespace strata::sstable

@@ -135,5 +135,44 @@ TEST_F(TableCacheTest, ConcurrentGets) {
   EXPECT_LE(cache.size(), 2u);
 }
 
+// A cache of 256 tables is four shards of 64: it never holds more than 256
+// readers, each shard evicts its own least recently used, and pinned
+// readers stay outside the bound.
+TEST_F(TableCacheTest, ShardedCacheKeepsItsBound) {
+  for (uint64_t f = 6; f <= 400; f++) {
+    test::Model m;
+    std::string k;
+    AppendCellKey(&k, "row", 1, "q", 1, f, CellType::kPut);
+    m[k] = "file" + std::to_string(f);
+    TableBuilderOptions o;
+    o.file_number = f;
+    ASSERT_OK(test::WriteTable(&fs_, TableFileName(dir_.path(), f), o, m));
+  }
+  BlockCache block_cache(1 << 20);
+  TableCache cache(TableCacheOptions{&fs_, dir_.path(), nullptr, 256, &block_cache});
+  for (uint64_t f = 1; f <= 8; f++) ASSERT_OK(cache.Pin(f));
+  for (uint64_t f = 1; f <= 400; f++) {
+    auto t = cache.Get(f);
+    ASSERT_OK(t);
+    EXPECT_EQ(FirstValue(**t), "file" + std::to_string(f));
+    EXPECT_LE(cache.size(), 256u);
+  }
+  EXPECT_EQ(cache.size(), 256u);
+  fs_.ResetCounters();
+  // The newest 64 of each shard (numbers 337..400) and the pinned ones are
+  // open; the oldest unpinned ones were evicted.
+  for (uint64_t f = 337; f <= 400; f++) ASSERT_OK(cache.Get(f));
+  for (uint64_t f = 1; f <= 8; f++) ASSERT_OK(cache.Get(f));
+  EXPECT_EQ(fs_.OpCount(FaultOp::kOpen), 0u);
+  ASSERT_OK(cache.Get(9));
+  EXPECT_EQ(fs_.OpCount(FaultOp::kOpen), 1u);
+  // Evicting a pinned reader frees no room under the bound; evicting an
+  // unpinned one does.
+  cache.Evict(1);
+  EXPECT_EQ(cache.size(), 256u);
+  cache.Evict(400);
+  EXPECT_EQ(cache.size(), 255u);
+}
+
 }  // namespace
 }  // namespace strata::sstable
