@@ -9,8 +9,9 @@ namespace strata::engine {
 
 CompactionStream::CompactionStream(bool bottommost, CompactionFilter* filter,
                                    CompactionFilter::Context context, const Schema* schema,
-                                   Emit emit)
+                                   Emit emit, RowProbe older_may_hold_row)
     : bottommost_(bottommost),
+      older_may_hold_row_(std::move(older_may_hold_row)),
       filter_(filter),
       context_(context),
       schema_(schema),
@@ -23,6 +24,16 @@ bool CompactionStream::HiddenByRow(uint64_t timestamp, SequenceNumber sequence) 
   return false;
 }
 
+bool CompactionStream::RowAtBottom() {
+  if (bottommost_) return true;
+  if (row_bottom_ == RowBottom::kUnknown) {
+    row_bottom_ = older_may_hold_row_ != nullptr && !older_may_hold_row_(row_prefix_)
+                      ? RowBottom::kYes
+                      : RowBottom::kNo;
+  }
+  return row_bottom_ == RowBottom::kYes;
+}
+
 Status CompactionStream::Add(const Slice& key, const Slice& value) {
   Slice rest = key;
   if (!SkipMemcomparable(&rest) || rest.size() < 2 + 16) {
@@ -32,13 +43,14 @@ Status CompactionStream::Add(const Slice& key, const Slice& value) {
   if (prefix != Slice(row_prefix_)) {
     STRATA_RETURN_IF_ERROR(FlushColumn());
     row_prefix_.assign(prefix.data(), prefix.size());
+    row_bottom_ = RowBottom::kUnknown;
     row_markers_.clear();
   }
   if (DecodeBigEndian16(rest.data()) == kRowMarkerFamily) {
     if (CellKeyType(key) == CellType::kDeleteRow) {
       row_markers_.push_back({CellKeyTimestamp(key), CellKeySequence(key)});
     }
-    if (bottommost_) {
+    if (RowAtBottom()) {
       dropped_++;
       return Status::OK();
     }
@@ -66,7 +78,7 @@ Status CompactionStream::FlushColumn() {
     if (type == CellType::kDeleteColumn) {
       // A newer column marker seen before it (at a timestamp as high or
       // higher) hides everything this one does: it goes too.
-      keep[i] = !bottommost_ && !HiddenByRow(ts, seq) && seq > column_delete_seq;
+      keep[i] = !HiddenByRow(ts, seq) && seq > column_delete_seq && !RowAtBottom();
       column_delete_seq = std::max(column_delete_seq, seq);
       continue;
     }
@@ -75,7 +87,7 @@ Status CompactionStream::FlushColumn() {
     last_ts = ts;
     const bool hidden = seq < column_delete_seq || HiddenByRow(ts, seq);
     if (type == CellType::kDeleteCell) {
-      keep[i] = !hidden && !bottommost_;
+      keep[i] = !hidden && !RowAtBottom();
       continue;
     }
     if (!hidden) {

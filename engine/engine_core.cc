@@ -775,6 +775,11 @@ bool EngineCore::PickInputs(const GroupView& view, int level, CompactionJob* job
   // bottom (checked in RunCompaction), where a rewrite drops them.
   job->trivial_move = job->inputs[0].size() == 1 && job->inputs[1].empty() &&
                       options_.compaction_filter == nullptr;
+  if (!job->bottommost && !job->trivial_move) {
+    // A row that no deeper file holds is at the bottom all the same.
+    job->deeper = std::make_shared<DeeperFiles>(view, level + 2, table_cache_.get(),
+                                                job->group->tablet->table->budget->cache_id());
+  }
   return true;
 }
 
@@ -931,8 +936,14 @@ Status EngineCore::RunCompaction(CompactionJob* job) {
   ctx.table = tablet.table->name;
   ctx.locality_group = group_options.name;
   ctx.bottommost = job->bottommost;
+  CompactionStream::RowProbe older_may_hold_row;
+  if (!job->bottommost && job->deeper != nullptr) {
+    older_may_hold_row = [deeper = job->deeper.get()](const Slice& row) {
+      return deeper->MayHoldRow(row);
+    };
+  }
   CompactionStream stream(job->bottommost, options_.compaction_filter.get(), ctx, schema.get(),
-                          emit);
+                          emit, std::move(older_may_hold_row));
   Status s;
   for (input->SeekToFirst(); input->Valid() && s.ok(); input->Next()) {
     // Relaxed: a hint to stop early; Close joins this thread afterwards.
@@ -1191,7 +1202,7 @@ void EngineCore::DiscardTableFile(uint64_t number) {
 }
 
 Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
-                                  FileMeta* meta) {
+                                  DeeperFiles* older, FileMeta* meta) {
   {
     MutexLock l(&mu_);
     meta->number = catalog_.next_id++;
@@ -1221,18 +1232,28 @@ Status EngineCore::WriteTableFile(const TabletState& tablet, uint32_t group, Int
     return builder.Add(key, value);
   };
   // What the memtable itself hides (older entries at one timestamp, versions
-  // under its own delete markers) is not written; the markers are, since
-  // older files may hold what they hide. The compaction filter is not run.
+  // under its own delete markers) is not written; the markers are, where
+  // older files may hold what they hide. A cell written and deleted within
+  // the memtable (a transaction's lock) thus leaves nothing. The compaction
+  // filter is not run.
   CompactionFilter::Context ctx;
   ctx.tablet_id = tablet.id;
   ctx.table = tablet.table->name;
   ctx.locality_group = group_options.name;
-  CompactionStream stream(/*bottommost=*/false, /*filter=*/nullptr, ctx, schema.get(), emit);
+  CompactionStream stream(/*bottommost=*/false, /*filter=*/nullptr, ctx, schema.get(), emit,
+                          [older](const Slice& row) { return older->MayHoldRow(row); });
   for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
     s = stream.Add(it->key(), it->value());
   }
   if (s.ok()) s = it->status();
   if (s.ok()) s = stream.Finish();
+  if (s.ok() && meta->entries == 0) {
+    // Everything cancelled out: no file (best effort; reopen deletes leftovers).
+    builder.Abandon();
+    file.reset();
+    fs_->DeleteFile(path).PermitUncheckedError();
+    return Status::OK();
+  }
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
   if (s.ok()) s = file->Close();
@@ -1262,17 +1283,24 @@ SequenceNumber EngineCore::LogFloor(SequenceNumber visible) const {
 
 Status EngineCore::FlushOldest(LocalityGroupState* group) {
   ImmutableMemTable imm;
+  // The files, which hold all the group's data older than imm (the oldest
+  // memtable).
+  std::unique_ptr<DeeperFiles> older;
   {
     MutexLock l(&group->mu);
     if (group->view->imms.empty()) return Status::OK();
     imm = group->view->imms.back();
+    older = std::make_unique<DeeperFiles>(*group->view, /*first_level=*/0, table_cache_.get(),
+                                          group->tablet->table->budget->cache_id());
   }
   const TabletState& tablet = *group->tablet;
   FileMeta meta;
   bool pinned = false;
   if (imm.mem->num_entries() > 0) {
     std::unique_ptr<InternalIterator> it = imm.mem->NewIterator();
-    STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), &meta));
+    STRATA_RETURN_IF_ERROR(WriteTableFile(tablet, group->index, it.get(), older.get(), &meta));
+  }
+  if (meta.entries > 0) {
     Status s = MakeResidentIfNeeded(*group, meta, &pinned);
     if (!s.ok()) {
       DiscardTableFile(meta.number);

@@ -61,6 +61,7 @@
 namespace strata::engine {
 
 struct TableState;
+class DeeperFiles;
 
 // A memtable that no longer takes writes, waiting to be flushed.
 struct ImmutableMemTable {
@@ -340,6 +341,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     int level = 0;  // inputs from `level` and `level + 1`; output to `level + 1`
     std::vector<std::shared_ptr<TableFile>> inputs[2];
     bool bottommost = false;
+    // Unless bottommost or a trivial move: the files below the output level
+    // as the inputs were picked, which hold all the older data of the
+    // inputs' rows.
+    std::shared_ptr<DeeperFiles> deeper;
     // One input, nothing overlapping below, no filter: the file moves down a
     // level by a manifest edit alone.
     bool trivial_move = false;
@@ -412,9 +417,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status WaitForWriteRoom(const TableState& table, std::shared_lock<SharedGate>* gate,
                           bool* released);
   Status FlushOldest(LocalityGroupState* group);
-  // Writes every entry of `it` to a new SSTable; fills *meta.
+  // Writes the entries of `it` (a memtable) to a new SSTable, as a flush
+  // keeps them: `older` holds every file of the group with older data, and
+  // the delete markers of rows none of them holds are dropped. Fills *meta
+  // (no entries: no file is left).
   Status WriteTableFile(const TabletState& tablet, uint32_t group, InternalIterator* it,
-                        FileMeta* meta);
+                        DeeperFiles* older, FileMeta* meta);
   // The lowest sequence the log must keep: every group's unflushed data is at
   // or above it. `visible` is the visible sequence read before the scan.
   SequenceNumber LogFloor(SequenceNumber visible) const;

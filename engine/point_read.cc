@@ -71,6 +71,36 @@ Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
   return Probe(std::move(it), std::move(reader.value()), prefix, sources);
 }
 
+// Calls visit(level, index) for each file of `levels` (a view's) at levels
+// >= first_level whose key range may hold the row `prefix`, until it returns
+// true; returns whether one did.
+template <typename Visit>
+bool AnyFileOfRow(const std::vector<std::vector<std::shared_ptr<TableFile>>>& levels,
+                  size_t first_level, const Slice& prefix, Visit visit) {
+  for (size_t level = first_level; level < levels.size(); level++) {
+    const auto& files = levels[level];
+    if (level == 0) {
+      // Overlapping ranges: every file may hold the row.
+      for (size_t i = 0; i < files.size(); i++) {
+        if (Slice(files[i]->meta.largest).compare(prefix) < 0) continue;
+        if (!StartsAtOrBeforeRow(files[i]->meta.smallest, prefix)) continue;
+        if (visit(level, i)) return true;
+      }
+      continue;
+    }
+    // Disjoint ranges sorted by key: the files that may hold the row are the
+    // run starting at the first one that ends at or after the row's start
+    // (a row may be cut between adjacent files).
+    auto it = std::partition_point(files.begin(), files.end(), [&](const auto& f) {
+      return Slice(f->meta.largest).compare(prefix) < 0;
+    });
+    for (; it != files.end() && StartsAtOrBeforeRow((*it)->meta.smallest, prefix); ++it) {
+      if (visit(level, static_cast<size_t>(it - files.begin()))) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
@@ -89,27 +119,12 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
     if (imm.mem->num_entries() == 0 || !imm.mem->MayContainRow(prefix)) continue;
     STRATA_RETURN_IF_ERROR(Probe(imm.mem->NewIterator(), nullptr, prefix, &sources));
   }
-  for (size_t level = 0; level < view.levels.size(); level++) {
-    const auto& files = view.levels[level];
-    if (level == 0) {
-      // Overlapping ranges: every file may hold the row.
-      for (const auto& f : files) {
-        if (Slice(f->meta.largest).compare(prefix) < 0) continue;
-        if (!StartsAtOrBeforeRow(f->meta.smallest, prefix)) continue;
-        STRATA_RETURN_IF_ERROR(ProbeFile(*f, tables, tenant, prefix, min_wanted, &sources));
-      }
-      continue;
-    }
-    // Disjoint ranges sorted by key: the files that may hold the row are the
-    // run starting at the first one that ends at or after the row's start
-    // (a row may be cut between adjacent files).
-    auto it = std::partition_point(files.begin(), files.end(), [&](const auto& f) {
-      return Slice(f->meta.largest).compare(prefix) < 0;
-    });
-    for (; it != files.end() && StartsAtOrBeforeRow((*it)->meta.smallest, prefix); ++it) {
-      STRATA_RETURN_IF_ERROR(ProbeFile(**it, tables, tenant, prefix, min_wanted, &sources));
-    }
-  }
+  Status status;
+  AnyFileOfRow(view.levels, 0, prefix, [&](size_t level, size_t i) {
+    status = ProbeFile(*view.levels[level][i], tables, tenant, prefix, min_wanted, &sources);
+    return !status.ok();  // stop at an error
+  });
+  STRATA_RETURN_IF_ERROR(status);
   if (sources.size() == 0) return Status::OK();
   if (sources.size() == 1) {
     return CollectRowFromHere(sources[0].it.get(), prefix, snapshot, filter, schema, out);
@@ -126,6 +141,39 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
   std::unique_ptr<InternalIterator> merged =
       NewMergingIteratorAtChildren(std::move(children), std::move(pins));
   return CollectRowFromHere(merged.get(), prefix, snapshot, filter, schema, out);
+}
+
+DeeperFiles::DeeperFiles(const GroupView& view, int first_level, sstable::TableCache* tables,
+                         sstable::BlockCache::TenantId tenant)
+    : first_level_(first_level), tables_(tables), tenant_(tenant) {
+  levels_.resize(view.levels.size());
+  readers_.resize(view.levels.size());
+  unreadable_.resize(view.levels.size());
+  for (size_t level = static_cast<size_t>(first_level); level < view.levels.size(); level++) {
+    levels_[level] = view.levels[level];
+    readers_[level].resize(view.levels[level].size());
+    unreadable_[level].resize(view.levels[level].size(), false);
+  }
+}
+
+bool DeeperFiles::MayHoldRow(const Slice& row_prefix) {
+  return AnyFileOfRow(levels_, static_cast<size_t>(first_level_), row_prefix,
+                      [&](size_t level, size_t i) { return FileMayHoldRow(level, i, row_prefix); });
+}
+
+bool DeeperFiles::FileMayHoldRow(size_t level, size_t index, const Slice& row_prefix) {
+  if (unreadable_[level][index]) return true;
+  std::shared_ptr<sstable::TableReader>& reader = readers_[level][index];
+  if (reader == nullptr) {
+    Result<std::shared_ptr<sstable::TableReader>> r =
+        tables_->Get(levels_[level][index]->meta.number, tenant_);
+    if (!r.ok()) {
+      unreadable_[level][index] = true;
+      return true;
+    }
+    reader = std::move(r.value());
+  }
+  return reader->RowPrefixMayMatch(row_prefix);
 }
 
 }  // namespace strata::engine

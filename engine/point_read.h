@@ -12,6 +12,9 @@
 #ifndef STRATA_ENGINE_POINT_READ_H_
 #define STRATA_ENGINE_POINT_READ_H_
 
+#include <memory>
+#include <vector>
+
 #include "common/cell_key.h"
 #include "engine/row_reader.h"
 #include "engine/schema.h"
@@ -22,6 +25,7 @@
 namespace strata::engine {
 
 struct GroupView;
+struct TableFile;
 
 // Hands *out the visible cells of the row whose encoded prefix is
 // `row_prefix` (AppendRowPrefix) that pass `filter`, as of `snapshot`, in
@@ -32,6 +36,38 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
                         sstable::BlockCache::TenantId tenant, const Slice& row_prefix,
                         SequenceNumber snapshot,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out);
+
+// The files of a locality group's view from one level down, asked whether
+// any may hold a row: what a flush (every level) or a compaction (the
+// levels below its output) asks of the data older than its inputs, to drop
+// the delete markers of rows that no older data holds
+// (CompactionStream::RowProbe). A file may hold the row if its key range
+// reaches the row and its row filter does not rule the row out; a file that
+// cannot be opened may hold anything.
+//
+// Thread-compatible: one flush or compaction asks, row after row.
+class DeeperFiles {
+ public:
+  // Takes the files of `view` at levels >= first_level (keeping them on
+  // disk as long as this object, but not the view's memtables).
+  DeeperFiles(const GroupView& view, int first_level, sstable::TableCache* tables,
+              sstable::BlockCache::TenantId tenant);
+
+  bool MayHoldRow(const Slice& row_prefix);
+
+ private:
+  // Whether file `index` of level `level` may hold the row.
+  bool FileMayHoldRow(size_t level, size_t index, const Slice& row_prefix);
+
+  // The levels of the view from first_level_ on (the ones above: empty).
+  std::vector<std::vector<std::shared_ptr<TableFile>>> levels_;
+  const int first_level_;
+  sstable::TableCache* const tables_;
+  const sstable::BlockCache::TenantId tenant_;
+  // Readers opened so far, by level and file index (null: not yet asked).
+  std::vector<std::vector<std::shared_ptr<sstable::TableReader>>> readers_;
+  std::vector<std::vector<bool>> unreadable_;  // opening failed
+};
 
 }  // namespace strata::engine
 

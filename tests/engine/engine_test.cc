@@ -1308,6 +1308,135 @@ TEST_F(EngineTest, MarkersReachingTheBottomTakeTheirWholeRowAlong) {
   EXPECT_TRUE(Read("k").empty());
 }
 
+// Deletes of each kind, for row i of a test.
+RowMutation DeleteOfKind(int i, const std::string& family, const std::string& qualifier,
+                         uint64_t timestamp) {
+  RowMutation m;
+  switch (i % 3) {
+    case 0:
+      m.DeleteCell(family, qualifier, timestamp);
+      break;
+    case 1:
+      m.DeleteColumn(family, qualifier);
+      break;
+    default:
+      m.DeleteRow();
+  }
+  return m;
+}
+
+// Rows written and deleted within one memtable (as transactions' locks
+// are) flush to nothing, markers included: no older data holds them. Rows
+// that older files hold keep their markers, or the deleted cells would come
+// back.
+TEST_F(EngineTest, FlushDropsMarkersOfRowsNoOlderFileHolds) {
+  for (int i = 0; i < 300; i++) {
+    ASSERT_TRUE(Put("new" + std::to_string(i), "b", "lock", 7, std::string(50, 'l')).ok());
+    ASSERT_TRUE(
+        table_.Mutate(WriteOptions(), "new" + std::to_string(i), DeleteOfKind(i, "b", "lock", 7))
+            .ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  EngineStats st = engine_->GetStats();
+  EXPECT_EQ(st.flushes, 2u);  // both groups: the row deletes went to each
+  EXPECT_EQ(st.table_files, 0u);
+  EXPECT_EQ(st.flush_bytes_written, 0u);
+  EXPECT_TRUE(Read("new5").empty());
+
+  for (int i = 0; i < 100; i++) {
+    ASSERT_TRUE(Put("old" + std::to_string(i), "b", "y", 1, "v" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_EQ(engine_->GetStats().table_files, 1u);
+  for (int i = 0; i < 100; i += 2) {
+    ASSERT_TRUE(
+        table_.Mutate(WriteOptions(), "old" + std::to_string(i), DeleteOfKind(i / 2, "b", "y", 1))
+            .ok());
+    ASSERT_TRUE(Put("new" + std::to_string(i), "b", "lock", 8, "l").ok());
+    ASSERT_TRUE(table_
+                    .Mutate(WriteOptions(), "new" + std::to_string(i),
+                            RowMutation().DeleteColumn("b", "lock"))
+                    .ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  EXPECT_EQ(engine_->GetStats().table_files, 2u);
+  auto check = [&] {
+    for (int i = 0; i < 100; i++) {
+      EXPECT_EQ(Read("old" + std::to_string(i)).size(), i % 2 == 0 ? 0u : 1u) << i;
+      EXPECT_TRUE(Read("new" + std::to_string(i)).empty()) << i;
+    }
+  };
+  check();
+  Reopen();
+  check();
+}
+
+// A compaction above the bottom drops the markers of rows no deeper file
+// holds, and keeps those of rows a deeper file does.
+TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
+  options_.level1_max_bytes = 4096;  // the least: the rows below move on to level 2
+  options_.level0_compaction_trigger = 2;
+  Reopen();
+  auto key = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "k%04d", i);
+    return std::string(buf);
+  };
+  // Even rows, deep down.
+  for (int i = 0; i < 200; i += 2)
+    ASSERT_TRUE(Put(key(i), "b", "y", 1, std::string(100, 'o')).ok());
+  ASSERT_TRUE(engine_->Compact().ok());
+  auto levels = [&] { return engine_->GetStats().level_files; };
+  auto settled = [&](auto done) {
+    for (int i = 0; i < 10000 && !done(); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done();
+  };
+  ASSERT_TRUE(settled([&] {
+    std::vector<uint64_t> l = levels();
+    return l[0] == 0 && l[1] == 0 && l[2] + l[3] + l[4] + l[5] + l[6] == 1;
+  }));
+  // Odd rows and some even ones, put in one level-0 file and deleted in the
+  // next: the second flush starts a compaction of both into level 1, whose
+  // range the deep file overlaps.
+  for (int i = 1; i < 200; i += 2) ASSERT_TRUE(Put(key(i), "b", "y", 2, "new").ok());
+  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 1; i < 200; i += 2) {
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), DeleteOfKind(i / 2, "b", "y", 2)).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_TRUE(settled([&] { return levels()[0] == 0; }));
+  // Nothing of the odd rows is left: no level-1 file.
+  EXPECT_EQ(levels()[1], 0u);
+  for (int i = 0; i < 10; i++) {
+    EXPECT_EQ(Read(key(i)).size(), i % 2 == 0 ? 1u : 0u) << i;
+  }
+
+  // Deletes of even rows keep their markers through the same compaction.
+  for (int i = 0; i < 200; i += 4) {
+    ASSERT_TRUE(Put(key(i), "b", "y", 3, "newer").ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 0; i < 200; i += 4) {
+    RowMutation m;
+    m.DeleteColumn("b", "y");
+    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_TRUE(settled([&] { return levels()[0] == 0; }));
+  auto check = [&] {
+    for (int i = 0; i < 200; i++) {
+      EXPECT_EQ(Read(key(i)).size(), i % 2 == 0 && i % 4 != 0 ? 1u : 0u) << i;
+    }
+  };
+  check();
+  Reopen();
+  check();
+  ASSERT_TRUE(engine_->Compact().ok());
+  check();
+}
+
 }  // namespace
 }  // namespace strata
 
