@@ -147,12 +147,8 @@ DeeperFiles::DeeperFiles(const GroupView& view, int first_level, sstable::TableC
                          sstable::BlockCache::TenantId tenant)
     : first_level_(first_level), tables_(tables), tenant_(tenant) {
   levels_.resize(view.levels.size());
-  readers_.resize(view.levels.size());
-  unreadable_.resize(view.levels.size());
   for (size_t level = static_cast<size_t>(first_level); level < view.levels.size(); level++) {
     levels_[level] = view.levels[level];
-    readers_[level].resize(view.levels[level].size());
-    unreadable_[level].resize(view.levels[level].size(), false);
   }
 }
 
@@ -162,18 +158,9 @@ bool DeeperFiles::MayHoldRow(const Slice& row_prefix) {
 }
 
 bool DeeperFiles::FileMayHoldRow(size_t level, size_t index, const Slice& row_prefix) {
-  if (unreadable_[level][index]) return true;
-  std::shared_ptr<sstable::TableReader>& reader = readers_[level][index];
-  if (reader == nullptr) {
-    Result<std::shared_ptr<sstable::TableReader>> r =
-        tables_->Get(levels_[level][index]->meta.number, tenant_);
-    if (!r.ok()) {
-      unreadable_[level][index] = true;
-      return true;
-    }
-    reader = std::move(r.value());
-  }
-  return reader->RowPrefixMayMatch(row_prefix);
+  Result<std::shared_ptr<sstable::TableReader>> reader =
+      tables_->Get(levels_[level][index]->meta.number, tenant_);
+  return !reader.ok() || (*reader)->RowPrefixMayMatch(row_prefix);
 }
 
 }  // namespace strata::engine

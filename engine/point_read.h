@@ -43,7 +43,8 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
 // the delete markers of rows that no older data holds
 // (CompactionStream::RowProbe). A file may hold the row if its key range
 // reaches the row and its row filter does not rule the row out; a file that
-// cannot be opened may hold anything.
+// cannot be opened may hold anything. Readers come from the table cache for
+// each question and are not kept, so the cache's bound on open tables holds.
 //
 // Thread-compatible: one flush or compaction asks, row after row.
 class DeeperFiles {
@@ -64,9 +65,6 @@ class DeeperFiles {
   const int first_level_;
   sstable::TableCache* const tables_;
   const sstable::BlockCache::TenantId tenant_;
-  // Readers opened so far, by level and file index (null: not yet asked).
-  std::vector<std::vector<std::shared_ptr<sstable::TableReader>>> readers_;
-  std::vector<std::vector<bool>> unreadable_;  // opening failed
 };
 
 }  // namespace strata::engine
