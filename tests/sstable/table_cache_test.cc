@@ -18,16 +18,19 @@ namespace {
 class TableCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (uint64_t f = 1; f <= 5; f++) {
-      test::Model m;
-      std::string k;
-      AppendCellKey(&k, "row", 1, "q", 1, f, CellType::kPut);
-      m[k] = "file" + std::to_string(f);
-      TableBuilderOptions o;
-      o.file_number = f;
-      ASSERT_OK(test::WriteTable(&fs_, TableFileName(dir_.path(), f), o, m));
-    }
+    for (uint64_t f = 1; f <= 5; f++) ASSERT_NO_FATAL_FAILURE(WriteFile(f));
     fs_.ResetCounters();
+  }
+
+  // Table `f`, one cell whose value is "file<f>".
+  void WriteFile(uint64_t f) {
+    test::Model m;
+    std::string k;
+    AppendCellKey(&k, "row", 1, "q", 1, f, CellType::kPut);
+    m[k] = "file" + std::to_string(f);
+    TableBuilderOptions o;
+    o.file_number = f;
+    ASSERT_OK(test::WriteTable(&fs_, TableFileName(dir_.path(), f), o, m));
   }
 
   static std::string FirstValue(const TableReader& t) {
@@ -139,15 +142,7 @@ TEST_F(TableCacheTest, ConcurrentGets) {
 // readers, each shard evicts its own least recently used, and pinned
 // readers stay outside the bound.
 TEST_F(TableCacheTest, ShardedCacheKeepsItsBound) {
-  for (uint64_t f = 6; f <= 400; f++) {
-    test::Model m;
-    std::string k;
-    AppendCellKey(&k, "row", 1, "q", 1, f, CellType::kPut);
-    m[k] = "file" + std::to_string(f);
-    TableBuilderOptions o;
-    o.file_number = f;
-    ASSERT_OK(test::WriteTable(&fs_, TableFileName(dir_.path(), f), o, m));
-  }
+  for (uint64_t f = 6; f <= 400; f++) ASSERT_NO_FATAL_FAILURE(WriteFile(f));
   BlockCache block_cache(1 << 20);
   TableCache cache(TableCacheOptions{&fs_, dir_.path(), nullptr, 256, &block_cache});
   for (uint64_t f = 1; f <= 8; f++) ASSERT_OK(cache.Pin(f));
