@@ -5,6 +5,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "wal/internal/group_picker.h"
 #include "wal/internal/segment_io.h"
@@ -36,6 +37,22 @@ constexpr uint64_t kSyncAverageWeight = 8;
 // more than that on both sides. Longer waits mean the leader is not running
 // (more writers than CPUs), and spinning on would only take CPU from it.
 constexpr int64_t kSpinNanos = 5'000;
+// Past kSpinNanos, a few waiters (kMaxLongSpinners) spin on up to this much
+// longer. A wait that outlasts the short spin is often a group whose write is
+// slow but whose leader runs (a neighbour's large record, a slow page-cache
+// copy on a busy machine), and on a virtual machine a sleep and wake-up cost
+// some tens of microseconds, on the waiter's path alone: a tenant's small
+// write behind a neighbour's flood of writes waited so (bench/tenant_bench).
+// One spinner less than there are CPUs leaves a CPU to the leader and to
+// everyone else, so that with many waiters (bench/txn_bench) the rest still
+// sleep after the short spin, as before. A long spinner that finds it was
+// descheduled (kPreemptedNanos between two looks at the clock) stops: the
+// CPUs have more to run than there are of them, and its spinning would only
+// hold others up.
+constexpr int64_t kLongSpinNanos = 30'000;
+constexpr int64_t kPreemptedNanos = 5'000;
+const int kMaxLongSpinners = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+std::atomic<int> long_spinners{0};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,17 +62,43 @@ inline void CpuRelax() {
 #endif
 }
 
-// Spins until done() or for kSpinNanos (wall time, whatever LogOptions::clock
-// says: a frozen test clock must not make it spin forever); returns done().
+// Spins until done(), until `deadline` (wall time, whatever
+// LogOptions::clock says: a frozen test clock must not make it spin forever)
+// or, when `stop_if_preempted`, until the thread finds it was descheduled;
+// returns done().
 template <typename Done>
-bool SpinUntil(Done done) {
-  if (done()) return true;  // the common case, without reading the clock
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNanos);
+bool SpinUntilDeadline(Done done, std::chrono::steady_clock::time_point deadline,
+                       bool stop_if_preempted) {
+  auto last = std::chrono::steady_clock::now();
   for (int i = 1;; i++) {
     CpuRelax();
     if (done()) return true;
-    if (i % 32 == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+    if (i % 32 != 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline ||
+        (stop_if_preempted && now - last > std::chrono::nanoseconds(kPreemptedNanos))) {
+      return done();
+    }
+    last = now;
   }
+}
+
+// Spins until done() for kSpinNanos, then, while fewer than kMaxLongSpinners
+// others are at it, up to kLongSpinNanos more unless descheduled meanwhile;
+// returns done().
+template <typename Done>
+bool SpinUntil(Done done) {
+  if (done()) return true;  // the common case, without reading the clock
+  const auto start = std::chrono::steady_clock::now();
+  if (SpinUntilDeadline(done, start + std::chrono::nanoseconds(kSpinNanos), false)) return true;
+  if (long_spinners.fetch_add(1, std::memory_order_relaxed) >= kMaxLongSpinners) {
+    long_spinners.fetch_sub(1, std::memory_order_relaxed);
+    return done();
+  }
+  const bool done_now =
+      SpinUntilDeadline(done, start + std::chrono::nanoseconds(kSpinNanos + kLongSpinNanos), true);
+  long_spinners.fetch_sub(1, std::memory_order_relaxed);
+  return done_now;
 }
 
 // Positions are byte offsets from the start of the current segment file; the

@@ -57,9 +57,14 @@
 // condition variable at once. An unsynced one waits for a write and an
 // apply of a few microseconds, less than a sleep and a wake-up cost, so it
 // first spins for a few microseconds and sleeps only if its group is not
-// done by then (its leader was descheduled, say). A leader marks a spinning
-// member done with one compare-and-swap, without a system call; only members
-// that went to sleep are signalled.
+// done by then (its leader was descheduled, say). Up to one waiter fewer
+// than there are CPUs spins on for some tens of microseconds more, about
+// what a sleep and a wake-up cost on a virtual machine: a group held up by a
+// large record or a slow write is then waited for without that cost, while
+// the other waiters sleep and leave the CPUs to the leader. A long spinner
+// that finds it was descheduled sleeps too: the CPUs are oversubscribed. A
+// leader marks a spinning member done with one compare-and-swap, without a
+// system call; only members that went to sleep are signalled.
 //
 // Gathering. Handing leadership on as soon as the I/O is done lets the
 // writers that queued during it start their I/O at once, while the members
