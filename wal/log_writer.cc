@@ -1,6 +1,8 @@
 // Group commit and framing for the write-ahead log; the format is wal/FORMAT.md.
 #include "wal/log_writer.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -51,7 +53,17 @@ constexpr int64_t kSpinNanos = 5'000;
 // hold others up.
 constexpr int64_t kLongSpinNanos = 30'000;
 constexpr int64_t kPreemptedNanos = 5'000;
-const int kMaxLongSpinners = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+
+// The CPUs this process may run on: its affinity mask, which a container or
+// taskset may make smaller than the machine.
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
+}
+
+const int kMaxLongSpinners = UsableCpus() - 1;
 std::atomic<int> long_spinners{0};
 
 inline void CpuRelax() {
