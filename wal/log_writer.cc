@@ -74,14 +74,14 @@ inline void CpuRelax() {
 #endif
 }
 
-// Spins until done(), until `deadline` (wall time, whatever
-// LogOptions::clock says: a frozen test clock must not make it spin forever)
-// or, when `stop_if_preempted`, until the thread finds it was descheduled;
-// returns done().
+// Spins from `from` (the clock read when it starts) until done(), until
+// `deadline` (wall time, whatever LogOptions::clock says: a frozen test clock
+// must not make it spin forever) or, when `stop_if_preempted`, until the
+// thread finds it was descheduled; returns done().
 template <typename Done>
-bool SpinUntilDeadline(Done done, std::chrono::steady_clock::time_point deadline,
-                       bool stop_if_preempted) {
-  auto last = std::chrono::steady_clock::now();
+bool SpinUntilDeadline(Done done, std::chrono::steady_clock::time_point from,
+                       std::chrono::steady_clock::time_point deadline, bool stop_if_preempted) {
+  auto last = from;
   for (int i = 1;; i++) {
     CpuRelax();
     if (done()) return true;
@@ -102,13 +102,16 @@ template <typename Done>
 bool SpinUntil(Done done) {
   if (done()) return true;  // the common case, without reading the clock
   const auto start = std::chrono::steady_clock::now();
-  if (SpinUntilDeadline(done, start + std::chrono::nanoseconds(kSpinNanos), false)) return true;
+  if (SpinUntilDeadline(done, start, start + std::chrono::nanoseconds(kSpinNanos), false)) {
+    return true;
+  }
   if (long_spinners.fetch_add(1, std::memory_order_relaxed) >= kMaxLongSpinners) {
     long_spinners.fetch_sub(1, std::memory_order_relaxed);
     return done();
   }
   const bool done_now =
-      SpinUntilDeadline(done, start + std::chrono::nanoseconds(kSpinNanos + kLongSpinNanos), true);
+      SpinUntilDeadline(done, std::chrono::steady_clock::now(),
+                        start + std::chrono::nanoseconds(kSpinNanos + kLongSpinNanos), true);
   long_spinners.fetch_sub(1, std::memory_order_relaxed);
   return done_now;
 }
