@@ -178,9 +178,9 @@ class FaultInjectionFileSystem::FaultWritableFile final : public WritableFile {
     STRATA_RETURN_IF_ERROR(base_->Sync());
     MutexLock l(&fs_->mu_);
     if (state_->invalidated) return InvalidatedError("sync", state_->path);
-    // Changes made while the mutex was dropped may not be covered; they can
-    // only come from this object, which the caller does not use concurrently,
-    // so `synced` is in practice the whole log.
+    // Changes made while the mutex was dropped (the log writer writes on
+    // while an fdatasync runs, with LogOptions::apply_before_sync) may not be
+    // covered: they stay in the undo log, as if this sync had missed them.
     state_->undo.erase(state_->undo.begin(), state_->undo.begin() + static_cast<ptrdiff_t>(synced));
     return Status::OK();
   }

@@ -334,6 +334,7 @@ Status EngineCore::Recover() {
   wal::LogOptions lo;
   lo.fs = fs_;
   lo.use_io_uring = options_.use_io_uring;
+  lo.apply_before_sync = options_.visible_before_sync;
   lo.segment_size = options_.wal_segment_size;
   lo.recycle_segments = options_.recycle_wal_segments;
   lo.segment_started = [this](uint64_t number) {

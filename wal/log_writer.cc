@@ -342,15 +342,17 @@ Status LogWriter::Sync() {
 
 Status LogWriter::Submit(Waiter* w, bool allow_closed) {
   bool lead = false;
+  bool borrow = false;
   {
     MutexLock l(&mu_);
     if (!error_.ok()) return error_;
     if (closed_ && !allow_closed) {
       return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
     }
-    if (!leader_active_) {
+    if (!leader_active_ && !(w->sync && syncing_)) {
       // Whoever finds the lead free takes it, with whatever is queued (say a
-      // writer offered the lead that has not run yet).
+      // writer offered the lead that has not run yet). A synced writer waits
+      // for an fdatasync in flight to pass it the lead (see PassLead).
       TakeLead(w);
       lead = true;
     } else {
@@ -358,10 +360,18 @@ Status LogWriter::Submit(Waiter* w, bool allow_closed) {
       queue_.push_back(w);
       queue_bytes_ += RequestBytes(w);
       if (!w->sync) queued_unsynced_++;
-      // A gathering leader lets unsynced writers go first (see LeadGroup).
-      if (gathering_ && (!w->sync || GatherDone())) gather_cv_.Signal();
+      if (gathering_ && !w->sync && !lent_ && error_.ok()) {
+        // The leader sleeps, gathering: write our group ourselves.
+        lent_ = true;
+        borrow = true;
+      } else if (gathering_ && !lent_ && (!w->sync || GatherDone())) {
+        // A gathering leader lets unsynced writers go first (see LeadGroup);
+        // a borrower signals it when done.
+        gather_cv_.Signal();
+      }
     }
   }
+  if (borrow) return Borrow(w);
   while (!lead) {
     const uint8_t s = Await(w);
     if (s == Waiter::kDone) return w->status;
@@ -407,10 +417,27 @@ void LogWriter::TakeLead(Waiter* w) {
 }
 
 void LogWriter::PassLead() {
-  if (queue_.empty()) {
+  Waiter* next = queue_.empty() ? nullptr : queue_.front();
+  if (next != nullptr && next->sync && syncing_) {
+    // Its group's fdatasync would only queue behind the one in flight
+    // (LogOptions::apply_before_sync), and the members that one wakes may
+    // join it: it gets the lead when that fdatasync is done. An unsynced
+    // writer goes ahead meanwhile.
+    next = nullptr;
+    if (queued_unsynced_ > 0) {
+      for (Waiter* w : queue_) {
+        if (!w->sync) {
+          next = w;
+          break;
+        }
+      }
+    }
+  }
+  if (next == nullptr) {
     leader_active_ = false;
-  } else if (Waiter* next = queue_.front(); next->sync) {
+  } else if (next->sync) {
     // A synced writer gets the lead outright, so that it may gather.
+    leader_active_ = true;
     leaders_running_++;
     Notify(next, Waiter::kLead);
   } else {
@@ -433,6 +460,9 @@ bool LogWriter::GatherDone() const {
 }
 
 bool LogWriter::Gather(const Waiter* self, GatherState* g) {
+  // A synced writer gets the lead only once no fdatasync is in flight
+  // (PassLead, Submit), and none starts while it leads.
+  assert(!self->sync || !syncing_);
   if (g->over) return true;
   if (!self->sync || closed_ || sync_nanos_ == 0) {
     g->over = true;
@@ -449,17 +479,26 @@ bool LogWriter::Gather(const Waiter* self, GatherState* g) {
     }
     g->deadline = now + sync_nanos_ * kGatherNumerator / kGatherDenominator;
   }
-  // The writer that completes the count, or an unsynced one, signals; a
-  // timed-out wait ends the gathering whatever clock_ says. The deadline is
-  // checked on every call, so unsynced writers that keep coming cannot keep
-  // the leader gathering past it.
+  // The writer that completes the count, or an unsynced one that could not
+  // borrow the lead, signals; a timed-out wait ends the gathering whatever
+  // clock_ says. The deadline is checked on every call, so unsynced writers
+  // that keep coming cannot keep the leader gathering past it. While it
+  // waits, an unsynced writer may borrow the lead (Borrow); the leader goes
+  // on only once it is back.
   gathering_ = true;
-  while (!GatherDone() && queued_unsynced_ == 0) {
-    if (now >= g->deadline ||
-        !gather_cv_.WaitFor(static_cast<int64_t>((g->deadline - now + 999) / 1000))) {
+  bool timed_out = false;
+  for (;;) {
+    while (lent_) {
+      awaiting_lead_ = true;  // the borrower signals when done
+      gather_cv_.Wait();
+      awaiting_lead_ = false;
+    }
+    if (GatherDone() || queued_unsynced_ > 0) break;
+    if (timed_out || now >= g->deadline) {
       g->over = true;
       break;
     }
+    timed_out = !gather_cv_.WaitFor(static_cast<int64_t>((g->deadline - now + 999) / 1000));
     now = clock_->NowNanos();
   }
   gathering_ = false;
@@ -556,9 +595,13 @@ Status LogWriter::LeadGroup(Waiter* self) {
   for (;;) {
     Group group;
     bool own;
+    Status stopped;
     {
       MutexLock l(&mu_);
       const bool gathered = Gather(self, &gather);
+      // An fdatasync that failed after its group applied (see
+      // LogOptions::apply_before_sync) stopped the writer under us.
+      stopped = error_;
       // Unsynced writers queued behind a synced leader go first, in a group
       // of their own, so that they do not wait for its fdatasync. An
       // unsynced leader takes only unsynced writers (the synced ones get a
@@ -574,37 +617,88 @@ Status LogWriter::LeadGroup(Waiter* self) {
     }
     // Each group is done (or failed, with everything queued) before the next
     // is formed, so a failure strands nobody.
-    Status s = RunGroup(self, group, /*last=*/own);
+    Status s = RunGroup(self, group, /*last=*/own, stopped, /*borrowed=*/false);
     if (own || !s.ok()) return s;
   }
 }
 
-Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last) {
+void LogWriter::SyncedGroupDone(const Group& group, uint64_t io_start) {
+  const uint64_t now = clock_->NowNanos();
+  const uint64_t took = now - io_start;
+  sync_nanos_ = sync_nanos_ == 0
+                    ? took
+                    : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
+  last_group_done_ = now;
+  // Every synced writer in this group, and every one that queued behind it
+  // meanwhile, is expected in the next one (see "Gathering" in the header).
+  size_t synced = 0;
+  for (const Waiter* w : group.members) synced += w->sync ? 1 : 0;
+  expected_writers_ = synced + queue_.size() - queued_unsynced_;
+}
+
+Status LogWriter::Borrow(Waiter* self) {
+  for (;;) {
+    Group group;
+    bool own;
+    Status stopped;
+    {
+      MutexLock l(&mu_);
+      stopped = error_;
+      std::vector<Waiter*> members;
+      TakeFromQueue(/*unsynced_only=*/true, &members);
+      own = std::find(members.begin(), members.end(), self) != members.end();
+      group = FormGroup(std::move(members));
+    }
+    Status s = RunGroup(self, group, /*last=*/false, stopped, /*borrowed=*/true);
+    if (own || !s.ok()) {
+      MutexLock l(&mu_);
+      lent_ = false;
+      // The leader sleeps until the gathering is over unless woken; wake it
+      // when it waits for the lead or has something to do. A failure stopped the writer (error_):
+      // the leader's next group fails with everything queued.
+      if (awaiting_lead_ || queued_unsynced_ > 0 || GatherDone() || !s.ok()) {
+        gather_cv_.Signal();
+      }
+      if (self->queued) {
+        // A group before ours failed: ours is never written.
+        self->queued = false;
+        queue_.erase(std::find(queue_.begin(), queue_.end(), self));
+        queue_bytes_ -= RequestBytes(self);
+        queued_unsynced_--;
+      }
+      return s;
+    }
+  }
+}
+
+Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const Status& stopped,
+                           bool borrowed) {
   const bool sync = group.sync;
+  // A synced group with records may apply before its fdatasync, which then
+  // runs while the next groups write and apply. (A Sync() barrier has
+  // nothing to apply.)
+  const bool sync_after_apply = sync && options_.apply_before_sync && group.records > 0;
   const uint64_t io_start = sync ? clock_->NowNanos() : 0;  // timed for gathering only
-  Status s = WriteGroup(group.members, sync);
+  Status s = stopped.ok() ? WriteGroup(group.members, sync && !sync_after_apply) : stopped;
+  // What the fdatasync after the apply syncs. No segment switch can close it
+  // meanwhile: a switch waits for the sync (WriteGroup).
+  WritableFile* const sync_file = sync_after_apply ? file_.get() : nullptr;
+  const std::string sync_path = sync_after_apply ? file_path_ : std::string();
+  const uint64_t sync_end = offset_;
+  // The fdatasync still to do after the apply.
+  const bool deferred_sync = sync_after_apply && s.ok();
 
   // The leader gives up the lead after its own group, or when the writer
   // stops on an error (then everything still queued, itself included, fails).
-  const bool ends = last || !s.ok();
+  const bool ends = last || (!s.ok() && !borrowed);
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
   {
     MutexLock l(&mu_);
-    if (s.ok() && sync) {
-      const uint64_t now = clock_->NowNanos();
-      const uint64_t took = now - io_start;
-      sync_nanos_ = sync_nanos_ == 0
-                        ? took
-                        : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
-      last_group_done_ = now;
-      // Every synced writer in this group, and every one that queued behind
-      // it meanwhile, is expected in the next one (see "Gathering" in the
-      // header).
-      size_t synced = 0;
-      for (const Waiter* w : group.members) synced += w->sync ? 1 : 0;
-      expected_writers_ = synced + queue_.size() - queued_unsynced_;
-    }
-    if (!s.ok()) {
+    if (s.ok() && sync && !deferred_sync) SyncedGroupDone(group, io_start);
+    if (!s.ok() && borrowed) {
+      // The leader, gathering, fails its next group with everything queued.
+      if (error_.ok()) error_ = s;
+    } else if (!s.ok()) {
       if (error_.ok()) error_ = s;
       abandoned.swap(queue_);
       for (Waiter* w : abandoned) w->queued = false;
@@ -613,7 +707,8 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last) {
       leader_active_ = false;
     } else if (sync) {
       // Before applying, so the next group's I/O overlaps our apply (and the
-      // fdatasync it may wait for).
+      // fdatasync it may wait for, or, when it comes after the apply, ours).
+      if (deferred_sync) syncing_ = true;
       PassLead();
     }
   }
@@ -630,13 +725,30 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last) {
     MutexLock l(&mu_);
     apply_turn_.store(group.ticket + 1, std::memory_order_release);
     apply_cv_.SignalAll();
-    if (ends) {
+    if (ends && !deferred_sync) {
       // An unsynced group keeps the lead until it is applied: its write is
       // short, and a next group would only wait for this apply before its
       // own.
       if (s.ok() && !sync) PassLead();
       if (--leaders_running_ == 0 && queue_.empty()) idle_cv_.SignalAll();
     }
+  }
+  if (deferred_sync) {
+    s = SyncSegmentFile(sync_file, sync_path, sync_end);
+    MutexLock l(&mu_);
+    syncing_ = false;
+    if (s.ok()) {
+      stat_syncs_.fetch_add(1, std::memory_order_relaxed);
+      SyncedGroupDone(group, io_start);
+    } else if (error_.ok()) {
+      // The writer stops; the leader finds out before its next group
+      // (LeadGroup) and fails it with everything queued.
+      error_ = s;
+    }
+    gather_cv_.SignalAll();  // a leader waiting for this sync to switch segments
+    // Synced writers queued meanwhile waited for this sync to get the lead.
+    if (!leader_active_ && !queue_.empty()) PassLead();
+    if (--leaders_running_ == 0 && queue_.empty()) idle_cv_.SignalAll();
   }
   // From here on only the waiters are touched, never `this`, once the
   // leader is done: Close may then return and the writer may be destroyed.
@@ -748,6 +860,13 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   assert(pos == end);
   std::memset(image + (end - start), 0, marker_end - end);
   chunks_.back().end = image_size;
+
+  if (chunks_.size() > 1) {
+    // The segment switch closes the current file: an fdatasync running on it
+    // after its group's apply must finish first.
+    MutexLock l(&mu_);
+    while (syncing_) gather_cv_.Wait();
+  }
 
   // One write per segment touched; every segment but the last is synced
   // before the next one is started, the last when any member asked.

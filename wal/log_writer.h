@@ -66,6 +66,27 @@
 // leader marks a spinning member done with one compare-and-swap, without a
 // system call; only members that went to sleep are signalled.
 //
+// Syncing after the apply (LogOptions::apply_before_sync). A synced group
+// is written, passes the lead on and applies; its leader then runs the
+// fdatasync and acknowledges its members once it is done. Meanwhile unsynced
+// writers take the lead and write and apply their groups, while synced ones
+// queue: the lead goes to a synced writer only once the fdatasync is done
+// (the leader that ran it passes the lead on), so that one fdatasync runs at
+// a time and the members it wakes may join the next group. A group that
+// starts a new segment waits for it too (the switch closes the file being
+// synced). An fdatasync that fails stops the writer: the next leader fails
+// its group and everything queued.
+//
+// Lending the lead. A gathering leader (below) sleeps, and an unsynced
+// writer that queues meanwhile would wait for it to wake up, serve its group
+// and go back to sleep: on a busy machine, more than its whole write. So the
+// writer borrows the lead instead, writes and applies the groups of the
+// unsynced writers queued (one key's each) until its own is done, and gives
+// the lead back; the leader waits for that before it goes on. One writer
+// borrows at a time; unsynced writers queued meanwhile are served by the
+// borrower when their key's group comes before its own, or else by the
+// leader, which the borrower wakes.
+//
 // Gathering. Handing leadership on as soon as the I/O is done lets the
 // writers that queued during it start their I/O at once, while the members
 // of the finished group are still being woken. With N busy writers that
@@ -89,9 +110,11 @@
 //   - sequence numbers are assigned contiguously in group order (each group
 //     in the order its leader took its members), so log order, sequence
 //     order and apply order agree;
-//   - at most one group does I/O at a time; apply runs once per group in log
-//     order, never concurrently with itself, and before any member's Write
-//     returns (the next group's I/O may overlap it);
+//   - at most one group does I/O at a time (with apply_before_sync, a
+//     synced group's fdatasync may overlap the next groups' writes); apply
+//     runs once per group in log order, never concurrently with itself, and
+//     before any member's Write returns (the next group's I/O may overlap
+//     it);
 //   - a record is acknowledged only after its bytes are written (handed to
 //     the kernel: a crash of the process alone loses nothing acknowledged)
 //     and, when any member of its group asked for sync, durable together
@@ -101,7 +124,9 @@
 //   - a segment is synced before the next one is started, so a crash can only
 //     lose a suffix of the log;
 //   - whenever the lead is free and writers are queued, the first of them has
-//     been offered it, so a queued writer is never stranded;
+//     been offered it (with apply_before_sync, the first unsynced one while
+//     an fdatasync runs, whose leader passes the lead on when done), so a
+//     queued writer is never stranded;
 //   - after the first I/O error the writer is stopped: every later call
 //     returns that error and the engine must reopen.
 #ifndef STRATA_WAL_LOG_WRITER_H_
@@ -152,6 +177,17 @@ struct LogOptions {
   // that waited longest go in whatever their size): bigger groups amortize
   // the fdatasync further but make the leader's members wait longer.
   size_t max_group_bytes = 4 << 20;
+  // A synced group applies (its writes become visible to readers) once
+  // written, before its fdatasync, which then runs while the groups after it
+  // write and apply; its members are still acknowledged only once it is
+  // durable. Off, a synced group applies after its fdatasync, and an
+  // unsynced write that queues meanwhile waits for it: a Percolator prewrite
+  // (unsynced) waits out the fdatasync of other transactions' commits. On, a
+  // reader may see a synced write that a crash then loses: only a write whose
+  // writer was never acknowledged, and only with every write after it in the
+  // log (a write that read it is later in the log: durable only if it is).
+  // See "Syncing after the apply" above.
+  bool apply_before_sync = false;
   // Called by the leader each time a write starts a new segment (not for the
   // one Open starts; first_segment() says which that is), with the new
   // segment's number, once its header and directory entry are durable and
@@ -178,7 +214,8 @@ struct WriteRequest {
 };                                    // Intentionally copyable.
 
 // Called by the group leader once per group, after the group's records are
-// written (and synced when any of them asked), in log order, before any
+// written (and synced when any of them asked, unless
+// LogOptions::apply_before_sync), in log order, before any
 // member's Write returns; never concurrently with itself.
 using ApplyFunction = std::function<void(WriteRequest* const* requests, size_t n)>;
 
@@ -287,7 +324,18 @@ class LogWriter {
   // Writes, applies and completes a formed group. `last`: the leader's own
   // group, after which it passes the lead on; a group of unsynced writers
   // that went ahead of a synced leader keeps it.
-  Status RunGroup(Waiter* self, const Group& group, bool last) LOCKS_EXCLUDED(mu_);
+  // `stopped`: the writer's error when the leader formed the group (the
+  // group then fails without being written). `borrowed`: run by an unsynced
+  // writer that borrowed the lead (Borrow); a failure then only stops the
+  // writer, and the leader fails the queue.
+  Status RunGroup(Waiter* self, const Group& group, bool last, const Status& stopped, bool borrowed)
+      LOCKS_EXCLUDED(mu_);
+  // An unsynced writer that borrowed the lead from a gathering leader: runs
+  // the groups of unsynced writers queued (one key's each) until its own is
+  // done, then gives the lead back (see "Lending the lead").
+  Status Borrow(Waiter* self) LOCKS_EXCLUDED(mu_);
+  // Updates the gathering state once a synced group is durable.
+  void SyncedGroupDone(const Group& group, uint64_t io_start) EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until the group `ticket` may apply (spinning first, like a member).
   void AwaitApplyTurn(uint64_t ticket) LOCKS_EXCLUDED(mu_);
   // Waits, briefly, until the queue holds the synced writers expected for
@@ -330,6 +378,13 @@ class LogWriter {
   uint64_t last_group_done_ GUARDED_BY(mu_) = 0;
   size_t expected_writers_ GUARDED_BY(mu_) = 1;
   bool gathering_ GUARDED_BY(mu_) = false;  // a leader waits on gather_cv_
+  // An unsynced writer borrowed the lead of the gathering leader, which
+  // waits until it is back (see "Lending the lead").
+  bool lent_ GUARDED_BY(mu_) = false;
+  bool awaiting_lead_ GUARDED_BY(mu_) = false;  // the leader waits for it back
+  // An fdatasync that runs after its group applied (apply_before_sync) is in
+  // flight; gather_cv_ is signalled when it ends.
+  bool syncing_ GUARDED_BY(mu_) = false;
   CondVar gather_cv_;
   // True from the moment a writer becomes leader until it hands leadership to
   // the next queued writer (stays true), offers it or finds the queue empty.

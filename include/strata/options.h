@@ -52,6 +52,15 @@ struct EngineOptions {
   // Write the log through io_uring (linked write + fdatasync, registered
   // buffers). Off, or when the kernel refuses a ring, uses pwritev + fdatasync.
   bool use_io_uring = true;
+  // A synced write becomes visible to readers once it is in the log, before
+  // the fdatasync that makes it durable; the writer is still answered only
+  // once it is durable. Unsynced writes that come meanwhile (a transaction's
+  // prewrites) then go on at once instead of waiting for that fdatasync
+  // (bench/txn_bench: --visible_before_sync). The price: a reader may see a
+  // write that a crash during its fdatasync then loses, together with every
+  // write after it in the log (so also any write that read it). Off, a
+  // reader sees a synced write only once it is durable.
+  bool visible_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.
   // Larger segments mean fewer file switches; smaller ones free disk sooner
   // after a flush.

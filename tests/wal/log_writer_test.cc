@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "common/fault_injection_fs.h"
 #include "util/fake_clock.h"
@@ -58,19 +59,28 @@ void CrashAndRecover(FaultInjectionFileSystem* fs, std::atomic<bool>* crashed,
   ASSERT_OK(Recover(dir, RecoveryMode::kTolerateTornTail, got, info, fs)) << "round " << round;
 }
 
-class LogWriterTest : public ::testing::TestWithParam<bool> {
+// Parameters: the I/O path, and whether synced groups apply before their
+// fdatasync (LogOptions::apply_before_sync).
+class LogWriterTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
  protected:
-  bool uring() const { return GetParam(); }
+  bool uring() const { return std::get<0>(GetParam()); }
+  LogOptions Options(uint64_t segment_size = 64 * 1024) const {
+    LogOptions o = SmallOptions(uring(), segment_size);
+    o.apply_before_sync = std::get<1>(GetParam());
+    return o;
+  }
 };
 
-INSTANTIATE_TEST_SUITE_P(IoPath, LogWriterTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& p) {
-                           return p.param ? "IoUring" : "Fallback";
+INSTANTIATE_TEST_SUITE_P(IoPath, LogWriterTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, bool>>& p) {
+                           return std::string(std::get<0>(p.param) ? "IoUring" : "Fallback") +
+                                  (std::get<1>(p.param) ? "ApplyBeforeSync" : "");
                          });
 
 TEST_P(LogWriterTest, UsesTheRequestedIoPath) {
   ScratchDir dir("wal");
-  auto w = OpenWriter(SmallOptions(uring()), dir.path(), 1);
+  auto w = OpenWriter(Options(), dir.path(), 1);
   EXPECT_EQ(w->using_io_uring(), uring());
   ASSERT_OK(w->Close());
 }
@@ -98,7 +108,7 @@ TEST_P(LogWriterTest, RoundTripsEveryRecordShape) {
   for (size_t i = 0; i < sizes.size(); i++) payloads.push_back(MakePayload(i, sizes[i]));
   std::vector<Rec> written;
   {
-    auto w = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), 1000);
+    auto w = OpenWriter(Options(kSegment), dir.path(), 1000);
     for (size_t i = 0; i < payloads.size(); i++) {
       WriteRequest r;
       r.payload = payloads[i];
@@ -143,7 +153,7 @@ TEST_P(LogWriterTest, ManyRecordsAcrossSegmentsAndReopens) {
       ASSERT_EQ(got.size(), written.size());
       next = info.next_sequence;
     }
-    auto w = OpenWriter(SmallOptions(uring()), dir.path(), next);
+    auto w = OpenWriter(Options(), dir.path(), next);
     for (int i = 0; i < kRecords / 3; i++) {
       const std::string p = MakePayload(written.size(), rnd.Skewed(12));
       WriteRequest r;
@@ -166,7 +176,7 @@ TEST_P(LogWriterTest, ManyRecordsAcrossSegmentsAndReopens) {
 TEST_P(LogWriterTest, EmptyWriterLeavesItsSequenceInTheHeader) {
   ScratchDir dir("wal");
   {
-    auto w = OpenWriter(SmallOptions(uring()), dir.path(), 77);
+    auto w = OpenWriter(Options(), dir.path(), 77);
     EXPECT_EQ(w->next_sequence(), 77u);
     ASSERT_OK(w->Close());
   }
@@ -199,7 +209,7 @@ TEST_P(LogWriterTest, ConcurrentWritersAreGroupedAndOrdered) {
     }
     in_apply.fetch_sub(1);
   };
-  LogOptions options = SmallOptions(uring(), 256 * 1024);
+  LogOptions options = Options(256 * 1024);
   auto w = OpenWriter(options, dir.path(), 1, apply);
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
@@ -261,7 +271,7 @@ TEST_P(LogWriterTest, ApplyContract) {
     std::this_thread::yield();
     in_apply.fetch_sub(1);
   };
-  auto w = OpenWriter(SmallOptions(uring()), dir.path(), 5, apply);
+  auto w = OpenWriter(Options(), dir.path(), 5, apply);
   std::atomic<int> not_applied{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
@@ -293,7 +303,7 @@ TEST_P(LogWriterTest, ApplyContract) {
 
 TEST_P(LogWriterTest, MaxGroupBytesBoundsGroups) {
   ScratchDir dir("wal");
-  LogOptions options = SmallOptions(uring(), 1 << 20);
+  LogOptions options = Options(1 << 20);
   options.max_group_bytes = 4096;
   std::atomic<size_t> largest{0};
   auto apply = [&](WriteRequest* const* reqs, size_t n) {
@@ -530,6 +540,115 @@ TEST(LogWriterUnsyncedTest, GatheringLeaderLetsUnsyncedWritesGoFirst) {
   }
   ASSERT_OK(w->Close());
   EXPECT_EQ(fs.gated(), 2) << "b and c went in one group";
+}
+
+// With apply_before_sync, a synced group applies once written: it is visible
+// while its fdatasync runs, and its writer is answered only after that.
+// Unsynced writes go on meanwhile; a synced one waits for the fdatasync in
+// flight before it writes and syncs its own group.
+TEST(LogWriterApplyBeforeSyncTest, SyncedGroupAppliesBeforeItsSyncAndIsAnsweredAfter) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  options.apply_before_sync = true;
+  std::mutex applied_mu;
+  std::vector<std::string> applied;
+  auto apply = [&](WriteRequest* const* reqs, size_t n) {
+    std::lock_guard<std::mutex> l(applied_mu);
+    for (size_t i = 0; i < n; i++) applied.push_back(reqs[i]->payload.ToString());
+  };
+  auto applied_now = [&] {
+    std::lock_guard<std::mutex> l(applied_mu);
+    return applied;
+  };
+  auto w = OpenWriter(options, dir.path(), 1, apply);
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    fs.AwaitGatedSyncs(1);  // a is written and in its fdatasync
+    EXPECT_EQ(applied_now(), (std::vector<std::string>{"a"}));
+    EXPECT_FALSE(a.DoneWithin(0)) << "answered before its fdatasync";
+    AsyncWrite u([&] { return WriteOne(w.get(), "u", false); });
+    EXPECT_TRUE(u.DoneWithin(30)) << "the unsynced write waited for a's fdatasync";
+    EXPECT_OK(u.status());
+    AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(fs.gated(), 1) << "b synced while a's fdatasync ran";
+    EXPECT_EQ(applied_now(), (std::vector<std::string>{"a", "u"}));
+    EXPECT_FALSE(b.DoneWithin(0));
+    fs.Permit(1);  // a's fdatasync ends; b leads, writes and syncs
+    EXPECT_OK(a.status());
+    fs.AwaitGatedSyncs(2);
+    EXPECT_EQ(applied_now(), (std::vector<std::string>{"a", "u", "b"}));
+    fs.Permit(1000);
+    EXPECT_OK(b.status());
+  }
+  ASSERT_OK(w->Close());
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].payload, "a");
+  EXPECT_EQ(got[1].payload, "u");
+  EXPECT_EQ(got[2].payload, "b");
+}
+
+// With apply_before_sync, a group that starts a new segment waits for the
+// fdatasync in flight (the switch closes the file being synced).
+TEST(LogWriterApplyBeforeSyncTest, SegmentSwitchWaitsForTheSyncInFlight) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false, /*segment_size=*/64 * 1024);
+  options.fs = &fs;
+  options.apply_before_sync = true;
+  auto w = OpenWriter(options, dir.path(), 1);
+  fs.Hold();
+  const std::string big = MakePayload(1, 80 * 1024);  // longer than a segment
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    fs.AwaitGatedSyncs(1);
+    AsyncWrite u([&] { return WriteOne(w.get(), big, false); });
+    EXPECT_FALSE(u.DoneWithin(1)) << "the segment switched under a running fdatasync";
+    EXPECT_EQ(fs.gated(), 1);
+    fs.Permit(1000);
+    EXPECT_OK(a.status());
+    EXPECT_OK(u.status());
+  }
+  ASSERT_OK(w->Close());
+  std::vector<Rec> got;
+  RecoveryInfo info;
+  ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].payload, big);
+}
+
+// With apply_before_sync, an fdatasync that fails after its group applied
+// fails that group's writers and stops the writer, as any I/O error does.
+TEST(LogWriterApplyBeforeSyncTest, FailedSyncAfterTheApplyStopsTheWriter) {
+  ScratchDir dir("wal");
+  FaultInjectionFileSystem fs;
+  LogOptions o = SmallOptions(/*uring=*/false);
+  o.fs = &fs;
+  o.apply_before_sync = true;
+  std::vector<std::string> applied;  // one apply at a time, and this thread reads after
+  auto w = OpenWriter(o, dir.path(), 1, [&](WriteRequest* const* reqs, size_t n) {
+    for (size_t i = 0; i < n; i++) applied.push_back(reqs[i]->payload.ToString());
+  });
+  WriteAll(w.get(), {"before"});
+  fs.FailAfter(FaultOp::kSync, 0, 1, EIO);
+  Status s = WriteOne(w.get(), "fails", true);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(applied, (std::vector<std::string>{"before", "fails"}))
+      << "applied before its fdatasync";
+  fs.ClearFaults();
+  Status s2 = WriteOne(w.get(), "later", false);
+  EXPECT_TRUE(s2.IsIOError());
+  EXPECT_EQ(s2.message(), s.message());
+  EXPECT_TRUE(WriteOne(w.get(), "later", true).IsIOError());
+  EXPECT_TRUE(w->Sync().IsIOError());
+  EXPECT_TRUE(w->Close().IsIOError());
+  EXPECT_EQ(applied.size(), 2u);
 }
 
 // A failed write of the unsynced group a synced leader lets go first fails
@@ -782,7 +901,7 @@ TEST(LogWriterUnsyncedTest, UnsyncedGroupsAheadOfASyncedLeaderHoldOneKey) {
 TEST_P(LogWriterTest, SyncCoversUnsyncedWrites) {
   ScratchDir dir("wal");
   FaultInjectionFileSystem fs;
-  LogOptions options = SmallOptions(uring());
+  LogOptions options = Options();
   options.fs = &fs;
   auto w = OpenWriter(options, dir.path(), 1);
   EXPECT_FALSE(w->using_io_uring());  // fault-injecting files have no descriptor
@@ -836,7 +955,7 @@ TEST_P(LogWriterTest, MixedSyncedAndUnsyncedWriters) {
     }
     in_apply.fetch_sub(1);
   };
-  LogOptions options = SmallOptions(uring(), 256 * 1024);
+  LogOptions options = Options(256 * 1024);
   options.max_group_bytes = 2048;
   auto w = OpenWriter(options, dir.path(), 1, apply);
   std::atomic<int> failures{0}, not_applied{0};
@@ -1029,7 +1148,7 @@ TEST(LogWriterOpenTest, RejectsBadArguments) {
 TEST_P(LogWriterTest, RecyclesReleasedSegments) {
   ScratchDir dir("wal");
   const uint64_t kSegment = 64 * 1024;
-  auto w = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), 1);
+  auto w = OpenWriter(Options(kSegment), dir.path(), 1);
   std::vector<Rec> written;
   auto write_some = [&](int n, int salt) {
     for (int i = 0; i < n; i++) {
@@ -1061,10 +1180,10 @@ TEST_P(LogWriterTest, RecyclesReleasedSegments) {
 
   // A recycled segment whose new content ends early: the reader stops at the
   // end of the new data even though old fragments follow it in the file.
-  auto w2 = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), info.next_sequence);
+  auto w2 = OpenWriter(Options(kSegment), dir.path(), info.next_sequence);
   ASSERT_OK(w2->ReleaseBefore(info.next_sequence));
   ASSERT_OK(w2->Close());
-  auto w3 = OpenWriter(SmallOptions(uring(), kSegment), dir.path(), info.next_sequence);
+  auto w3 = OpenWriter(Options(kSegment), dir.path(), info.next_sequence);
   EXPECT_EQ(w3->GetStats().segments_recycled, 1u);
   auto tail = WriteAll(w3.get(), {"short"});
   ASSERT_OK(w3->Close());

@@ -199,6 +199,10 @@ class UringSegmentIo final : public SegmentIo {
 
 }  // namespace
 
+Status SyncSegmentFile(WritableFile* file, const std::string& path, uint64_t end) {
+  return Annotate(file->Sync(), "sync", path, end);
+}
+
 Status SegmentIoError(const char* op, const std::string& path, uint64_t offset, int err) {
   std::string msg = std::string("log ") + op + " " + path + " at offset " + std::to_string(offset) +
                     ": " + std::strerror(err);

@@ -62,6 +62,12 @@ std::unique_ptr<SegmentIo> NewFileSegmentIo(size_t buffer_capacity);
 // FileSystem interface instead.
 std::unique_ptr<SegmentIo> NewUringSegmentIo(size_t buffer_capacity, std::string* why);
 
+// fdatasync of `file` through the file itself, never through a ring, so it
+// may run while the leader writes through a SegmentIo (another part of the
+// same file, or another file); `end`, where the synced bytes end, names the
+// place in errors. Used by LogOptions::apply_before_sync.
+Status SyncSegmentFile(WritableFile* file, const std::string& path, uint64_t end);
+
 // The Status for an errno from a write or sync of `path` at `offset`:
 // ResourceExhausted for ENOSPC and EDQUOT, IOError otherwise.
 Status SegmentIoError(const char* op, const std::string& path, uint64_t offset, int err);
