@@ -483,26 +483,27 @@ bool LogWriter::Gather(const Waiter* self, GatherState* g) {
   // borrow the lead, signals; a timed-out wait ends the gathering whatever
   // clock_ says. The deadline is checked on every call, so unsynced writers
   // that keep coming cannot keep the leader gathering past it. While it
-  // waits, an unsynced writer may borrow the lead (Borrow); the leader goes
-  // on only once it is back.
-  gathering_ = true;
-  bool timed_out = false;
+  // sleeps, an unsynced writer may borrow the lead (Borrow); once awake, the
+  // leader lends it no more and waits for it back, so borrowers cannot keep
+  // it waiting one after another.
   for (;;) {
     while (lent_) {
       awaiting_lead_ = true;  // the borrower signals when done
       gather_cv_.Wait();
       awaiting_lead_ = false;
+      now = clock_->NowNanos();
     }
-    if (GatherDone() || queued_unsynced_ > 0) break;
-    if (timed_out || now >= g->deadline) {
+    if (!error_.ok() || GatherDone() || queued_unsynced_ > 0) break;
+    if (g->timed_out || now >= g->deadline) {
       g->over = true;
       break;
     }
-    timed_out = !gather_cv_.WaitFor(static_cast<int64_t>((g->deadline - now + 999) / 1000));
+    gathering_ = true;
+    g->timed_out = !gather_cv_.WaitFor(static_cast<int64_t>((g->deadline - now + 999) / 1000));
+    gathering_ = false;
     now = clock_->NowNanos();
   }
-  gathering_ = false;
-  if (GatherDone() || now >= g->deadline) g->over = true;
+  if (!error_.ok() || GatherDone() || g->timed_out || now >= g->deadline) g->over = true;
   return g->over;
 }
 
@@ -614,6 +615,7 @@ Status LogWriter::LeadGroup(Waiter* self) {
       own = std::find(members.begin(), members.end(), self) != members.end();
       assert(own != early || !self->sync);
       group = FormGroup(std::move(members));
+      CatchUpDurable();
     }
     // Each group is done (or failed, with everything queued) before the next
     // is formed, so a failure strands nobody.
@@ -622,9 +624,12 @@ Status LogWriter::LeadGroup(Waiter* self) {
   }
 }
 
-void LogWriter::SyncedGroupDone(const Group& group, uint64_t io_start) {
+void LogWriter::CatchUpDurable() {
+  if (unsynced_ && synced_segment_ == segment_number_ && synced_end_ == offset_) unsynced_ = false;
+}
+
+void LogWriter::SyncedGroupDone(const Group& group, uint64_t took) {
   const uint64_t now = clock_->NowNanos();
-  const uint64_t took = now - io_start;
   sync_nanos_ = sync_nanos_ == 0
                     ? took
                     : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
@@ -648,14 +653,16 @@ Status LogWriter::Borrow(Waiter* self) {
       TakeFromQueue(/*unsynced_only=*/true, &members);
       own = std::find(members.begin(), members.end(), self) != members.end();
       group = FormGroup(std::move(members));
+      CatchUpDurable();
     }
     Status s = RunGroup(self, group, /*last=*/false, stopped, /*borrowed=*/true);
     if (own || !s.ok()) {
       MutexLock l(&mu_);
       lent_ = false;
       // The leader sleeps until the gathering is over unless woken; wake it
-      // when it waits for the lead or has something to do. A failure stopped the writer (error_):
-      // the leader's next group fails with everything queued.
+      // when it waits for the lead back or has something to do. A failure
+      // stopped the writer (error_): the leader's next group fails with
+      // everything queued.
       if (awaiting_lead_ || queued_unsynced_ > 0 || GatherDone() || !s.ok()) {
         gather_cv_.Signal();
       }
@@ -685,8 +692,10 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
   WritableFile* const sync_file = sync_after_apply ? file_.get() : nullptr;
   const std::string sync_path = sync_after_apply ? file_path_ : std::string();
   const uint64_t sync_end = offset_;
+  const uint64_t sync_segment = segment_number_;
   // The fdatasync still to do after the apply.
   const bool deferred_sync = sync_after_apply && s.ok();
+  const uint64_t write_nanos = deferred_sync ? clock_->NowNanos() - io_start : 0;
 
   // The leader gives up the lead after its own group, or when the writer
   // stops on an error (then everything still queued, itself included, fails).
@@ -694,7 +703,7 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
   std::deque<Waiter*> abandoned;  // queued behind a failed group; never written
   {
     MutexLock l(&mu_);
-    if (s.ok() && sync && !deferred_sync) SyncedGroupDone(group, io_start);
+    if (s.ok() && sync && !deferred_sync) SyncedGroupDone(group, clock_->NowNanos() - io_start);
     if (!s.ok() && borrowed) {
       // The leader, gathering, fails its next group with everything queued.
       if (error_.ok()) error_ = s;
@@ -734,12 +743,17 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
     }
   }
   if (deferred_sync) {
+    const uint64_t sync_start = clock_->NowNanos();
     s = SyncSegmentFile(sync_file, sync_path, sync_end);
     MutexLock l(&mu_);
     syncing_ = false;
     if (s.ok()) {
       stat_syncs_.fetch_add(1, std::memory_order_relaxed);
-      SyncedGroupDone(group, io_start);
+      // The next leader finds the log durable up to here (CatchUpDurable).
+      synced_segment_ = sync_segment;
+      synced_end_ = sync_end;
+      // The write and the fdatasync, not the apply between them.
+      SyncedGroupDone(group, write_nanos + (clock_->NowNanos() - sync_start));
     } else if (error_.ok()) {
       // The writer stops; the leader finds out before its next group
       // (LeadGroup) and fails it with everything queued.
@@ -866,6 +880,9 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
     // after its group's apply must finish first.
     MutexLock l(&mu_);
     while (syncing_) gather_cv_.Wait();
+    // A failed fdatasync of the segment we would leave behind: the log may
+    // have lost its end, so nothing may go after it.
+    if (!error_.ok()) return error_;
   }
 
   // One write per segment touched; every segment but the last is synced

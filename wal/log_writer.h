@@ -334,8 +334,12 @@ class LogWriter {
   // the groups of unsynced writers queued (one key's each) until its own is
   // done, then gives the lead back (see "Lending the lead").
   Status Borrow(Waiter* self) LOCKS_EXCLUDED(mu_);
-  // Updates the gathering state once a synced group is durable.
-  void SyncedGroupDone(const Group& group, uint64_t io_start) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Updates the gathering state once a synced group is durable; `took`: its
+  // write and fdatasync.
+  void SyncedGroupDone(const Group& group, uint64_t took) EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Clears unsynced_ when an fdatasync after an apply covered everything
+  // written so far. Leader (or borrower) only.
+  void CatchUpDurable() EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until the group `ticket` may apply (spinning first, like a member).
   void AwaitApplyTurn(uint64_t ticket) LOCKS_EXCLUDED(mu_);
   // Waits, briefly, until the queue holds the synced writers expected for
@@ -345,6 +349,7 @@ class LogWriter {
   // once the gathering is over. Leader only.
   struct GatherState {
     uint64_t deadline = 0;  // clock_ nanos; 0 until the first wait
+    bool timed_out = false;  // a wait ran out: the gathering ends
     bool over = false;
   };
   bool Gather(const Waiter* self, GatherState* state) EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -385,6 +390,10 @@ class LogWriter {
   // An fdatasync that runs after its group applied (apply_before_sync) is in
   // flight; gather_cv_ is signalled when it ends.
   bool syncing_ GUARDED_BY(mu_) = false;
+  // Where the last such fdatasync left the log durable: the segment and the
+  // offset in it its group ended at.
+  uint64_t synced_segment_ GUARDED_BY(mu_) = 0;
+  uint64_t synced_end_ GUARDED_BY(mu_) = 0;
   CondVar gather_cv_;
   // True from the moment a writer becomes leader until it hands leadership to
   // the next queued writer (stays true), offers it or finds the queue empty.

@@ -366,12 +366,11 @@ TEST(RecoveryTest, HoleInTheMiddleIsCorruption) {
   EXPECT_EQ(got.size(), 1u);
 }
 
-// Group starts carry kDurableBeforeFlag exactly when everything before them
-// had been synced.
-TEST(LogReaderTest, GroupStartsSayWhetherTheLogBeforeWasDurable) {
-  ScratchDir dir("wal");
+// Writes groups with and without sync; their starts must carry
+// kDurableBeforeFlag exactly when everything before them had been synced.
+void ExpectGroupStartFlags(const LogOptions& o, const std::string& dir) {
   std::unique_ptr<LogWriter> w;
-  ASSERT_OK(LogWriter::Open(SmallOptions(/*uring=*/true), dir.path(), 1, nullptr, &w));
+  ASSERT_OK(LogWriter::Open(o, dir, 1, nullptr, &w));
   WriteAll(w.get(), {"a"}, 1, /*sync=*/true);   // first group: nothing before it
   WriteAll(w.get(), {"b"}, 1, /*sync=*/false);  // after a synced group
   WriteAll(w.get(), {"c"}, 1, /*sync=*/true);   // after an unsynced one
@@ -379,12 +378,24 @@ TEST(LogReaderTest, GroupStartsSayWhetherTheLogBeforeWasDurable) {
   WriteAll(w.get(), {std::string(3 * kBlockSize, 'd')}, 1, /*sync=*/false);  // after Sync()
   ASSERT_OK(w->Close());
   std::unique_ptr<LogReader> reader;
-  ASSERT_OK(LogReader::OpenDirectory(FileSystem::Default(), dir.path(), &reader));
+  ASSERT_OK(LogReader::OpenDirectory(FileSystem::Default(), dir, &reader));
   std::vector<bool> flags;
   LogFragment f;
   while (reader->ReadFragment(&f)) flags.push_back(f.durable_before);
   ASSERT_OK(reader->status());
   EXPECT_EQ(flags, (std::vector<bool>{true, true, false, true, false, false, false}));
+}
+
+// Group starts carry kDurableBeforeFlag exactly when everything before them
+// had been synced, also when synced groups apply before their fdatasync.
+TEST(LogReaderTest, GroupStartsSayWhetherTheLogBeforeWasDurable) {
+  for (bool apply_before_sync : {false, true}) {
+    SCOPED_TRACE(apply_before_sync ? "apply_before_sync" : "sync before apply");
+    ScratchDir dir("wal");
+    LogOptions o = SmallOptions(/*uring=*/true);
+    o.apply_before_sync = apply_before_sync;
+    ExpectGroupStartFlags(o, dir.path());
+  }
 }
 
 // A power failure may lose earlier unsynced writes and keep a later one: the

@@ -378,6 +378,11 @@ class GatedSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
     permits_ += n;
     cv_.notify_all();
   }
+  // The next Sync that gets a permit fails with EIO.
+  void FailNextPermitted() {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_next_ = true;
+  }
   // Syncs since Hold(), waiting for a permit or through.
   int gated() {
     std::lock_guard<std::mutex> l(mu_);
@@ -401,7 +406,7 @@ class GatedSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
     File(std::unique_ptr<WritableFile> base, GatedSyncFileSystem* fs)
         : ForwardingWritableFile(std::move(base)), fs_(fs) {}
     Status Sync() override {
-      fs_->Gate();
+      if (!fs_->Gate()) return Status::IOError("injected fdatasync failure");
       return base_->Sync();
     }
     int fd() const override { return -1; }
@@ -410,20 +415,25 @@ class GatedSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
     GatedSyncFileSystem* const fs_;
   };
 
-  void Gate() {
+  // False: the Sync fails.
+  bool Gate() {
     std::unique_lock<std::mutex> l(mu_);
-    if (!held_) return;
+    if (!held_) return true;
     gated_++;
     cv_.notify_all();
     cv_.wait(l, [&] { return permits_ > 0; });
     permits_--;
     if (clock_ != nullptr) clock_->Advance(100'000'000);
+    const bool fail = fail_next_;
+    fail_next_ = false;
+    return !fail;
   }
 
   ::strata::test::FakeClock* const clock_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool held_ = false;
+  bool fail_next_ = false;
   int permits_ = 0;
   int gated_ = 0;
 };
@@ -621,6 +631,36 @@ TEST(LogWriterApplyBeforeSyncTest, SegmentSwitchWaitsForTheSyncInFlight) {
   ASSERT_OK(Recover(dir.path(), RecoveryMode::kAbsoluteConsistency, &got, &info));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].payload, big);
+}
+
+// With apply_before_sync, a group that would start a new segment while the
+// fdatasync of the one it leaves behind runs fails when that fdatasync
+// fails: nothing may go after a log end that may be lost.
+TEST(LogWriterApplyBeforeSyncTest, NoSegmentSwitchAfterAFailedSync) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false, /*segment_size=*/64 * 1024);
+  options.fs = &fs;
+  options.apply_before_sync = true;
+  std::atomic<int> started{0};
+  options.segment_started = [&](uint64_t) {
+    started++;
+    return Status::OK();
+  };
+  auto w = OpenWriter(options, dir.path(), 1);
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });
+    fs.AwaitGatedSyncs(1);
+    AsyncWrite u([&] { return WriteOne(w.get(), MakePayload(1, 80 * 1024), false); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // u waits for a's sync
+    fs.FailNextPermitted();
+    fs.Permit(1000);
+    EXPECT_TRUE(a.status().IsIOError()) << a.status().ToString();
+    EXPECT_TRUE(u.status().IsIOError()) << u.status().ToString();
+  }
+  EXPECT_EQ(started.load(), 0) << "a segment started after the failed fdatasync";
+  EXPECT_TRUE(w->Close().IsIOError());
 }
 
 // With apply_before_sync, an fdatasync that fails after its group applied
