@@ -1435,6 +1435,7 @@ TEST(LogWriterCrashTest, AcknowledgedRecordsSurvivePowerLoss) {
     FaultInjectionFileSystem fs;
     LogOptions o = SmallOptions(/*uring=*/false, 64 * 1024);
     o.fs = &fs;
+    o.apply_before_sync = round % 2 == 1;  // the fdatasync runs while others write
     auto w = OpenWriter(o, dir.path(), 1);
     std::mutex mu;
     std::map<std::string, SequenceNumber> synced;  // payload -> first sequence
