@@ -360,7 +360,7 @@ Status LogWriter::Submit(Waiter* w, bool allow_closed) {
       queue_.push_back(w);
       queue_bytes_ += RequestBytes(w);
       if (!w->sync) queued_unsynced_++;
-      if (gathering_ && !w->sync && !lent_ && error_.ok()) {
+      if (gathering_ && !w->sync && !lent_) {
         // The leader sleeps, gathering: write our group ourselves.
         lent_ = true;
         borrow = true;
