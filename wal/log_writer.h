@@ -82,10 +82,12 @@
 // and go back to sleep: on a busy machine, more than its whole write. So the
 // writer borrows the lead instead, writes and applies the groups of the
 // unsynced writers queued (one key's each) until its own is done, and gives
-// the lead back; the leader waits for that before it goes on. One writer
-// borrows at a time; unsynced writers queued meanwhile are served by the
-// borrower when their key's group comes before its own, or else by the
-// leader, which the borrower wakes.
+// the lead back; the leader waits for that before it goes on, and once
+// awake lends the lead no more, so that borrowers one after another cannot
+// keep it past its gathering deadline. One writer borrows at a time;
+// unsynced writers queued meanwhile are served by the borrower when their
+// key's group comes before its own, or else by the leader, which the
+// borrower wakes.
 //
 // Gathering. Handing leadership on as soon as the I/O is done lets the
 // writers that queued during it start their I/O at once, while the members
@@ -382,7 +384,8 @@ class LogWriter {
   uint64_t sync_nanos_ GUARDED_BY(mu_) = 0;
   uint64_t last_group_done_ GUARDED_BY(mu_) = 0;
   size_t expected_writers_ GUARDED_BY(mu_) = 1;
-  bool gathering_ GUARDED_BY(mu_) = false;  // a leader waits on gather_cv_
+  // The gathering leader sleeps on gather_cv_ and may lend the lead.
+  bool gathering_ GUARDED_BY(mu_) = false;
   // An unsynced writer borrowed the lead of the gathering leader, which
   // waits until it is back (see "Lending the lead").
   bool lent_ GUARDED_BY(mu_) = false;
