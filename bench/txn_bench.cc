@@ -1179,6 +1179,14 @@ bool ParseUint(const std::string& s, uint64_t* out) {
   return true;
 }
 
+// A 0|1 flag.
+bool ParseBit(const std::string& s, bool* out) {
+  uint64_t v = 0;
+  if (!ParseUint(s, &v) || v > 1) return false;
+  *out = v == 1;
+  return true;
+}
+
 [[noreturn]] void Usage(const std::string& error) {
   std::fprintf(stderr, "txn_bench: %s\n(run with --help for the flags)\n", error.c_str());
   std::exit(2);
@@ -1192,7 +1200,6 @@ void ParseFlags(int* argc, char** argv) {
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    uint64_t v = 0;
     if (name == "--help" || name == "-h") {
       std::fputs(kHelp, stdout);
       argv[out++] = argv[i];  // Google Benchmark prints its own part
@@ -1207,14 +1214,11 @@ void ParseFlags(int* argc, char** argv) {
         Usage("bad " + arg + " (32-key transfers need at least 32 accounts)");
       }
     } else if (name == "--split") {
-      if (!ParseUint(value, &v) || v > 1) Usage("bad " + arg);
-      g_flags.split = v == 1;
+      if (!ParseBit(value, &g_flags.split)) Usage("bad " + arg);
     } else if (name == "--fresh_hot") {
-      if (!ParseUint(value, &v) || v > 1) Usage("bad " + arg);
-      g_flags.fresh_hot = v == 1;
+      if (!ParseBit(value, &g_flags.fresh_hot)) Usage("bad " + arg);
     } else if (name == "--full_check") {
-      if (!ParseUint(value, &v) || v > 1) Usage("bad " + arg);
-      g_flags.full_check = v == 1;
+      if (!ParseBit(value, &g_flags.full_check)) Usage("bad " + arg);
     } else if (name == "--backoff_us") {
       if (!ParseUint(value, &g_flags.backoff_us)) Usage("bad " + arg);
     } else if (name == "--lock_buffer") {
@@ -1223,11 +1227,9 @@ void ParseFlags(int* argc, char** argv) {
         Usage("bad " + arg + " (0, or at least 4096)");
       }
     } else if (name == "--io_uring") {
-      if (!ParseUint(value, &v) || v > 1) Usage("bad " + arg);
-      g_flags.io_uring = v == 1;
+      if (!ParseBit(value, &g_flags.io_uring)) Usage("bad " + arg);
     } else if (name == "--visible_before_sync") {
-      if (!ParseUint(value, &v) || v > 1) Usage("bad " + arg);
-      g_flags.visible_before_sync = v == 1;
+      if (!ParseBit(value, &g_flags.visible_before_sync)) Usage("bad " + arg);
     } else if (name == "--db") {
       if (value.empty()) Usage("bad " + arg);
       g_flags.db = value;

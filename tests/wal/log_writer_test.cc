@@ -475,6 +475,16 @@ Status WriteOne(LogWriter* w, const std::string& payload, bool sync) {
   return WriteKeyed(w, payload, sync, /*key=*/0);
 }
 
+// A writer stopped by the error `first`: a later write fails with the same
+// error, and so do Sync and Close.
+void ExpectStoppedBy(LogWriter* w, const Status& first) {
+  Status later = WriteOne(w, "later", /*sync=*/false);
+  EXPECT_TRUE(later.IsIOError());
+  EXPECT_EQ(later.message(), first.message());
+  EXPECT_TRUE(w->Sync().IsIOError());
+  EXPECT_TRUE(w->Close().IsIOError());
+}
+
 // An unsynced write queued behind a group's fdatasync waits for that group,
 // but not for the fdatasync of a synced write queued with it: it goes ahead
 // in a group of its own, before the synced one in the log and in the applies.
@@ -682,12 +692,8 @@ TEST(LogWriterApplyBeforeSyncTest, FailedSyncAfterTheApplyStopsTheWriter) {
   EXPECT_EQ(applied, (std::vector<std::string>{"before", "fails"}))
       << "applied before its fdatasync";
   fs.ClearFaults();
-  Status s2 = WriteOne(w.get(), "later", false);
-  EXPECT_TRUE(s2.IsIOError());
-  EXPECT_EQ(s2.message(), s.message());
   EXPECT_TRUE(WriteOne(w.get(), "later", true).IsIOError());
-  EXPECT_TRUE(w->Sync().IsIOError());
-  EXPECT_TRUE(w->Close().IsIOError());
+  ExpectStoppedBy(w.get(), s);
   EXPECT_EQ(applied.size(), 2u);
 }
 
@@ -1289,15 +1295,7 @@ TEST(LogWriterErrorTest, FailedSyncStopsTheWriter) {
   Status s = w->Write(&r);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   fs.ClearFaults();
-  // Stopped: every later call returns the same error.
-  WriteRequest r2;
-  r2.payload = "later";
-  r2.sync = false;
-  Status s2 = w->Write(&r2);
-  EXPECT_TRUE(s2.IsIOError());
-  EXPECT_EQ(s2.message(), s.message());
-  EXPECT_TRUE(w->Sync().IsIOError());
-  EXPECT_TRUE(w->Close().IsIOError());
+  ExpectStoppedBy(w.get(), s);
 }
 
 TEST(LogWriterErrorTest, NoSpaceIsResourceExhausted) {
