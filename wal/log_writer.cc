@@ -241,6 +241,7 @@ LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber 
       dir_(std::move(dir)),
       apply_(std::move(apply)),
       clock_(options.clock),
+      durable_cv_(&mu_),
       gather_cv_(&mu_),
       idle_cv_(&mu_),
       next_sequence_(next_sequence),
@@ -338,6 +339,24 @@ Status LogWriter::Write(WriteRequest* request) {
 Status LogWriter::Sync() {
   Waiter w(nullptr, /*wants_sync=*/true);
   return Submit(&w, /*allow_closed=*/false);
+}
+
+void LogWriter::UndurableSequences(SequenceNumber* first, SequenceNumber* last) const {
+  // Last first: the acquire load makes the group's first visible with it (a
+  // later group's first is above it, which reads as none: this group is
+  // durable by then, since one fdatasync after an apply runs at a time).
+  const SequenceNumber l = undurable_last_.load(std::memory_order_acquire);
+  *first = l == 0 ? 1 : undurable_first_.load(std::memory_order_acquire);
+  *last = l;
+}
+
+Status LogWriter::AwaitDurable(SequenceNumber last) {
+  MutexLock l(&mu_);
+  while (syncing_ && undurable_last_.load(std::memory_order_relaxed) == last) durable_cv_.Wait();
+  // Still named after its fdatasync ended: that fdatasync failed (and set
+  // error_). The range goes only when the fdatasync succeeds.
+  if (last != 0 && undurable_last_.load(std::memory_order_relaxed) == last) return error_;
+  return Status::OK();
 }
 
 Status LogWriter::Submit(Waiter* w, bool allow_closed) {
@@ -717,7 +736,21 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
     } else if (sync) {
       // Before applying, so the next group's I/O overlaps our apply (and the
       // fdatasync it may wait for, or, when it comes after the apply, ours).
-      if (deferred_sync) syncing_ = true;
+      if (deferred_sync) {
+        syncing_ = true;
+        // Named before the apply makes any of them visible (see
+        // UndurableSequences).
+        const WriteRequest* first = nullptr;
+        const WriteRequest* last = nullptr;
+        for (const Waiter* w : group.members) {
+          if (w->request == nullptr) continue;
+          if (first == nullptr) first = w->request;
+          last = w->request;
+        }
+        undurable_first_.store(first->first_sequence, std::memory_order_relaxed);
+        undurable_last_.store(last->first_sequence + last->sequence_count - 1,
+                              std::memory_order_release);
+      }
       PassLead();
     }
   }
@@ -747,7 +780,9 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
     s = SyncSegmentFile(sync_file, sync_path, sync_end);
     MutexLock l(&mu_);
     syncing_ = false;
+    durable_cv_.SignalAll();  // readers waiting for this group (AwaitDurable)
     if (s.ok()) {
+      undurable_last_.store(0, std::memory_order_release);
       stat_syncs_.fetch_add(1, std::memory_order_relaxed);
       // The next leader finds the log durable up to here (CatchUpDurable).
       synced_segment_ = sync_segment;

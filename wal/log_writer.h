@@ -75,7 +75,9 @@
 // a time and the members it wakes may join the next group. A group that
 // starts a new segment waits for it too (the switch closes the file being
 // synced). An fdatasync that fails stops the writer: the next leader fails
-// its group and everything queued.
+// its group and everything queued. The records of a group applied but not
+// yet durable are its user's to hold back from readers:
+// UndurableSequences() names them, AwaitDurable() waits for their fdatasync.
 //
 // Lending the lead. A gathering leader (below) sleeps, and an unsynced
 // writer that queues meanwhile would wait for it to wake up, serve its group
@@ -184,11 +186,10 @@ struct LogOptions {
   // write and apply; its members are still acknowledged only once it is
   // durable. Off, a synced group applies after its fdatasync, and an
   // unsynced write that queues meanwhile waits for it: a Percolator prewrite
-  // (unsynced) waits out the fdatasync of other transactions' commits. On, a
-  // reader may see a synced write that a crash then loses: only a write whose
-  // writer was never acknowledged, and only with every write after it in the
-  // log (a write that read it is later in the log: durable only if it is).
-  // See "Syncing after the apply" above.
+  // (unsynced) waits out the fdatasync of other transactions' commits. On,
+  // the apply function sees records that a crash may still lose; a reader
+  // that must not see them checks UndurableSequences() and waits with
+  // AwaitDurable() (the engine does). See "Syncing after the apply" above.
   bool apply_before_sync = false;
   // Called by the leader each time a write starts a new segment (not for the
   // one Open starts; first_segment() says which that is), with the new
@@ -250,6 +251,19 @@ class LogWriter {
   Status Write(WriteRequest* request);
   // Makes everything written so far durable.
   Status Sync();
+  // The sequence numbers [*first, *last] of the synced group that applied
+  // before its fdatasync (LogOptions::apply_before_sync) and is not known
+  // durable: its fdatasync is running, or failed. *first > *last when there
+  // is none. At most one such group exists at a time. A reader that read
+  // the effects of an apply before calling this is told about that group if
+  // it is still undurable: the range is set before the group applies and
+  // cleared after its fdatasync.
+  void UndurableSequences(SequenceNumber* first, SequenceNumber* last) const;
+  // Waits until the group whose last sequence number is `last` (from
+  // UndurableSequences) is durable. Returns OK once it is (or when it
+  // already was), and the writer's error when its fdatasync failed: its
+  // records were applied but may be lost in a crash.
+  Status AwaitDurable(SequenceNumber last);
   // Every record with sequence < `sequence` is durable elsewhere: segments
   // holding only such records (never the current one) are deleted, or kept as
   // spares when recycling is on (at most kMaxSpareSegments).
@@ -397,6 +411,14 @@ class LogWriter {
   // offset in it its group ended at.
   uint64_t synced_segment_ GUARDED_BY(mu_) = 0;
   uint64_t synced_end_ GUARDED_BY(mu_) = 0;
+  // The sequence numbers of that fdatasync's group (UndurableSequences):
+  // written under mu_, first before last, last with a release store that a
+  // reader loads with acquire before first; last is 0 when none. Cleared when
+  // the fdatasync succeeds, kept when it fails. durable_cv_ is signalled
+  // when the fdatasync ends either way.
+  std::atomic<SequenceNumber> undurable_first_{1};
+  std::atomic<SequenceNumber> undurable_last_{0};
+  CondVar durable_cv_;
   CondVar gather_cv_;
   // True from the moment a writer becomes leader until it hands leadership to
   // the next queued writer (stays true), offers it or finds the queue empty.

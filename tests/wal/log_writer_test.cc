@@ -20,6 +20,7 @@
 
 #include "common/fault_injection_fs.h"
 #include "util/fake_clock.h"
+#include "util/gated_sync_fs.h"
 #include "wal/internal/segment_io.h"
 #include "wal/log_reader.h"
 #include "wal_test_util.h"
@@ -27,6 +28,7 @@
 namespace strata::wal::test {
 namespace {
 
+using strata::test::GatedSyncFileSystem;
 using strata::test::ScratchDir;
 
 std::unique_ptr<LogWriter> OpenWriter(const LogOptions& options, const std::string& dir,
@@ -361,83 +363,6 @@ TEST(LogWriterGatherTest, GroupsHoldMoreThanHalfTheWriters) {
   EXPECT_GT(per_group, kThreads / 2 + 1) << stats.groups << " groups";
 }
 
-// A FileSystem whose writable files have no descriptor (the fallback path)
-// and whose Syncs, once Hold() is called, wait for a permit: a test can keep
-// a group in its fdatasync for as long as it likes. Each Sync also moves
-// `clock` (when given) 100 s on, so the writer believes syncs are slow.
-class GatedSyncFileSystem final : public ::strata::test::ForwardingFileSystem {
- public:
-  explicit GatedSyncFileSystem(::strata::test::FakeClock* clock = nullptr) : clock_(clock) {}
-
-  void Hold() {
-    std::lock_guard<std::mutex> l(mu_);
-    held_ = true;
-  }
-  void Permit(int n) {
-    std::lock_guard<std::mutex> l(mu_);
-    permits_ += n;
-    cv_.notify_all();
-  }
-  // The next Sync that gets a permit fails with EIO.
-  void FailNextPermitted() {
-    std::lock_guard<std::mutex> l(mu_);
-    fail_next_ = true;
-  }
-  // Syncs since Hold(), waiting for a permit or through.
-  int gated() {
-    std::lock_guard<std::mutex> l(mu_);
-    return gated_;
-  }
-  // Waits until `n` Syncs in all are waiting for a permit or went through one.
-  void AwaitGatedSyncs(int n) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return gated_ >= n; });
-  }
-
- protected:
-  std::unique_ptr<WritableFile> WrapWritable(const std::string&,
-                                             std::unique_ptr<WritableFile> file) override {
-    return std::make_unique<File>(std::move(file), this);
-  }
-
- private:
-  class File final : public ::strata::test::ForwardingWritableFile {
-   public:
-    File(std::unique_ptr<WritableFile> base, GatedSyncFileSystem* fs)
-        : ForwardingWritableFile(std::move(base)), fs_(fs) {}
-    Status Sync() override {
-      if (!fs_->Gate()) return Status::IOError("injected fdatasync failure");
-      return base_->Sync();
-    }
-    int fd() const override { return -1; }
-
-   private:
-    GatedSyncFileSystem* const fs_;
-  };
-
-  // False: the Sync fails.
-  bool Gate() {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!held_) return true;
-    gated_++;
-    cv_.notify_all();
-    cv_.wait(l, [&] { return permits_ > 0; });
-    permits_--;
-    if (clock_ != nullptr) clock_->Advance(100'000'000);
-    const bool fail = fail_next_;
-    fail_next_ = false;
-    return !fail;
-  }
-
-  ::strata::test::FakeClock* const clock_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool held_ = false;
-  bool fail_next_ = false;
-  int permits_ = 0;
-  int gated_ = 0;
-};
-
 // Runs `write` on a thread; done() says whether it returned.
 class AsyncWrite {
  public:
@@ -612,6 +537,61 @@ TEST(LogWriterApplyBeforeSyncTest, SyncedGroupAppliesBeforeItsSyncAndIsAnsweredA
   EXPECT_EQ(got[0].payload, "a");
   EXPECT_EQ(got[1].payload, "u");
   EXPECT_EQ(got[2].payload, "b");
+}
+
+// With apply_before_sync, the writer names the sequence numbers of the
+// group that applied but is not durable yet, and AwaitDurable waits for its
+// fdatasync; when that fdatasync fails, they stay named and AwaitDurable
+// returns the writer's error.
+TEST(LogWriterApplyBeforeSyncTest, NamesTheUndurableGroupUntilItsSyncEnds) {
+  ScratchDir dir("wal");
+  GatedSyncFileSystem fs;
+  LogOptions options = SmallOptions(/*uring=*/false);
+  options.fs = &fs;
+  options.apply_before_sync = true;
+  auto w = OpenWriter(options, dir.path(), 1);
+  auto undurable = [&] {
+    SequenceNumber first = 0, last = 0;
+    w->UndurableSequences(&first, &last);
+    return first > last ? std::pair<SequenceNumber, SequenceNumber>(0, 0)
+                        : std::pair<SequenceNumber, SequenceNumber>(first, last);
+  };
+  using Range = std::pair<SequenceNumber, SequenceNumber>;
+  ASSERT_OK(WriteOne(w.get(), "x", true));  // sequence 1, durable
+  EXPECT_EQ(undurable(), Range(0, 0));
+  EXPECT_OK(w->AwaitDurable(1));
+  fs.Hold();
+  {
+    AsyncWrite a([&] { return WriteOne(w.get(), "a", true); });  // sequence 2
+    fs.AwaitGatedSyncs(1);
+    EXPECT_EQ(undurable(), Range(2, 2));
+    AsyncWrite u([&] { return WriteOne(w.get(), "u", false); });  // 3: applied, not named
+    EXPECT_TRUE(u.DoneWithin(30));
+    EXPECT_EQ(undurable(), Range(2, 2));
+    AsyncWrite wait([&] { return w->AwaitDurable(2); });
+    EXPECT_FALSE(wait.DoneWithin(1)) << "AwaitDurable returned during the fdatasync";
+    fs.Permit(1);
+    EXPECT_OK(wait.status());
+    EXPECT_OK(a.status());
+    EXPECT_EQ(undurable(), Range(0, 0));
+    EXPECT_OK(w->AwaitDurable(2));
+  }
+  {
+    AsyncWrite b([&] { return WriteOne(w.get(), "b", true); });  // sequence 4
+    fs.AwaitGatedSyncs(2);
+    EXPECT_EQ(undurable(), Range(4, 4));
+    AsyncWrite wait([&] { return w->AwaitDurable(4); });
+    fs.FailNextPermitted();
+    fs.Permit(1);
+    const Status failed = b.status();
+    EXPECT_TRUE(failed.IsIOError()) << failed.ToString();
+    EXPECT_EQ(wait.status().message(), failed.message());
+    EXPECT_EQ(undurable(), Range(4, 4)) << "the failed group's records may be lost";
+    EXPECT_EQ(w->AwaitDurable(4).message(), failed.message());
+    EXPECT_OK(w->AwaitDurable(2));
+  }
+  fs.Permit(1000);
+  EXPECT_TRUE(w->Close().IsIOError());
 }
 
 // With apply_before_sync, a group that starts a new segment waits for the
