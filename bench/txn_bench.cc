@@ -136,7 +136,7 @@ struct Flags {
   uint64_t backoff_us = 0;
   uint64_t lock_buffer = strata::TransactionalTableOptions().lock_write_buffer_size;
   bool io_uring = strata::EngineOptions().use_io_uring;
-  bool visible_before_sync = strata::EngineOptions().visible_before_sync;
+  bool apply_before_sync = strata::EngineOptions().apply_before_sync;
   std::string db;
   uint64_t seed = 301;
 };
@@ -163,10 +163,11 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
                      bytes (default 1048576; 0: the engine's write_buffer_size, 32 MiB)
   --io_uring=0|1     Strata's EngineOptions::use_io_uring (default 1): 0 writes and
                      syncs the log with pwritev + fdatasync
-  --visible_before_sync=0|1
-                     Strata's EngineOptions::visible_before_sync (default 0): 1 makes
-                     a synced commit visible before its fdatasync, so prewrites do
-                     not wait for other transactions' fdatasyncs
+  --apply_before_sync=0|1
+                     Strata's EngineOptions::apply_before_sync (default 0, the
+                     engine's): 1 applies a synced commit before its fdatasync, so
+                     prewrites do not wait for other transactions' fdatasyncs
+                     (readers that meet it still do)
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
@@ -468,7 +469,7 @@ class StrataBank final : public Bank {
     std::unique_ptr<StrataBank> bank(new StrataBank(accounts));
     strata::EngineOptions o;  // 32 MiB memtables, 64 MiB block cache: the defaults
     o.use_io_uring = g_flags.io_uring;
-    o.visible_before_sync = g_flags.visible_before_sync;
+    o.apply_before_sync = g_flags.apply_before_sync;
     auto e = strata::Engine::Open(dir, o);
     if (!e.ok()) {
       *error = StatusString("Engine::Open", e.status());
@@ -1228,8 +1229,8 @@ void ParseFlags(int* argc, char** argv) {
       }
     } else if (name == "--io_uring") {
       if (!ParseBit(value, &g_flags.io_uring)) Usage("bad " + arg);
-    } else if (name == "--visible_before_sync") {
-      if (!ParseBit(value, &g_flags.visible_before_sync)) Usage("bad " + arg);
+    } else if (name == "--apply_before_sync") {
+      if (!ParseBit(value, &g_flags.apply_before_sync)) Usage("bad " + arg);
     } else if (name == "--db") {
       if (value.empty()) Usage("bad " + arg);
       g_flags.db = value;
@@ -1302,10 +1303,10 @@ int main(int argc, char** argv) {
 
   std::printf("txn_bench: txn_seconds=%g accounts=%" PRIu64 " hot_accounts=%" PRIu64
               " fresh_hot=%d full_check=%d split=%d backoff_us=%" PRIu64 " lock_buffer=%" PRIu64
-              " io_uring=%d visible_before_sync=%d dir=%s\n",
+              " io_uring=%d apply_before_sync=%d dir=%s\n",
               g_flags.seconds, g_flags.accounts, g_flags.hot_accounts, g_flags.fresh_hot ? 1 : 0,
               g_flags.full_check ? 1 : 0, g_flags.split ? 1 : 0, g_flags.backoff_us,
-              g_flags.lock_buffer, g_flags.io_uring ? 1 : 0, g_flags.visible_before_sync ? 1 : 0,
+              g_flags.lock_buffer, g_flags.io_uring ? 1 : 0, g_flags.apply_before_sync ? 1 : 0,
               g_root.string().c_str());
   std::printf("load average at start: %s\n", LoadAverage().c_str());
 #ifndef STRATA_HAVE_ROCKSDB

@@ -334,7 +334,7 @@ Status EngineCore::Recover() {
   wal::LogOptions lo;
   lo.fs = fs_;
   lo.use_io_uring = options_.use_io_uring;
-  lo.apply_before_sync = options_.visible_before_sync;
+  lo.apply_before_sync = options_.apply_before_sync;
   lo.segment_size = options_.wal_segment_size;
   lo.recycle_segments = options_.recycle_wal_segments;
   lo.segment_started = [this](uint64_t number) {
@@ -1934,13 +1934,20 @@ class ScanIterator final : public RowIterator {
       RowCells cells;
       // Inputs interleave families: cells from several are ordered by family id.
       cells.track_families = inputs_.size() > 1;
+      ReadPoint at = core_->ReadPointAt(snapshot_);
       for (auto& in : inputs_) {
         if (PrefixOf(in.it.get()) != Slice(smallest)) continue;
-        Status s = CollectRowFromHere(in.it.get(), smallest, snapshot_, filter_, *schema_, &cells);
+        Status s = CollectRowFromHere(in.it.get(), smallest, &at, filter_, *schema_, &cells);
         if (!s.ok()) {
           status_ = s;
           return;
         }
+      }
+      // A row with records a crash may still lose is handed out once they
+      // are durable.
+      if (Status s = core_->AwaitDurableReads(at); !s.ok()) {
+        status_ = s;
+        return;
       }
       if (cells.cells.empty()) continue;  // deleted or filtered out
       Slice enc(smallest);
@@ -2139,14 +2146,28 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
   EncodeMemcomparable(prefix_data, row);
   const Slice prefix(prefix_data, prefix_len);
 
+  ReadPoint at = ReadPointAt(snapshot);
   sink->BeginRow(groups_read);
   for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
     STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], static_cast<uint32_t>(g), table_cache_.get(),
-                                            table.budget->cache_id(), prefix, snapshot, filter,
-                                            schema, sink));
+                                            table.budget->cache_id(), prefix, &at, filter, schema,
+                                            sink));
   }
-  return Status::OK();
+  return AwaitDurableReads(at);
+}
+
+ReadPoint EngineCore::ReadPointAt(SequenceNumber snapshot) const {
+  ReadPoint at;
+  at.snapshot = snapshot;
+  if (log_ != nullptr) log_->UndurableSequences(&at.undurable_first, &at.undurable_last);
+  return at;
+}
+
+Status EngineCore::AwaitDurableReads(const ReadPoint& at) const {
+  if (!at.saw_undurable) return Status::OK();
+  stat_durable_waits_.fetch_add(1, std::memory_order_relaxed);
+  return log_->AwaitDurable(at.undurable_last);
 }
 
 Status EngineCore::CheckUsable(const TableState& table) const {
@@ -2207,6 +2228,7 @@ EngineStats EngineCore::GetStats() const {
   s.write_stall_micros = stat_stall_micros_.load(std::memory_order_relaxed);
   s.max_level0_files = max_level0_files_.load(std::memory_order_relaxed);
   s.memtable_stops = stat_memtable_stops_.load(std::memory_order_relaxed);
+  s.durable_read_waits = stat_durable_waits_.load(std::memory_order_relaxed);
   s.tablet_splits = stat_splits_.load(std::memory_order_relaxed);
   s.immutable_memtables = immutable_memtables_.load(std::memory_order_relaxed);
   if (compaction_limiter_ != nullptr) {

@@ -255,6 +255,15 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
                                             const ReadOptions& options,
                                             const ScanSpec& spec) const;
+  // The read point of a read whose snapshot is `snapshot`, taken (with
+  // ViewsThenSnapshot) before this call: the records of a synced write
+  // applied before its fdatasync that the snapshot may hold (ReadPoint).
+  ReadPoint ReadPointAt(SequenceNumber snapshot) const;
+  // Once a read's walks are done: when they looked at undurable records,
+  // waits until those are durable, or returns the log's error when their
+  // fdatasync failed (a crash may lose them: the read must not hand them
+  // out). Scans call both per row.
+  Status AwaitDurableReads(const ReadPoint& at) const;
 
   // Writes every memtable with data to SSTables and waits until all are.
   Status Flush();
@@ -620,6 +629,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Paces compaction output; unlimited when compaction_rate_limit is 0.
   std::unique_ptr<RateLimiter> compaction_limiter_;
   std::atomic<uint64_t> stat_memtable_stops_{0};
+  mutable std::atomic<uint64_t> stat_durable_waits_{0};
   std::atomic<uint64_t> stat_flushes_{0};
   std::atomic<uint64_t> stat_compactions_{0};
   std::atomic<uint64_t> stat_flush_bytes_{0};

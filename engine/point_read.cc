@@ -104,8 +104,7 @@ bool AnyFileOfRow(const std::vector<std::vector<std::shared_ptr<TableFile>>>& le
 }  // namespace
 
 Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
-                        sstable::BlockCache::TenantId tenant, const Slice& prefix,
-                        SequenceNumber snapshot,
+                        sstable::BlockCache::TenantId tenant, const Slice& prefix, ReadPoint* at,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   Sources sources;
   const uint64_t min_wanted = filter.MinWantedTimestamp(schema, group);
@@ -127,7 +126,7 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
   STRATA_RETURN_IF_ERROR(status);
   if (sources.size() == 0) return Status::OK();
   if (sources.size() == 1) {
-    return CollectRowFromHere(sources[0].it.get(), prefix, snapshot, filter, schema, out);
+    return CollectRowFromHere(sources[0].it.get(), prefix, at, filter, schema, out);
   }
   // The row is spread over several sources: merge them in key order.
   std::vector<std::unique_ptr<InternalIterator>> children;
@@ -140,7 +139,7 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
   // Each source stands on its first entry of the row already.
   std::unique_ptr<InternalIterator> merged =
       NewMergingIteratorAtChildren(std::move(children), std::move(pins));
-  return CollectRowFromHere(merged.get(), prefix, snapshot, filter, schema, out);
+  return CollectRowFromHere(merged.get(), prefix, at, filter, schema, out);
 }
 
 DeeperFiles::DeeperFiles(const GroupView& view, int first_level, sstable::TableCache* tables,

@@ -28,14 +28,15 @@ struct GroupView;
 struct TableFile;
 
 // Hands *out the visible cells of the row whose encoded prefix is
-// `row_prefix` (AppendRowPrefix) that pass `filter`, as of `snapshot`, in
-// cell-key order, from `view`, the view of locality group `group`.
+// `row_prefix` (AppendRowPrefix) that pass `filter`, as of `at` (see
+// CollectRowFromHere), in cell-key order, from `view`, the view of locality
+// group `group`.
 // `view` must stay alive for the call (it keeps the files on disk); tables
 // it opens charge their cached blocks to `tenant`.
 Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
                         sstable::BlockCache::TenantId tenant, const Slice& row_prefix,
-                        SequenceNumber snapshot,
-                        const ResolvedFilter& filter, const Schema& schema, RowSink* out);
+                        ReadPoint* at, const ResolvedFilter& filter, const Schema& schema,
+                        RowSink* out);
 
 // The files of a locality group's view from one level down, asked whether
 // any may hold a row: what a flush (every level) or a compaction (the

@@ -157,7 +157,7 @@ void RowCells::SortByFamily() {
   families.swap(sorted_families);
 }
 
-Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
+Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* at,
                           const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   // A column that is done, or not wanted, is walked on for this many more
   // entries before a Seek skips the rest: a Seek costs a search in every
@@ -206,12 +206,16 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       return Status::Corruption("malformed cell key " + HexBytes(key));
     }
     const SequenceNumber seq = CellKeySequence(key);
-    if (seq > snapshot) continue;
+    if (seq > at->snapshot) continue;
+    const bool undurable = seq >= at->undurable_first && seq <= at->undurable_last;
     const CellType type = CellKeyType(key);
     const uint64_t ts = CellKeyTimestamp(key);
     const uint16_t fam = DecodeBigEndian16(key.data() + prefix.size());
     if (fam == kRowMarkerFamily) {
-      if (type == CellType::kDeleteRow) row_markers.push_back({ts, seq});
+      if (type == CellType::kDeleteRow) {
+        row_markers.push_back({ts, seq});
+        at->saw_undurable |= undurable;
+      }
       continue;
     }
     // (family, qualifier): the key after the row, without timestamp and tag.
@@ -262,6 +266,7 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, SequenceNum
       }
       continue;
     }
+    at->saw_undurable |= undurable;
     // Versions come newest first: below the range, nothing more of the
     // column is handed out (a delete marker there hides only lower ones).
     if (ts < range->min_timestamp) {

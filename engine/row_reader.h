@@ -146,6 +146,20 @@ struct FoundColumn {
   Slice qualifier;
 };
 
+// Where a read of rows stands: it sees the entries whose sequence numbers
+// are at most `snapshot`. Those from undurable_first to undurable_last are
+// the records of a synced write that was applied before its fdatasync
+// (EngineOptions::apply_before_sync) and was not known durable when the read
+// began (wal::LogWriter::UndurableSequences): a walk that looks at one of
+// them says so in saw_undurable, and the read waits for that fdatasync
+// before it hands out what it found.
+struct ReadPoint {
+  SequenceNumber snapshot = 0;
+  SequenceNumber undurable_first = 1;  // none when above undurable_last
+  SequenceNumber undurable_last = 0;
+  bool saw_undurable = false;
+};
+
 // Where a row walk puts the visible cells it finds, in cell-key order.
 class RowSink {
  public:
@@ -175,16 +189,19 @@ struct RowCells final : public RowSink {
   void SortByFamily();
 };
 
-// Hands the row's visible cells that pass `filter` to *out, in cell-key
-// order, from where `it` stands (at or before the row's first entry,
-// `row_prefix` being AppendRowPrefix(row)); leaves `it` after the row.
+// Hands the row's visible cells at `at->snapshot` that pass `filter` to
+// *out, in cell-key order, from where `it` stands (at or before the row's
+// first entry, `row_prefix` being AppendRowPrefix(row)); leaves `it` after
+// the row. Sets at->saw_undurable when an entry it looked at (a version or
+// delete marker of a wanted column, a row delete marker) is one of at's
+// undurable ones.
 // Once a column has given its max_versions, or the walk is below its
 // min_timestamp, the rest of the column is skipped (by a Seek past it when
 // more than a few entries remain): a column with a long history costs only
 // the versions the filter can use, and those above them.
 // Family names come from `schema`; a family id it does not know is
 // Corruption. Returns the iterator's error, if any.
-Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, SequenceNumber snapshot,
+Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, ReadPoint* at,
                           const ResolvedFilter& filter, const Schema& schema, RowSink* out);
 
 }  // namespace strata::engine

@@ -145,6 +145,9 @@ struct EngineStats {
   uint64_t max_level0_files = 0;     // level-0 files of the fullest group now
   uint64_t memtable_stops = 0;       // writes that waited for a flush (max_immutable_memtables)
   uint64_t immutable_memtables = 0;  // full memtables waiting for or in a flush now
+  // Reads that met a synced write applied before its fdatasync
+  // (EngineOptions::apply_before_sync) and waited for that fdatasync.
+  uint64_t durable_read_waits = 0;
   uint64_t compaction_rate_limit_wait_micros = 0;  // time compactions slept on the rate limit
   uint64_t tablets = 0;              // tablets of every table now
   uint64_t tablet_splits = 0;        // splits done

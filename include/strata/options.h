@@ -52,15 +52,18 @@ struct EngineOptions {
   // Write the log through io_uring (linked write + fdatasync, registered
   // buffers). Off, or when the kernel refuses a ring, uses pwritev + fdatasync.
   bool use_io_uring = true;
-  // A synced write becomes visible to readers once it is in the log, before
-  // the fdatasync that makes it durable; the writer is still answered only
-  // once it is durable. Unsynced writes that come meanwhile (a transaction's
-  // prewrites) then go on at once instead of waiting for that fdatasync
-  // (bench/txn_bench: --visible_before_sync). The price: a reader may see a
-  // write that a crash during its fdatasync then loses, together with every
-  // write after it in the log (so also any write that read it). Off, a
-  // reader sees a synced write only once it is durable.
-  bool visible_before_sync = false;
+  // A synced write goes into the memtables once it is in the log, before the
+  // fdatasync that makes it durable, which then runs while later writes go
+  // on: unsynced writes that come meanwhile (a transaction's prewrites) no
+  // longer wait for it (bench/txn_bench: --apply_before_sync). Its writer is
+  // answered once it is durable, and a read that meets it (ReadRow, Scan, a
+  // read session, the conditions of CheckAndMutate) waits for that
+  // fdatasync too: no reader sees a synced write that a crash could still
+  // lose, with or without this option. Reads and writes of other rows do
+  // not wait. When that fdatasync fails, such reads return the log's error
+  // (the engine must be reopened). Off, a synced write goes into the
+  // memtables after its fdatasync, and writes queued behind it wait for both.
+  bool apply_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.
   // Larger segments mean fewer file switches; smaller ones free disk sooner
   // after a flush.

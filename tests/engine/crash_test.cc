@@ -42,10 +42,10 @@ std::string RowKey(int round, int thread, int i) {
 // Child: writes rows from kThreads threads until killed. After each
 // acknowledged write it sends "thread index\n" down the pipe.
 [[noreturn]] void RunChild(const std::string& dir, int round, int fd, bool use_uring,
-                           bool visible_before_sync) {
+                           bool apply_before_sync) {
   EngineOptions o;
   o.use_io_uring = use_uring;
-  o.visible_before_sync = visible_before_sync;
+  o.apply_before_sync = apply_before_sync;
   o.wal_segment_size = 1 << 20;  // small segments: crashes also land on segment switches
   o.write_buffer_size = 64 << 10;  // and on flushes
   o.level0_compaction_trigger = 2;  // and compactions
@@ -103,9 +103,9 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
   uint64_t tablets = 0;
   for (int round = 0; round < rounds; round++) {
     const bool use_uring = round % 2 == 0;
-    const bool visible_before_sync = round % 4 >= 2;
+    const bool apply_before_sync = round % 4 >= 2;
     const test::KilledChild killed = test::RunChildUntilKilled(
-        [&](int fd) { RunChild(dir.path(), round, fd, use_uring, visible_before_sync); },
+        [&](int fd) { RunChild(dir.path(), round, fd, use_uring, apply_before_sync); },
         static_cast<int>(rnd.Uniform(100)));
     ASSERT_TRUE(killed.error.empty()) << "round " << round << ": " << killed.error;
     const std::string& acks = killed.output;

@@ -27,6 +27,7 @@
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
 #include "util/forwarding_fs.h"
+#include "util/gated_sync_fs.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -496,11 +497,11 @@ TEST_F(EngineTest, ConcurrentWritersAllRecovered) {
   }
 }
 
-// EngineOptions::visible_before_sync: synced and unsynced writers mixed;
+// EngineOptions::apply_before_sync: synced and unsynced writers mixed;
 // each reads its row back the moment its write returns, and everything is
 // there after a reopen.
-TEST_F(EngineTest, VisibleBeforeSyncWritersReadTheirWritesAndAllRecover) {
-  options_.visible_before_sync = true;
+TEST_F(EngineTest, ApplyBeforeSyncWritersReadTheirWritesAndAllRecover) {
+  options_.apply_before_sync = true;
   Reopen();
   constexpr int kThreads = 6;
   constexpr int kPerThread = 200;
@@ -528,6 +529,109 @@ TEST_F(EngineTest, VisibleBeforeSyncWritersReadTheirWritesAndAllRecover) {
       ASSERT_EQ(Read("t" + std::to_string(t) + "-" + std::to_string(i)).size(), 2u);
     }
   }
+}
+
+// With apply_before_sync, a synced write is in the memtables while its
+// fdatasync runs (held here): a read of its row and a scan over it wait
+// until the fdatasync is done and then see it (a CheckAndMutate of the row
+// waits too, for the writer's row lock); reads and unsynced writes of other
+// rows go on meanwhile.
+TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
+  test::GatedSyncFileSystem fs;
+  options_.file_system = &fs;
+  options_.apply_before_sync = true;
+  Reopen();
+  ASSERT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
+  ASSERT_TRUE(Put("r", "a", "x", 1, "old").ok());
+  fs.Hold();
+  std::thread writer([&] {
+    RowMutation m;
+    m.Put("a", "x", 2, "new");
+    EXPECT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  });
+  fs.AwaitGatedSyncs(1);  // the write is applied; its fdatasync waits
+  const uint64_t waits_before = engine_->GetStats().durable_read_waits;
+
+  EXPECT_EQ(Read("a-other").size(), 1u);
+  WriteOptions unsynced;
+  unsynced.sync = false;
+  RowMutation m;
+  m.Put("a", "x", 1, "v");
+  EXPECT_TRUE(table_.Mutate(unsynced, "z-third", m).ok());
+  EXPECT_EQ(Read("z-third").size(), 1u);
+  EXPECT_EQ(engine_->GetStats().durable_read_waits, waits_before);
+
+  std::atomic<int> done{0};
+  std::vector<std::thread> readers;
+  readers.emplace_back([&] {
+    auto cells = table_.ReadRow(ReadOptions(), "r");
+    EXPECT_TRUE(cells.ok()) << cells.status().ToString();
+    if (cells.ok()) {
+      EXPECT_EQ(cells->size(), 2u);
+    }
+    done++;
+  });
+  readers.emplace_back([&] {
+    auto it = table_.Scan(ReadOptions(), ScanSpec());
+    ASSERT_TRUE(it.ok());
+    std::vector<std::string> rows;
+    for (; (*it)->Valid(); (*it)->Next()) rows.push_back(std::string((*it)->row()));
+    EXPECT_TRUE((*it)->status().ok()) << (*it)->status().ToString();
+    EXPECT_EQ(rows, (std::vector<std::string>{"a-other", "r", "z-third"}));
+    done++;
+  });
+  readers.emplace_back([&] {
+    WriteOptions wo;
+    wo.sync = false;
+    RowMutation put;
+    put.Put("a", "y", 1, "checked");
+    auto r = table_.CheckAndMutate(wo, "r", {Condition::ValueEquals("a", "x", 2, "new")}, put);
+    EXPECT_TRUE(r.ok() && r->applied);
+    done++;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(done.load(), 0) << "a read handed out a write whose fdatasync is held";
+  fs.Permit(1 << 20);
+  for (auto& t : readers) t.join();
+  writer.join();
+  EXPECT_EQ(done.load(), 3);
+  EXPECT_GE(engine_->GetStats().durable_read_waits, waits_before + 2);
+  EXPECT_EQ(Read("r").size(), 3u);
+  table_ = Table();
+  tenant_ = Tenant();
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+}
+
+// When the held fdatasync fails, the reads that met its write get the log's
+// error; other rows stay readable.
+TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
+  test::GatedSyncFileSystem fs;
+  options_.file_system = &fs;
+  options_.apply_before_sync = true;
+  Reopen();
+  ASSERT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
+  fs.Hold();
+  std::thread writer([&] {
+    RowMutation m;
+    m.Put("a", "x", 2, "new");
+    EXPECT_TRUE(table_.Mutate(WriteOptions(), "r", m).IsIOError());
+  });
+  fs.AwaitGatedSyncs(1);
+  Status read;
+  std::thread reader([&] { read = table_.ReadRow(ReadOptions(), "r").status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  fs.FailNextPermitted();
+  fs.Permit(1 << 20);
+  reader.join();
+  writer.join();
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
+  EXPECT_TRUE(table_.ReadRow(ReadOptions(), "r").status().IsIOError());
+  EXPECT_EQ(Read("a-other").size(), 1u);
+  table_ = Table();
+  tenant_ = Tenant();
+  EXPECT_FALSE(engine_->Close().ok());
+  engine_.reset();
 }
 
 TEST_F(EngineTest, FallbackWriterWorksAndIsChosenByOption) {

@@ -21,6 +21,14 @@
 namespace strata::engine {
 namespace {
 
+// CollectRowFromHere at `snapshot`, with no undurable records.
+Status Collect(InternalIterator* it, const Slice& prefix, SequenceNumber snapshot,
+               const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
+  ReadPoint at;
+  at.snapshot = snapshot;
+  return CollectRowFromHere(it, prefix, &at, filter, schema, out);
+}
+
 // A sorted run of (cell key, value) entries.
 class VectorIterator final : public InternalIterator {
  public:
@@ -259,14 +267,14 @@ TEST_F(RandomRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
     VectorIterator whole_it(entries);
     whole_it.Seek(prefix_);
     Collected all;
-    ASSERT_TRUE(CollectRowFromHere(&whole_it, prefix_, snapshot, whole, schema_, &all).ok());
+    ASSERT_TRUE(Collect(&whole_it, prefix_, snapshot, whole, schema_, &all).ok());
     EXPECT_TRUE(whole_it.Valid() && whole_it.value() == Slice("other row"))
         << "the walk stops after the row";
 
     VectorIterator it(entries);
     it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(CollectRowFromHere(&it, prefix_, snapshot, singles, schema_, &got).ok());
+    ASSERT_TRUE(Collect(&it, prefix_, snapshot, singles, schema_, &got).ok());
 
     std::vector<Cell> expected;
     std::vector<size_t> expected_columns;
@@ -347,13 +355,12 @@ TEST_F(RandomRowTest, EachSingleColumnGetsItsOwnRange) {
     VectorIterator whole_it(entries);
     whole_it.Seek(prefix_);
     Collected all;
-    ASSERT_TRUE(
-        CollectRowFromHere(&whole_it, prefix_, snapshot, ResolvedFilter(), schema_, &all).ok());
+    ASSERT_TRUE(Collect(&whole_it, prefix_, snapshot, ResolvedFilter(), schema_, &all).ok());
 
     CountingIterator it(entries);
     it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(CollectRowFromHere(&it, prefix_, snapshot, filter, schema_, &got).ok());
+    ASSERT_TRUE(Collect(&it, prefix_, snapshot, filter, schema_, &got).ok());
     EXPECT_TRUE(it.Valid() && it.value() == Slice("other row")) << "the walk stops after the row";
 
     std::vector<Cell> expected;
@@ -414,7 +421,7 @@ TEST(CollectRowTest, SkipsTheRestOfAColumnOnceDone) {
     it.Seek(prefix);
     const int seeks_before = it.seeks;
     Collected got;
-    ASSERT_TRUE(CollectRowFromHere(&it, prefix, seq, filter, schema, &got).ok());
+    ASSERT_TRUE(Collect(&it, prefix, seq, filter, schema, &got).ok());
     ASSERT_EQ(got.cells.size(), c.timestamps.size() + 1);
     for (size_t i = 0; i < c.timestamps.size(); i++) {
       EXPECT_EQ(got.cells[i].qualifier, "a");
@@ -459,7 +466,7 @@ TEST(CollectRowTest, SkipsUnwantedColumnsWhateverTheirVersions) {
   CountingIterator it(entries);
   it.Seek(prefix);
   Collected got;
-  ASSERT_TRUE(CollectRowFromHere(&it, prefix, seq, filter, schema, &got).ok());
+  ASSERT_TRUE(Collect(&it, prefix, seq, filter, schema, &got).ok());
   ASSERT_EQ(got.cells.size(), 4u);
   EXPECT_EQ(got.cells[0], (Cell{"a", "a", 5, "a5"}));
   for (size_t i = 1; i < 4; i++)
@@ -497,9 +504,72 @@ TEST(CollectRowTest, MalformedQualifierIsCorruptionWantedOrNot) {
     VectorIterator it({{key, "v"}});
     it.Seek(prefix);
     Collected got;
-    EXPECT_TRUE(CollectRowFromHere(&it, prefix, 10, f, schema, &got).IsCorruption()) << filter;
+    EXPECT_TRUE(Collect(&it, prefix, 10, f, schema, &got).IsCorruption()) << filter;
     EXPECT_TRUE(got.cells.empty());
   }
+}
+
+// A walk says whether it looked at an entry of the read point's undurable
+// range: versions and delete markers of the columns it reads and row delete
+// markers count; entries above the snapshot and columns it does not read
+// do not.
+TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  struct Entry {
+    uint16_t family;
+    std::string qualifier;
+    uint64_t timestamp;
+    SequenceNumber sequence;
+    CellType type;
+  };
+  auto walk = [&](const std::vector<Entry>& row, uint16_t family, const std::string& qualifier,
+                  size_t* cells) {
+    std::map<std::string, std::string> entries;
+    for (const Entry& e : row) {
+      std::string k;
+      AppendCellKey(&k, "r", e.family, e.qualifier, e.timestamp, e.sequence, e.type);
+      entries[k] = "v";
+    }
+    ResolvedFilter filter;
+    filter.AddColumn(family, qualifier);
+    filter.SortColumns();
+    VectorIterator it(entries);
+    it.Seek(prefix);
+    ReadPoint at;
+    at.snapshot = 12;
+    at.undurable_first = 10;
+    at.undurable_last = 11;
+    Collected got;
+    EXPECT_TRUE(CollectRowFromHere(&it, prefix, &at, filter, schema, &got).ok());
+    *cells = got.cells.size();
+    return at.saw_undurable;
+  };
+  size_t cells = 0;
+  // The version read is undurable; so is a version below it.
+  EXPECT_TRUE(walk({{1, "a", 5, 10, CellType::kPut}}, 1, "a", &cells));
+  EXPECT_EQ(cells, 1u);
+  EXPECT_TRUE(
+      walk({{1, "a", 6, 12, CellType::kPut}, {1, "a", 5, 11, CellType::kPut}}, 1, "a", &cells));
+  EXPECT_EQ(cells, 2u);
+  // Only durable entries of the column read; an undurable one of another
+  // column or family, and one above the snapshot.
+  EXPECT_FALSE(walk({{1, "a", 5, 3, CellType::kPut},
+                     {1, "b", 5, 10, CellType::kPut},
+                     {2, "a", 5, 11, CellType::kPut},
+                     {1, "a", 9, 13, CellType::kPut}},
+                    1, "a", &cells));
+  EXPECT_EQ(cells, 1u);
+  // Undurable delete markers hide what the read would have found: the
+  // absence is theirs.
+  EXPECT_TRUE(walk({{1, "a", 5, 11, CellType::kDeleteColumn}, {1, "a", 5, 3, CellType::kPut}}, 1,
+                   "a", &cells));
+  EXPECT_EQ(cells, 0u);
+  EXPECT_TRUE(
+      walk({{kRowMarkerFamily, "", 9, 10, CellType::kDeleteRow}, {1, "a", 5, 3, CellType::kPut}}, 1,
+           "a", &cells));
+  EXPECT_EQ(cells, 0u);
 }
 
 }  // namespace

@@ -45,10 +45,10 @@ constexpr int kChildThreads = 4;
 constexpr char kReceipts[] = "receipts";
 constexpr char kReceiptColumn[] = "c";
 
-// `visible_before_sync`: the children of odd rounds run with it on.
-EngineOptions CrashEngineOptions(bool visible_before_sync = false) {
+// `apply_before_sync`: the children of odd rounds run with it on.
+EngineOptions CrashEngineOptions(bool apply_before_sync = false) {
   EngineOptions o;
-  o.visible_before_sync = visible_before_sync;
+  o.apply_before_sync = apply_before_sync;
   o.wal_segment_size = 1 << 20;  // small segments recover fast; the kill lands on switches too
   o.write_buffer_size = 64 << 10;  // the kill also lands on flushes
   o.level0_compaction_trigger = 2;  // and compactions
@@ -93,7 +93,7 @@ void WriteLine(int fd, const std::string& line) {
 [[noreturn]] void RunChild(const std::string& dir, const Bank& bank, int round, uint64_t seed,
                            int fd) {
   Result<std::unique_ptr<Engine>> engine =
-      Engine::Open(dir + "/db", CrashEngineOptions(/*visible_before_sync=*/round % 2 == 1));
+      Engine::Open(dir + "/db", CrashEngineOptions(/*apply_before_sync=*/round % 2 == 1));
   if (!engine.ok()) {
     std::fprintf(stderr, "child: engine: %s\n", engine.status().ToString().c_str());
     ::_exit(3);

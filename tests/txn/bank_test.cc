@@ -210,6 +210,9 @@ struct BankParam {
   const char* name;
   bool engine;     // an engine tenant; else ModelRowStore tables
   bool short_ttl;  // locks live a few milliseconds
+  // Synced commits, with EngineOptions::apply_before_sync: the readers'
+  // snapshots meet commits whose fdatasync is still running.
+  bool apply_before_sync = false;
 };
 
 // Printed in test listings by name (not as raw bytes, which hold a pointer).
@@ -221,7 +224,9 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
     seed_ = test::TestSeed();
     std::printf("STRATA_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed_));
     const bool sanitized = test::UnderSanitizer();
-    options_.sync = false;  // the kill test syncs; this one is about interleavings
+    // The kill test syncs; this one is about interleavings, and syncs only
+    // to meet commits applied before their fdatasync.
+    options_.sync = GetParam().apply_before_sync;
     if (GetParam().short_ttl) {
       options_.lock_ttl_millis = sanitized ? 20 : 5;
       reader_options_.lock_wait_millis = 3 * options_.lock_ttl_millis;
@@ -253,6 +258,7 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
       EngineOptions eo;
       eo.write_buffer_size = 64 << 10;  // many flushes
       eo.level0_compaction_trigger = 2;  // and compactions
+      eo.apply_before_sync = GetParam().apply_before_sync;
       Result<std::unique_ptr<Engine>> e = Engine::Open(dir_.Join("db"), eo);
       ASSERT_OK(e.status());
       engine_ = std::move(e).value();
@@ -480,6 +486,10 @@ void BankTest::Run() {
               (unsigned long long)observed_.pushes.load(),
               (unsigned long long)observed_.rollbacks.load(),
               (unsigned long long)observed_.ttl_rollbacks.load());
+  if (engine_ != nullptr) {
+    std::printf("  reads that waited for a commit's fdatasync: %llu\n",
+                (unsigned long long)engine_->GetStats().durable_read_waits);
+  }
 
   for (FailPoint p : kFailPoints) {
     // Background commits merge transactions and have no fail point of their own.
@@ -498,14 +508,12 @@ void BankTest::Run() {
 
 TEST_P(BankTest, TransfersKeepTheTotalAndLeaveNoLocks) { Run(); }
 
-INSTANTIATE_TEST_SUITE_P(Stores, BankTest,
-                         ::testing::Values(BankParam{"Engine", true, false},
-                                           BankParam{"EngineShortTtl", true, true},
-                                           BankParam{"Model", false, false},
-                                           BankParam{"ModelShortTtl", false, true}),
-                         [](const ::testing::TestParamInfo<BankParam>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Stores, BankTest,
+    ::testing::Values(BankParam{"Engine", true, false}, BankParam{"EngineShortTtl", true, true},
+                      BankParam{"EngineSyncedApplyBeforeSync", true, false, true},
+                      BankParam{"Model", false, false}, BankParam{"ModelShortTtl", false, true}),
+    [](const ::testing::TestParamInfo<BankParam>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace strata::txn
