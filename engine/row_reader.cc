@@ -266,7 +266,6 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
       }
       continue;
     }
-    at->saw_undurable |= undurable;
     // Versions come newest first: below the range, nothing more of the
     // column is handed out (a delete marker there hides only lower ones).
     if (ts < range->min_timestamp) {
@@ -274,10 +273,15 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
       skipped = 1;
       continue;
     }
+    // An undurable entry that may decide what is handed out: a column
+    // delete (it hides versions below it), or a version or cell delete in
+    // the range. One above the range changes nothing.
     if (type == CellType::kDeleteColumn) {
+      at->saw_undurable |= undurable;
       column_delete_seq = std::max(column_delete_seq, seq);
       continue;
     }
+    if (ts <= range->max_timestamp) at->saw_undurable |= undurable;
     if (have_last_ts && ts == last_ts) continue;  // a newer entry at this timestamp decided
     have_last_ts = true;
     last_ts = ts;

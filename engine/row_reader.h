@@ -192,9 +192,9 @@ struct RowCells final : public RowSink {
 // Hands the row's visible cells at `at->snapshot` that pass `filter` to
 // *out, in cell-key order, from where `it` stands (at or before the row's
 // first entry, `row_prefix` being AppendRowPrefix(row)); leaves `it` after
-// the row. Sets at->saw_undurable when an entry it looked at (a version or
-// delete marker of a wanted column, a row delete marker) is one of at's
-// undurable ones.
+// the row. Sets at->saw_undurable when an entry that may decide what it
+// hands out (a version or cell delete of a wanted column in its range, a
+// column or row delete marker) is one of at's undurable ones.
 // Once a column has given its max_versions, or the walk is below its
 // min_timestamp, the rest of the column is skipped (by a Seek past it when
 // more than a few entries remain): a column with a long history costs only

@@ -181,7 +181,7 @@ struct LogOptions {
   // that waited longest go in whatever their size): bigger groups amortize
   // the fdatasync further but make the leader's members wait longer.
   size_t max_group_bytes = 4 << 20;
-  // A synced group applies (its writes become visible to readers) once
+  // A synced group applies (the apply function gets its records) once
   // written, before its fdatasync, which then runs while the groups after it
   // write and apply; its members are still acknowledged only once it is
   // durable. Off, a synced group applies after its fdatasync, and an

@@ -136,7 +136,9 @@ struct EngineStats {
   uint64_t table_files = 0;     // SSTables live now
   uint64_t table_bytes = 0;     // their size on disk
   std::vector<uint64_t> level_files;  // live SSTables per level (0 = newest), all groups
-  uint64_t last_sequence = 0;   // newest sequence number visible to readers
+  // Newest sequence number applied; with apply_before_sync it may belong to
+  // a synced write whose fdatasync is still running (reads that meet it wait).
+  uint64_t last_sequence = 0;
   bool wal_uses_io_uring = false;
   uint64_t trivial_moves = 0;        // files moved down a level without a rewrite
   uint64_t write_slowdowns = 0;      // writes delayed 1 ms by level-0 backpressure
@@ -146,7 +148,8 @@ struct EngineStats {
   uint64_t memtable_stops = 0;       // writes that waited for a flush (max_immutable_memtables)
   uint64_t immutable_memtables = 0;  // full memtables waiting for or in a flush now
   // Reads that met a synced write applied before its fdatasync
-  // (EngineOptions::apply_before_sync) and waited for that fdatasync.
+  // (EngineOptions::apply_before_sync) and waited for that fdatasync (or
+  // found it done when they looked).
   uint64_t durable_read_waits = 0;
   uint64_t compaction_rate_limit_wait_micros = 0;  // time compactions slept on the rate limit
   uint64_t tablets = 0;              // tablets of every table now

@@ -59,9 +59,10 @@ struct EngineOptions {
   // answered once it is durable, and a read that meets it (ReadRow, Scan, a
   // read session, the conditions of CheckAndMutate) waits for that
   // fdatasync too: no reader sees a synced write that a crash could still
-  // lose, with or without this option. Reads and writes of other rows do
-  // not wait. When that fdatasync fails, such reads return the log's error
-  // (the engine must be reopened). Off, a synced write goes into the
+  // lose, with or without this option. Reads of other rows and unsynced
+  // writes do not wait for it (synced writes queue behind an fdatasync in
+  // flight either way). When that fdatasync fails, such reads return the
+  // log's error (the engine must be reopened). Off, a synced write goes into the
   // memtables after its fdatasync, and writes queued behind it wait for both.
   bool apply_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.

@@ -589,7 +589,13 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
     EXPECT_TRUE(r.ok() && r->applied);
     done++;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The read and the scan count their wait before they block.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (engine_->GetStats().durable_read_waits < waits_before + 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(done.load(), 0) << "a read handed out a write whose fdatasync is held";
   fs.Permit(1 << 20);
   for (auto& t : readers) t.join();
@@ -604,7 +610,8 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
 }
 
 // When the held fdatasync fails, the reads that met its write get the log's
-// error; other rows stay readable.
+// error (ReadRow, a scan, a read session, CheckAndMutate's conditions);
+// other rows stay readable.
 TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
   test::GatedSyncFileSystem fs;
   options_.file_system = &fs;
@@ -627,6 +634,27 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
   writer.join();
   EXPECT_TRUE(read.IsIOError()) << read.ToString();
   EXPECT_TRUE(table_.ReadRow(ReadOptions(), "r").status().IsIOError());
+  {
+    auto it = table_.Scan(ReadOptions(), ScanSpec());
+    ASSERT_TRUE(it.ok());
+    std::vector<std::string> rows;
+    for (; (*it)->Valid(); (*it)->Next()) rows.push_back(std::string((*it)->row()));
+    EXPECT_EQ(rows, std::vector<std::string>{"a-other"});
+    EXPECT_TRUE((*it)->status().IsIOError()) << (*it)->status().ToString();
+  }
+  {
+    auto session = table_.NewReadSession(ReadSessionOptions());
+    ASSERT_TRUE(session.ok());
+    EXPECT_TRUE((*session)->Get("r", "a", "x").status().IsIOError());
+    EXPECT_TRUE((*session)->Get("a-other", "a", "x").ok());
+  }
+  {
+    WriteOptions unsynced;
+    unsynced.sync = false;
+    auto checked = table_.CheckAndMutate(
+        unsynced, "r", {Condition::ValueEquals("a", "x", 2, "new")}, RowMutation());
+    EXPECT_TRUE(checked.status().IsIOError()) << checked.status().ToString();
+  }
   EXPECT_EQ(Read("a-other").size(), 1u);
   table_ = Table();
   tenant_ = Tenant();

@@ -510,9 +510,10 @@ TEST(CollectRowTest, MalformedQualifierIsCorruptionWantedOrNot) {
 }
 
 // A walk says whether it looked at an entry of the read point's undurable
-// range: versions and delete markers of the columns it reads and row delete
-// markers count; entries above the snapshot and columns it does not read
-// do not.
+// range that may decide what it hands out: versions and cell deletes in
+// the range of a column it reads, column and row delete markers. Entries
+// above the snapshot or above the range, and columns it does not read, do
+// not count.
 TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
   const Schema schema = ThreeFamilies();
   std::string prefix;
@@ -525,7 +526,7 @@ TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
     CellType type;
   };
   auto walk = [&](const std::vector<Entry>& row, uint16_t family, const std::string& qualifier,
-                  size_t* cells) {
+                  size_t* cells, uint64_t max_timestamp = kMaxTimestamp) {
     std::map<std::string, std::string> entries;
     for (const Entry& e : row) {
       std::string k;
@@ -533,7 +534,7 @@ TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
       entries[k] = "v";
     }
     ResolvedFilter filter;
-    filter.AddColumn(family, qualifier);
+    filter.AddColumn(family, qualifier, VersionRange{kMinTimestamp, max_timestamp, UINT32_MAX});
     filter.SortColumns();
     VectorIterator it(entries);
     it.Seek(prefix);
@@ -569,6 +570,16 @@ TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
   EXPECT_TRUE(
       walk({{kRowMarkerFamily, "", 9, 10, CellType::kDeleteRow}, {1, "a", 5, 3, CellType::kPut}}, 1,
            "a", &cells));
+  EXPECT_EQ(cells, 0u);
+  // Above the range (a snapshot reader's newer commits): a version or a cell
+  // delete changes nothing; a column delete hides the versions below it.
+  EXPECT_FALSE(walk({{1, "a", 9, 10, CellType::kPut},
+                     {1, "a", 8, 11, CellType::kDeleteCell},
+                     {1, "a", 5, 3, CellType::kPut}},
+                    1, "a", &cells, /*max_timestamp=*/7));
+  EXPECT_EQ(cells, 1u);
+  EXPECT_TRUE(walk({{1, "a", 9, 11, CellType::kDeleteColumn}, {1, "a", 5, 3, CellType::kPut}}, 1,
+                   "a", &cells, /*max_timestamp=*/7));
   EXPECT_EQ(cells, 0u);
 }
 
