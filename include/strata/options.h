@@ -62,8 +62,11 @@ struct EngineOptions {
   // lose, with or without this option. Reads of other rows and unsynced
   // writes do not wait for it (synced writes queue behind an fdatasync in
   // flight either way). When that fdatasync fails, such reads return the
-  // log's error (the engine must be reopened). Off, a synced write goes into the
-  // memtables after its fdatasync, and writes queued behind it wait for both.
+  // log's error (the engine must be reopened). Off, a synced write goes into
+  // the memtables after its fdatasync, and writes queued behind it wait for
+  // both. Off by default: on, a synced group is written and synced without
+  // io_uring's linked write and fdatasync (use_io_uring then changes
+  // nothing for it).
   bool apply_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.
   // Larger segments mean fewer file switches; smaller ones free disk sooner
