@@ -64,6 +64,9 @@
 //                 foreground, or handing them to the background thread,
 //                 plus unregistering the transaction
 //     wasted_us   attempts that aborted, whole
+//   read_waits/txn  Strata only: reads that met a commit applied before its
+//                   fdatasync and waited for it (--apply_before_sync=1;
+//                   EngineStats::durable_read_waits), per committed transfer
 // (Google Benchmark's own Time column is the wall time over the threads, as
 // each thread runs one iteration; its CPU column is thread 0's.)
 // At the end a summary table gives Strata / RocksDB ratios per
@@ -348,6 +351,8 @@ class Bank {
   virtual std::string Read(const std::vector<uint64_t>& accounts, std::vector<uint64_t>* out) = 0;
   // Log fdatasyncs since open.
   virtual uint64_t Syncs() = 0;
+  // Reads that waited for a commit's fdatasync since open (Strata).
+  virtual uint64_t DurableReadWaits() { return 0; }
 
  private:
   const uint64_t accounts_;
@@ -610,6 +615,7 @@ class StrataBank final : public Bank {
   }
 
   uint64_t Syncs() override { return engine_->GetStats().wal_syncs; }
+  uint64_t DurableReadWaits() override { return engine_->GetStats().durable_read_waits; }
 
  private:
   explicit StrataBank(uint64_t accounts) : Bank(accounts) {}
@@ -942,6 +948,7 @@ uint64_t ProcessCpuNanos() {
 void BM_Transfer(benchmark::State& state, Config c) {
   const bool leader = state.thread_index() == 0;
   uint64_t syncs_before = 0;
+  uint64_t read_waits_before = 0;
   if (leader) {
     g_run.bank = nullptr;
     g_run.committed = g_run.aborted = 0;
@@ -960,6 +967,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
     if (error.empty()) {
       g_run.bank = bank;
       syncs_before = bank->Syncs();
+      read_waits_before = bank->DurableReadWaits();
     } else {
       g_run.error = error;
       g_run.stop = true;
@@ -1030,6 +1038,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
   std::string error = g_run.error;
   {
     const uint64_t syncs = bank->Syncs() - syncs_before;
+    const uint64_t read_waits = bank->DurableReadWaits() - read_waits_before;
     std::string e = bank->EndRun();
     if (error.empty()) error = e;
     e = CheckRun(bank, c.keys, g_run.committed, &g_run.touched);
@@ -1062,6 +1071,7 @@ void BM_Transfer(benchmark::State& state, Config c) {
         state.counters["commit_us"] = us(s.prewrite);
       }
       state.counters["wasted_us"] = us(s.wasted);
+      state.counters["read_waits/txn"] = static_cast<double>(read_waits) / committed;
     }
   }
   if (!error.empty()) state.SkipWithError(error.c_str());
