@@ -72,6 +72,28 @@ class EngineTest : public ::testing::Test {
     return table_.Mutate(WriteOptions(), row, m);
   }
 
+  // Drops the handles, closes the engine and returns what Close said.
+  Status CloseEngine() {
+    table_ = Table();
+    tenant_ = Tenant();
+    Status s = engine_->Close();
+    engine_.reset();
+    return s;
+  }
+
+  // The rows of a whole-table scan, and its status in *status.
+  std::vector<std::string> ScanRows(Status* status) {
+    std::vector<std::string> rows;
+    auto it = table_.Scan(ReadOptions(), ScanSpec());
+    if (!it.ok()) {
+      *status = it.status();
+      return rows;
+    }
+    for (; (*it)->Valid(); (*it)->Next()) rows.emplace_back((*it)->row());
+    *status = (*it)->status();
+    return rows;
+  }
+
   std::vector<Cell> Read(const std::string& row, const RowFilter& f = RowFilter()) {
     auto r = table_.ReadRow(ReadOptions(), row, f);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -572,12 +594,9 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
     done++;
   });
   readers.emplace_back([&] {
-    auto it = table_.Scan(ReadOptions(), ScanSpec());
-    ASSERT_TRUE(it.ok());
-    std::vector<std::string> rows;
-    for (; (*it)->Valid(); (*it)->Next()) rows.push_back(std::string((*it)->row()));
-    EXPECT_TRUE((*it)->status().ok()) << (*it)->status().ToString();
-    EXPECT_EQ(rows, (std::vector<std::string>{"a-other", "r", "z-third"}));
+    Status scan;
+    EXPECT_EQ(ScanRows(&scan), (std::vector<std::string>{"a-other", "r", "z-third"}));
+    EXPECT_TRUE(scan.ok()) << scan.ToString();
     done++;
   });
   readers.emplace_back([&] {
@@ -603,10 +622,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   EXPECT_EQ(done.load(), 3);
   EXPECT_GE(engine_->GetStats().durable_read_waits, waits_before + 2);
   EXPECT_EQ(Read("r").size(), 3u);
-  table_ = Table();
-  tenant_ = Tenant();
-  ASSERT_TRUE(engine_->Close().ok());
-  engine_.reset();
+  ASSERT_TRUE(CloseEngine().ok());
 }
 
 // When the held fdatasync fails, the reads that met its write get the log's
@@ -635,12 +651,9 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
   EXPECT_TRUE(read.IsIOError()) << read.ToString();
   EXPECT_TRUE(table_.ReadRow(ReadOptions(), "r").status().IsIOError());
   {
-    auto it = table_.Scan(ReadOptions(), ScanSpec());
-    ASSERT_TRUE(it.ok());
-    std::vector<std::string> rows;
-    for (; (*it)->Valid(); (*it)->Next()) rows.push_back(std::string((*it)->row()));
-    EXPECT_EQ(rows, std::vector<std::string>{"a-other"});
-    EXPECT_TRUE((*it)->status().IsIOError()) << (*it)->status().ToString();
+    Status scan;
+    EXPECT_EQ(ScanRows(&scan), std::vector<std::string>{"a-other"});
+    EXPECT_TRUE(scan.IsIOError()) << scan.ToString();
   }
   {
     auto session = table_.NewReadSession(ReadSessionOptions());
@@ -656,10 +669,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
     EXPECT_TRUE(checked.status().IsIOError()) << checked.status().ToString();
   }
   EXPECT_EQ(Read("a-other").size(), 1u);
-  table_ = Table();
-  tenant_ = Tenant();
-  EXPECT_FALSE(engine_->Close().ok());
-  engine_.reset();
+  EXPECT_FALSE(CloseEngine().ok());
 }
 
 TEST_F(EngineTest, FallbackWriterWorksAndIsChosenByOption) {
@@ -2097,10 +2107,7 @@ TEST_F(EngineTest, MissingOrDamagedManifestLeavesTheFilesAlone) {
   for (int i = 0; i < 100; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
   ASSERT_TRUE(engine_->Flush().ok());
   ASSERT_TRUE(Put("logged", "b", "y", 1, "v").ok());
-  table_ = Table();
-  tenant_ = Tenant();
-  ASSERT_TRUE(engine_->Close().ok());
-  engine_.reset();
+  ASSERT_TRUE(CloseEngine().ok());
   const size_t files = TableFilesOnDisk(dir_);
   ASSERT_GT(files, 0u);
   std::string manifest;
