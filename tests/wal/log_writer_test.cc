@@ -3,7 +3,9 @@
 // and release, and error handling.
 #include "wal/log_writer.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1400,6 +1402,64 @@ TEST(SegmentIoTest, UringMapsErrnoAndHandlesSyncOnly) {
   EXPECT_EQ(ReadBytes(dir.Join("f")), "hello world");
   EXPECT_TRUE(SegmentIoError("write", "f", 0, ENOSPC).IsResourceExhausted());
   EXPECT_TRUE(SegmentIoError("write", "f", 0, EIO).IsIOError());
+}
+
+// A file whose descriptor, as the ring sees it, is open read-only: a write
+// submitted through the ring fails with EBADF and cancels the fdatasync
+// linked behind it. Everything else goes to the real file.
+class ReadOnlyFdFile final : public WritableFile {
+ public:
+  ReadOnlyFdFile(std::unique_ptr<WritableFile> base, const std::string& path)
+      : base_(std::move(base)), ro_fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~ReadOnlyFdFile() override {
+    if (ro_fd_ >= 0) ::close(ro_fd_);
+  }
+  Status Append(const Slice& data) override { return base_->Append(data); }
+  Status WriteAt(uint64_t offset, const struct iovec* iov, int iovcnt) override {
+    return base_->WriteAt(offset, iov, iovcnt);
+  }
+  Status Flush() override { return base_->Flush(); }
+  Status Sync() override { return base_->Sync(); }
+  Status Allocate(uint64_t offset, uint64_t len) override { return base_->Allocate(offset, len); }
+  Status Truncate(uint64_t size) override { return base_->Truncate(size); }
+  Status Close() override { return base_->Close(); }
+  uint64_t Size() const override { return base_->Size(); }
+  int fd() const override { return ro_fd_; }
+
+ private:
+  std::unique_ptr<WritableFile> base_;
+  const int ro_fd_;
+};
+
+// A synced write through the ring that fails returns the error, naming the
+// file and the offset (the fdatasync linked behind it is cancelled), and
+// later writes through the same ring go on as before.
+TEST(SegmentIoTest, AFailedSyncedWriteIsReportedAndTheRingGoesOn) {
+  ScratchDir dir("wal");
+  std::string why;
+  auto io = NewUringSegmentIo(1 << 16, &why);
+  ASSERT_NE(io, nullptr) << why;
+  const std::string bad_path = dir.Join("read_only");
+  std::unique_ptr<WritableFile> base;
+  ASSERT_OK(FileSystem::Default()->NewWritableFile(bad_path, FileOpenOptions{}, &base));
+  ReadOnlyFdFile bad(std::move(base), bad_path);
+  ASSERT_GE(bad.fd(), 0);
+  const std::string piece = MakePayload(1, 500);
+  std::memcpy(io->buffer(), piece.data(), piece.size());
+  for (int i = 0; i < 3; i++) {
+    const Status s = io->Write(&bad, bad_path, 4096, io->buffer(), piece.size(), /*sync=*/true);
+    ASSERT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_NE(s.message().find("log write " + bad_path + " at offset 4096"), std::string::npos)
+        << s.ToString();
+  }
+  std::unique_ptr<WritableFile> f;
+  ASSERT_OK(FileSystem::Default()->NewWritableFile(dir.Join("f"), FileOpenOptions{}, &f));
+  ASSERT_OK(io->Write(f.get(), "f", 0, io->buffer(), piece.size(), /*sync=*/true));
+  const std::string more = MakePayload(2, 200);
+  ASSERT_OK(io->Write(f.get(), "f", piece.size(), more.data(), more.size(), /*sync=*/true));
+  ASSERT_OK(io->Sync(f.get(), "f"));
+  ASSERT_OK(f->Close());
+  EXPECT_EQ(ReadBytes(dir.Join("f")), piece + more);
 }
 
 // ---- Crashes ----------------------------------------------------------------
