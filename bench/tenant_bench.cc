@@ -14,6 +14,12 @@
 //                       A floods from one thread, with the engine's flush and
 //                       compaction threads at nice 19
 //                       (EngineOptions::background_nice)
+//   b_with_a_flooding_no_sched_batch
+//                       A floods from one thread, with the engine's flush and
+//                       compaction threads scheduled like any other (not
+//                       under SCHED_BATCH: EngineOptions::
+//                       background_sched_batch off), so their wakeups may
+//                       preempt B
 //   b_alone_sync, b_with_a_flooding_sync
 //                       the first two with sync on for both tenants: B's
 //                       writes wait for an fdatasync, and share it with A's
@@ -65,6 +71,7 @@ struct Case {
   int a_threads = 1;  // flooding threads of tenant A
   bool sync = false;  // WriteOptions::sync of both tenants
   int background_nice = 0;  // EngineOptions::background_nice
+  bool sched_batch = true;  // EngineOptions::background_sched_batch
 };
 
 std::string BenchDir() {
@@ -98,6 +105,7 @@ void BM_NoisyNeighbour(benchmark::State& state, Case c) {
   options.write_buffer_size = 2 << 20;
   options.total_write_buffer_size = 16 << 20;
   options.background_nice = c.background_nice;
+  options.background_sched_batch = c.sched_batch;
   auto opened = strata::Engine::Open(dir, options);
   if (!opened.ok()) {
     state.SkipWithError(opened.status().ToString().c_str());
@@ -219,6 +227,9 @@ BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_4_a_flooding, Case{Neighbour::kFlood
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_bg_nice,
                   Case{Neighbour::kFlooding, 1, false, 19})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_no_sched_batch,
+                  Case{Neighbour::kFlooding, 1, false, 0, false})
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone_sync, Case{Neighbour::kNone, 1, true})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync, Case{Neighbour::kFlooding, 1, true})

@@ -1,6 +1,7 @@
 #include "common/thread_util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,6 +25,16 @@ Status SetCurrentThreadNice(int nice) {
   const auto tid = static_cast<id_t>(syscall(SYS_gettid));
   if (setpriority(PRIO_PROCESS, tid, nice) != 0) {
     return Status::IOError("setpriority(" + std::to_string(nice) + "): " + std::strerror(errno));
+  }
+  return Status::OK();
+}
+
+Status SetCurrentThreadBatchScheduling() {
+  sched_param param{};
+  param.sched_priority = 0;  // the only one SCHED_BATCH takes
+  // pid 0: the calling thread (Linux schedules threads, not processes).
+  if (sched_setscheduler(0, SCHED_BATCH, &param) != 0) {
+    return Status::IOError(std::string("sched_setscheduler(SCHED_BATCH): ") + std::strerror(errno));
   }
   return Status::OK();
 }

@@ -1,4 +1,5 @@
-// Naming the calling thread and lowering its CPU priority (Linux).
+// Naming the calling thread and lowering its CPU priority or changing its
+// scheduling policy (Linux).
 //
 // Thread-safe: each call affects only the calling thread.
 #ifndef STRATA_COMMON_THREAD_UTIL_H_
@@ -15,6 +16,11 @@ void SetCurrentThreadName(const char* name);
 // Sets the calling thread's nice value (0 to 19; higher runs later when CPUs
 // are busy). Raising it needs no privilege; lowering it again may.
 Status SetCurrentThreadNice(int nice);
+
+// Puts the calling thread under SCHED_BATCH, keeping its nice value: when it
+// wakes it does not preempt the thread running on its CPU. No privilege is
+// needed.
+Status SetCurrentThreadBatchScheduling();
 
 }  // namespace strata
 

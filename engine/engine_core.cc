@@ -536,8 +536,10 @@ void EngineCore::SwitchMemTable(LocalityGroupState* group, SequenceNumber last_s
 
 void EngineCore::StartBackgroundThread(const char* name) const {
   SetCurrentThreadName(name);
-  // Best effort: raising a thread's nice value needs no privilege.
+  // Best effort: raising a thread's nice value, or moving it to SCHED_BATCH,
+  // needs no privilege.
   if (options_.background_nice > 0) (void)SetCurrentThreadNice(options_.background_nice);
+  if (options_.background_sched_batch) (void)SetCurrentThreadBatchScheduling();
 }
 
 void EngineCore::FlushThread() {

@@ -328,7 +328,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // Background work: one thread flushes; max_background_compactions
   // threads compact.
-  // Names the calling background thread and applies background_nice.
+  // Names the calling background thread and applies background_nice and
+  // background_sched_batch.
   void StartBackgroundThread(const char* name) const;
   void FlushThread();
   void CompactionThread();

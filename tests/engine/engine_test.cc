@@ -4,6 +4,7 @@
 #include "strata/engine.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -947,40 +948,68 @@ TEST(EngineRecoveryTest, PointInTimeRecoveryOfNothingLeavesAnOpenableEngine) {
   }
 }
 
-// The background threads carry names, and background_nice sets their nice
-// value; a value outside 0..19 is refused.
-TEST(EngineThreadsTest, BackgroundThreadsAreNamedAndNiced) {
-  ScratchDir dir("threads");
-  EngineOptions options;
-  options.background_nice = 6;
-  options.max_background_compactions = 2;
-  auto engine = Engine::Open(dir.path(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  // The threads set their name and nice value as they start.
-  std::map<std::string, std::vector<int>> nice_by_name;
-  for (int attempt = 0; attempt < 500; attempt++) {
-    nice_by_name.clear();
-    std::vector<std::string> tids;
-    ASSERT_TRUE(FileSystem::Default()->GetChildren("/proc/self/task", &tids).ok());
-    for (const std::string& tid : tids) {
-      std::string comm;
-      if (!ReadFileToString(FileSystem::Default(), "/proc/self/task/" + tid + "/comm", &comm)
-               .ok()) {
-        continue;  // the thread ended
-      }
-      while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-      nice_by_name[comm].push_back(getpriority(PRIO_PROCESS, static_cast<id_t>(std::stoi(tid))));
+// Nice value and scheduling policy of each thread of this process, by name.
+struct ThreadSched {
+  int nice;
+  int policy;
+  bool operator==(const ThreadSched&) const = default;
+};
+std::map<std::string, std::vector<ThreadSched>> ThreadsByName() {
+  std::map<std::string, std::vector<ThreadSched>> by_name;
+  std::vector<std::string> tids;
+  EXPECT_TRUE(FileSystem::Default()->GetChildren("/proc/self/task", &tids).ok());
+  for (const std::string& tid : tids) {
+    std::string comm;
+    if (!ReadFileToString(FileSystem::Default(), "/proc/self/task/" + tid + "/comm", &comm).ok()) {
+      continue;  // the thread ended
     }
-    if (nice_by_name["strata-flush"] == std::vector<int>{6} &&
-        nice_by_name["strata-compact"] == std::vector<int>{6, 6}) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    const int id = std::stoi(tid);
+    by_name[comm].push_back({getpriority(PRIO_PROCESS, static_cast<id_t>(id)),
+                             sched_getscheduler(static_cast<pid_t>(id))});
   }
-  EXPECT_EQ(nice_by_name["strata-flush"], std::vector<int>{6});
-  EXPECT_EQ(nice_by_name["strata-compact"], (std::vector<int>{6, 6}));
-  ASSERT_TRUE((*engine)->Close().ok());
+  return by_name;
+}
 
+// The background threads carry names; background_nice sets their nice value
+// and background_sched_batch (on by default) their policy. A nice value
+// outside 0..19 is refused.
+TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
+  ScratchDir dir("threads");
+  for (const bool batch : {true, false}) {
+    SCOPED_TRACE(batch ? "SCHED_BATCH" : "SCHED_OTHER");
+    EngineOptions options;
+    options.background_nice = batch ? 6 : 0;
+    if (!batch) options.background_sched_batch = false;
+    options.max_background_compactions = 2;
+    const int caller_policy = sched_getscheduler(0);
+    auto engine = Engine::Open(dir.path(), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    // The threads set their name, nice value and policy as they start.
+    const ThreadSched want{options.background_nice, batch ? SCHED_BATCH : SCHED_OTHER};
+    std::map<std::string, std::vector<ThreadSched>> by_name;
+    for (int attempt = 0; attempt < 500; attempt++) {
+      by_name = ThreadsByName();
+      if (by_name["strata-flush"] == std::vector<ThreadSched>{want} &&
+          by_name["strata-compact"] == (std::vector<ThreadSched>{want, want})) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(by_name["strata-flush"].size(), 1u);
+    EXPECT_EQ(by_name["strata-flush"][0].nice, want.nice);
+    EXPECT_EQ(by_name["strata-flush"][0].policy, want.policy);
+    ASSERT_EQ(by_name["strata-compact"].size(), 2u);
+    for (const ThreadSched& t : by_name["strata-compact"]) {
+      EXPECT_EQ(t.nice, want.nice);
+      EXPECT_EQ(t.policy, want.policy);
+    }
+    // The caller's own thread is left as it was.
+    EXPECT_EQ(sched_getscheduler(0), caller_policy);
+    ASSERT_TRUE((*engine)->Close().ok());
+  }
+
+  EngineOptions options;
   for (int bad : {-1, 20}) {
     options.background_nice = bad;
     EXPECT_TRUE(Engine::Open(dir.path(), options).status().IsInvalidArgument()) << bad;
