@@ -65,8 +65,9 @@
 //                 plus unregistering the transaction
 //     wasted_us   attempts that aborted, whole
 //   read_waits/txn  Strata only: reads that met a commit applied before its
-//                   fdatasync and waited for it (--apply_before_sync=1;
-//                   EngineStats::durable_read_waits), per committed transfer
+//                   fdatasync and waited for it (--apply_before_sync, on by
+//                   default; EngineStats::durable_read_waits), per committed
+//                   transfer
 // (Google Benchmark's own Time column is the wall time over the threads, as
 // each thread runs one iteration; its CPU column is thread 0's.)
 // At the end a summary table gives Strata / RocksDB ratios per
@@ -139,7 +140,9 @@ struct Flags {
   uint64_t backoff_us = 0;
   uint64_t lock_buffer = strata::TransactionalTableOptions().lock_write_buffer_size;
   bool io_uring = strata::EngineOptions().use_io_uring;
-  bool apply_before_sync = strata::EngineOptions().apply_before_sync;
+  // On, as txn/README.md recommends for synced commits (the engine's default
+  // is off).
+  bool apply_before_sync = true;
   std::string db;
   uint64_t seed = 301;
 };
@@ -167,10 +170,11 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
   --io_uring=0|1     Strata's EngineOptions::use_io_uring (default 1): 0 writes and
                      syncs the log with pwritev + fdatasync
   --apply_before_sync=0|1
-                     Strata's EngineOptions::apply_before_sync (default 0, the
-                     engine's): 1 applies a synced commit before its fdatasync, so
-                     prewrites do not wait for other transactions' fdatasyncs
-                     (readers that meet it still do)
+                     Strata's EngineOptions::apply_before_sync (default 1, as
+                     txn/README.md recommends with synced commits; the engine's
+                     default is 0): 1 applies a synced commit before its
+                     fdatasync, so prewrites do not wait for other transactions'
+                     fdatasyncs (readers that meet it still do)
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
