@@ -67,10 +67,10 @@ struct EngineOptions {
   // both. Off by default: on, a synced group is written and synced without
   // io_uring's linked write and fdatasync (use_io_uring then changes
   // nothing for it), since the ring would run that fdatasync on a kernel
-  // worker thread, a wakeup more for every group: with it, 2-key synced
-  // transfers in bench/txn_bench lost the gain of this option at 8 threads
-  // and took about 1.5x as long to prewrite. Recommended for synced
-  // transactions (txn/README.md).
+  // worker thread, a wakeup more for every group: tried through the ring,
+  // 2-key synced transfers in bench/txn_bench lost this option's gain at 8
+  // threads and took 1.5x to 1.8x as long to prewrite. Recommended for
+  // synced transactions (txn/README.md).
   bool apply_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.
   // Larger segments mean fewer file switches; smaller ones free disk sooner
