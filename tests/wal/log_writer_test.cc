@@ -22,6 +22,7 @@
 
 #include "common/fault_injection_fs.h"
 #include "util/fake_clock.h"
+#include "util/forwarding_fs.h"
 #include "util/gated_sync_fs.h"
 #include "wal/internal/segment_io.h"
 #include "wal/log_reader.h"
@@ -1407,27 +1408,17 @@ TEST(SegmentIoTest, UringMapsErrnoAndHandlesSyncOnly) {
 // A file whose descriptor, as the ring sees it, is open read-only: a write
 // submitted through the ring fails with EBADF and cancels the fdatasync
 // linked behind it. Everything else goes to the real file.
-class ReadOnlyFdFile final : public WritableFile {
+class ReadOnlyFdFile final : public strata::test::ForwardingWritableFile {
  public:
   ReadOnlyFdFile(std::unique_ptr<WritableFile> base, const std::string& path)
-      : base_(std::move(base)), ro_fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+      : ForwardingWritableFile(std::move(base)),
+        ro_fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
   ~ReadOnlyFdFile() override {
     if (ro_fd_ >= 0) ::close(ro_fd_);
   }
-  Status Append(const Slice& data) override { return base_->Append(data); }
-  Status WriteAt(uint64_t offset, const struct iovec* iov, int iovcnt) override {
-    return base_->WriteAt(offset, iov, iovcnt);
-  }
-  Status Flush() override { return base_->Flush(); }
-  Status Sync() override { return base_->Sync(); }
-  Status Allocate(uint64_t offset, uint64_t len) override { return base_->Allocate(offset, len); }
-  Status Truncate(uint64_t size) override { return base_->Truncate(size); }
-  Status Close() override { return base_->Close(); }
-  uint64_t Size() const override { return base_->Size(); }
   int fd() const override { return ro_fd_; }
 
  private:
-  std::unique_ptr<WritableFile> base_;
   const int ro_fd_;
 };
 
