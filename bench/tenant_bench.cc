@@ -23,6 +23,9 @@
 //   b_alone_sync, b_with_a_flooding_sync
 //                       the first two with sync on for both tenants: B's
 //                       writes wait for an fdatasync, and share it with A's
+//   b_with_a_flooding_sync_no_sched_batch
+//                       the same flood with background_sched_batch off (a
+//                       flush's log sync may lead a group of B's writes)
 //
 // Writes are unsynced on both sides except in the *_sync cases (the
 // contention measured is memtables, flushes, compactions and the log's group
@@ -233,6 +236,9 @@ BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_no_sched_batch,
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone_sync, Case{Neighbour::kNone, 1, true})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync, Case{Neighbour::kFlooding, 1, true})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync_no_sched_batch,
+                  Case{Neighbour::kFlooding, 1, true, 0, false})
     ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -30,9 +30,16 @@ Status SetCurrentThreadNice(int nice) {
 }
 
 Status SetCurrentThreadBatchScheduling() {
+  // pid 0: the calling thread (Linux schedules threads, not processes).
+  const int policy = sched_getscheduler(0);
+  if (policy != SCHED_OTHER) {
+    // Real-time, idle or batch already: moving it would raise or lower it
+    // against the rest of the process, which chose that policy.
+    return Status::FailedPrecondition("thread runs under scheduling policy " +
+                                      std::to_string(policy) + "; left as it is");
+  }
   sched_param param{};
   param.sched_priority = 0;  // the only one SCHED_BATCH takes
-  // pid 0: the calling thread (Linux schedules threads, not processes).
   if (sched_setscheduler(0, SCHED_BATCH, &param) != 0) {
     return Status::IOError(std::string("sched_setscheduler(SCHED_BATCH): ") + std::strerror(errno));
   }

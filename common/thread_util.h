@@ -17,9 +17,10 @@ void SetCurrentThreadName(const char* name);
 // are busy). Raising it needs no privilege; lowering it again may.
 Status SetCurrentThreadNice(int nice);
 
-// Puts the calling thread under SCHED_BATCH, keeping its nice value: when it
-// wakes it does not preempt the thread running on its CPU. No privilege is
-// needed.
+// Moves the calling thread from SCHED_OTHER to SCHED_BATCH, keeping its nice
+// value: when it wakes it does not preempt the thread running on its CPU.
+// That move needs no privilege. A thread under any other policy (real-time,
+// idle, batch) is left as it is: FailedPrecondition.
 Status SetCurrentThreadBatchScheduling();
 
 }  // namespace strata

@@ -69,8 +69,8 @@ struct EngineOptions {
   // nothing for it), since the ring would run that fdatasync on a kernel
   // worker thread, a wakeup more for every group: tried through the ring,
   // 2-key synced transfers in bench/txn_bench lost this option's gain at 8
-  // threads and took 1.5x to 1.8x as long to prewrite. Recommended for
-  // synced transactions (txn/README.md).
+  // threads, and their prewrites took 1.5x to 1.8x as long as with pwritev
+  // and fdatasync. Recommended for synced transactions (txn/README.md).
   bool apply_before_sync = false;
   // Size of each preallocated log segment, a positive multiple of 32 KiB.
   // Larger segments mean fewer file switches; smaller ones free disk sooner
@@ -130,7 +130,8 @@ struct EngineOptions {
   // foreground calls: with a tenant flooding writes on two CPUs, another
   // tenant's write p99 was 1.85x its p99 alone, against 4.1x with this off,
   // and the flood wrote as much (medians of 6 runs of bench/tenant_bench).
-  // Off: they are scheduled like any other thread.
+  // Off: they are scheduled like any other thread. Threads of a process
+  // running under another policy (real-time, idle) keep it either way.
   bool background_sched_batch = true;
   // Memtable memory of the whole engine, split among tenants by their
   // TenantOptions::write_buffer_weight. A tenant whose memtables (active and

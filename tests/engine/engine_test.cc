@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "common/fault_injection_fs.h"
 #include "common/file_system.h"
 #include "common/random.h"
+#include "common/thread_util.h"
 #include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
@@ -972,37 +975,47 @@ std::map<std::string, std::vector<ThreadSched>> ThreadsByName() {
 }
 
 // The background threads carry names; background_nice sets their nice value
-// and background_sched_batch (on by default) their policy. A nice value
+// and background_sched_batch (on by default) their policy. Off, they keep
+// what they inherit from the thread that opened the engine. A nice value
 // outside 0..19 is refused.
 TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
   ScratchDir dir("threads");
-  for (const bool batch : {true, false}) {
-    SCOPED_TRACE(batch ? "SCHED_BATCH" : "SCHED_OTHER");
+  const int caller_policy = sched_getscheduler(0);
+  const int caller_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  // Whether a thread may move to SCHED_BATCH here (some sandboxes refuse,
+  // and a caller under another policy keeps it).
+  bool batch_allowed = false;
+  std::thread([&] { batch_allowed = SetCurrentThreadBatchScheduling().ok(); }).join();
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "on" : "off");
     EngineOptions options;
-    options.background_nice = batch ? 6 : 0;
-    if (!batch) options.background_sched_batch = false;
+    options.background_nice = on ? 19 : 0;
+    options.background_sched_batch = on;
     options.max_background_compactions = 2;
-    const int caller_policy = sched_getscheduler(0);
     auto engine = Engine::Open(dir.path(), options);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    const ThreadSched want{on ? 19 : caller_nice,
+                           on && batch_allowed ? SCHED_BATCH : caller_policy};
+    const std::map<std::string, size_t> threads = {
+        {"strata-flush", 1}, {"strata-compact", 2}, {"strata-split", 1}};
     // The threads set their name, nice value and policy as they start.
-    const ThreadSched want{options.background_nice, batch ? SCHED_BATCH : SCHED_OTHER};
     std::map<std::string, std::vector<ThreadSched>> by_name;
     for (int attempt = 0; attempt < 500; attempt++) {
       by_name = ThreadsByName();
-      if (by_name["strata-flush"] == std::vector<ThreadSched>{want} &&
-          by_name["strata-compact"] == (std::vector<ThreadSched>{want, want})) {
-        break;
+      bool all = true;
+      for (const auto& [name, count] : threads) {
+        all = all && by_name[name] == std::vector<ThreadSched>(count, want);
       }
+      if (all) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ASSERT_EQ(by_name["strata-flush"].size(), 1u);
-    EXPECT_EQ(by_name["strata-flush"][0].nice, want.nice);
-    EXPECT_EQ(by_name["strata-flush"][0].policy, want.policy);
-    ASSERT_EQ(by_name["strata-compact"].size(), 2u);
-    for (const ThreadSched& t : by_name["strata-compact"]) {
-      EXPECT_EQ(t.nice, want.nice);
-      EXPECT_EQ(t.policy, want.policy);
+    for (const auto& [name, count] : threads) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(by_name[name].size(), count);
+      for (const ThreadSched& t : by_name[name]) {
+        EXPECT_EQ(t.nice, want.nice);
+        EXPECT_EQ(t.policy, want.policy);
+      }
     }
     // The caller's own thread is left as it was.
     EXPECT_EQ(sched_getscheduler(0), caller_policy);
