@@ -85,6 +85,30 @@ class EngineTest : public ::testing::Test {
     return s;
   }
 
+  // Reopens with apply_before_sync over `fs`, writes a:x at 1 = "old" to
+  // row "a-other" (and to "r" when `r_old`), holds fs's fdatasyncs and starts
+  // a thread that writes a:x at 2 = "new" to row "r" (its Mutate's status
+  // goes to `check`); returns once that write is applied and its fdatasync
+  // waits.
+  std::thread StartHeldSyncedWrite(test::GatedSyncFileSystem* fs, bool r_old,
+                                   std::function<void(const Status&)> check) {
+    options_.file_system = fs;
+    options_.apply_before_sync = true;
+    Reopen();
+    EXPECT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
+    if (r_old) {
+      EXPECT_TRUE(Put("r", "a", "x", 1, "old").ok());
+    }
+    fs->Hold();
+    std::thread writer([this, check = std::move(check)] {
+      RowMutation m;
+      m.Put("a", "x", 2, "new");
+      check(table_.Mutate(WriteOptions(), "r", m));
+    });
+    fs->AwaitGatedSyncs(1);
+    return writer;
+  }
+
   // The rows of a whole-table scan, and its status in *status.
   std::vector<std::string> ScanRows(Status* status) {
     std::vector<std::string> rows;
@@ -564,18 +588,8 @@ TEST_F(EngineTest, ApplyBeforeSyncWritersReadTheirWritesAndAllRecover) {
 // rows go on meanwhile.
 TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   test::GatedSyncFileSystem fs;
-  options_.file_system = &fs;
-  options_.apply_before_sync = true;
-  Reopen();
-  ASSERT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
-  ASSERT_TRUE(Put("r", "a", "x", 1, "old").ok());
-  fs.Hold();
-  std::thread writer([&] {
-    RowMutation m;
-    m.Put("a", "x", 2, "new");
-    EXPECT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
-  });
-  fs.AwaitGatedSyncs(1);  // the write is applied; its fdatasync waits
+  std::thread writer =
+      StartHeldSyncedWrite(&fs, /*r_old=*/true, [](const Status& s) { EXPECT_TRUE(s.ok()); });
   const uint64_t waits_before = engine_->GetStats().durable_read_waits;
 
   EXPECT_EQ(Read("a-other").size(), 1u);
@@ -634,17 +648,8 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
 // other rows stay readable.
 TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
   test::GatedSyncFileSystem fs;
-  options_.file_system = &fs;
-  options_.apply_before_sync = true;
-  Reopen();
-  ASSERT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
-  fs.Hold();
-  std::thread writer([&] {
-    RowMutation m;
-    m.Put("a", "x", 2, "new");
-    EXPECT_TRUE(table_.Mutate(WriteOptions(), "r", m).IsIOError());
-  });
-  fs.AwaitGatedSyncs(1);
+  std::thread writer = StartHeldSyncedWrite(&fs, /*r_old=*/false,
+                                            [](const Status& s) { EXPECT_TRUE(s.IsIOError()); });
   Status read;
   std::thread reader([&] { read = table_.ReadRow(ReadOptions(), "r").status(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
