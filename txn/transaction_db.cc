@@ -232,6 +232,12 @@ class TransactionImpl final : public Transaction {
   TransactionError error_;
   WriteMap writes_;
   std::set<uint64_t> pushed_;             // transactions whose min_commit_ts this one pushed
+  // For each key read, the timestamp of the commit record the read found
+  // (a put, delete or lock record, not a rollback). No lock below it is
+  // alive (FORMAT.md, "How locks are erased"), so the prewrite's lock
+  // condition reads the column from there, not through a hot row's whole
+  // history of erased locks.
+  std::map<TxnKey, uint64_t> lock_floors_;
   std::set<uint64_t> lock_kind_checked_;  // kLock locks' transactions looked at
   std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_;
 
@@ -357,6 +363,9 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
     }
     if (blocked) continue;
     if (write == nullptr) return std::optional<std::string>();
+    WriteRecord record;
+    STRATA_RETURN_IF_ERROR(DecodeWrite(write->value, &record));
+    if (record.kind != WriteKind::kRollback) lock_floors_[key] = write->timestamp;
     return ValueFromWrite(store, key, write->timestamp, write->value);
   }
   return Fail(TransactionError::Kind::kKeyLocked, &key, 0, 0,
@@ -611,8 +620,12 @@ ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw, PrewriteSta
     cm.conditions.push_back(
         Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp));
     state->condition_keys.emplace_back(i, true);
-    cm.conditions.push_back(
-        Condition::NoCellInRange(kLockFamily, key.column, kMinTimestamp, kMaxTimestamp));
+    // No lock: none at or above the newest commit record read in the column
+    // (lock_floors_), below which every lock is erased.
+    const auto floor = lock_floors_.find(key);
+    cm.conditions.push_back(Condition::NoCellInRange(
+        kLockFamily, key.column, floor == lock_floors_.end() ? kMinTimestamp : floor->second,
+        kMaxTimestamp));
     state->condition_keys.emplace_back(i, false);
     LockRecord lock = MakeLock(w);
     if (w.kind == MutationKind::kPut && !lock.has_inline_value) {

@@ -905,6 +905,75 @@ TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
   EXPECT_EQ(CountLocks(Store("bank")), 0u);
 }
 
+// Every lock below a commit record is erased (FORMAT.md, "How locks are
+// erased"), so a prewrite looks for locks only from the newest commit record
+// its transaction read in the column: a hot row's history of erased locks is
+// not walked. A key never read, or whose newest record is a rollback, is
+// looked at whole. A live lock above the commit still stops the prewrite.
+TEST_F(TransactionTest, PrewriteLooksForLocksFromTheCommitItRead) {
+  Open();
+  Seed({{"bob", "c"}, {"joe", "c"}}, "10");
+  uint64_t bob_commit = 0;
+  for (const Cell& c : CellsOf(Store("bank"), "bob", kWriteFamily)) bob_commit = c.timestamp;
+  ASSERT_NE(bob_commit, 0u);
+
+  // carl's newest record is a rollback: a coordinator stopped after its
+  // prewrite (its owner dies with it), rolled back by the read below.
+  std::unique_ptr<Transaction> stopped = Begin();
+  ASSERT_OK(stopped->Set("bank", "carl", "c", "5"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    return p == FailPoint::kAfterPrimaryPrewrite && ts == stopped->start_ts();
+  };
+  EXPECT_FALSE(stopped->Commit().ok());
+  hook_ = nullptr;
+
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_EQ(*t->Get("bank", "bob", "c"), "10");
+  EXPECT_EQ(t->Get("bank", "carl", "c").status().code(), Status::Code::kNotFound);
+  ASSERT_OK(t->Set("bank", "bob", "c", "3"));
+  ASSERT_OK(t->Set("bank", "carl", "c", "7"));
+  ASSERT_OK(t->Set("bank", "ann", "c", "7"));  // never read
+  ASSERT_OK(t->Commit());
+
+  std::map<std::string, uint64_t> lock_from;  // row -> the lock condition's min_timestamp
+  for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
+    bool is_prewrite = false;
+    for (const RowMutation::Entry& e : call.mutation.entries()) {
+      is_prewrite |= e.family == kLockFamily && e.kind == RowMutation::Kind::kPut &&
+                     e.timestamp == t->start_ts();
+    }
+    if (!is_prewrite) continue;
+    for (const Condition& c : call.conditions) {
+      if (c.family() == kLockFamily && c.kind() == Condition::Kind::kNoCellInRange) {
+        EXPECT_EQ(c.max_timestamp(), kMaxTimestamp);
+        EXPECT_TRUE(lock_from.emplace(call.row, c.min_timestamp()).second) << call.row;
+      }
+    }
+  }
+  EXPECT_EQ(lock_from, (std::map<std::string, uint64_t>{
+                           {"ann", kMinTimestamp}, {"bob", bob_commit}, {"carl", kMinTimestamp}}));
+
+  // A lock written above the commit read is still met: a younger writer of
+  // bob that read that commit aborts on an older transaction's live lock.
+  std::unique_ptr<Transaction> older = Begin();
+  std::unique_ptr<Transaction> younger = Begin();
+  ASSERT_EQ(*younger->Get("bank", "bob", "c"), "3");
+  ASSERT_OK(older->Set("bank", "bob", "c", "1"));
+  ASSERT_OK(younger->Set("bank", "bob", "c", "2"));
+  Status younger_commit;
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterPrimaryPrewrite && ts == older->start_ts()) {
+      younger_commit = younger->Commit();
+    }
+    return false;
+  };
+  ASSERT_OK(older->Commit());
+  hook_ = nullptr;
+  EXPECT_EQ(younger_commit.code(), Status::Code::kAborted) << younger_commit.ToString();
+  EXPECT_EQ(younger->error().kind, TransactionError::Kind::kKeyLocked);
+  EXPECT_EQ(Read("bank", "bob", "c"), "1");
+}
+
 TEST_F(TransactionTest, RepeatedCommitIsANoOp) {
   Open();
   std::unique_ptr<Transaction> t = Begin();
