@@ -236,7 +236,10 @@ class TransactionImpl final : public Transaction {
   // (a put, delete or lock record, not a rollback). No lock below it is
   // alive (FORMAT.md, "How locks are erased"), so the prewrite's lock
   // condition reads the column from there, not through a hot row's whole
-  // history of erased locks.
+  // history of erased locks. At most kMaxLockFloors keys, so that a
+  // transaction reading many keys does not grow without bound; keys past
+  // that are searched whole.
+  static constexpr size_t kMaxLockFloors = 4096;
   std::map<TxnKey, uint64_t> lock_floors_;
   std::set<uint64_t> lock_kind_checked_;  // kLock locks' transactions looked at
   std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_;
@@ -365,7 +368,9 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
     if (write == nullptr) return std::optional<std::string>();
     WriteRecord record;
     STRATA_RETURN_IF_ERROR(DecodeWrite(write->value, &record));
-    if (record.kind != WriteKind::kRollback) lock_floors_[key] = write->timestamp;
+    if (record.kind != WriteKind::kRollback && lock_floors_.size() < kMaxLockFloors) {
+      lock_floors_[key] = write->timestamp;
+    }
     return ValueFromWrite(store, key, write->timestamp, write->value);
   }
   return Fail(TransactionError::Kind::kKeyLocked, &key, 0, 0,

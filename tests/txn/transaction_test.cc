@@ -974,6 +974,34 @@ TEST_F(TransactionTest, PrewriteLooksForLocksFromTheCommitItRead) {
   EXPECT_EQ(Read("bank", "bob", "c"), "1");
 }
 
+// A transaction keeps the commit records it read for that bound for a few
+// thousand keys only; a key read past those is searched whole, and commits.
+TEST_F(TransactionTest, KeysReadPastTheFloorLimitAreSearchedWhole) {
+  Open();
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (int i = 0; i < 4097; i++) keys.emplace_back("acct" + std::to_string(10000 + i), "c");
+  Seed(keys, "1");
+  std::unique_ptr<Transaction> t = Begin();
+  for (const auto& [row, column] : keys) ASSERT_EQ(*t->Get("bank", row, column), "1");
+  ASSERT_OK(t->Set("bank", keys.front().first, "c", "2"));
+  ASSERT_OK(t->Set("bank", keys.back().first, "c", "2"));
+  ASSERT_OK(t->Commit());
+  std::map<std::string, uint64_t> lock_from;
+  for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
+    for (const Condition& c : call.conditions) {
+      if (c.family() == kLockFamily && c.kind() == Condition::Kind::kNoCellInRange &&
+          call.mutation.entries().size() > 0 &&
+          call.mutation.entries().back().timestamp == t->start_ts()) {
+        lock_from[call.row] = c.min_timestamp();
+      }
+    }
+  }
+  ASSERT_EQ(lock_from.size(), 2u);
+  EXPECT_GT(lock_from[keys.front().first], kMinTimestamp);
+  EXPECT_EQ(lock_from[keys.back().first], kMinTimestamp);
+  EXPECT_EQ(Read("bank", keys.back().first, "c"), "2");
+}
+
 TEST_F(TransactionTest, RepeatedCommitIsANoOp) {
   Open();
   std::unique_ptr<Transaction> t = Begin();
