@@ -127,10 +127,10 @@ class TransactionImpl final : public Transaction {
   // Reads the committed value of `key` at start_ts, resolving locks in the
   // way; std::nullopt when there is none (never written, or erased).
   Result<std::optional<std::string>> ReadCommitted(RowStore& store, const TxnKey& key);
-  // Decodes a write record read at `commit_ts`, following it back past
-  // rollback and lock records; the value it leads to.
+  // The value the write record `record`, read at `commit_ts`, leads to,
+  // following it back past rollback and lock records.
   Result<std::optional<std::string>> ValueFromWrite(RowStore& store, const TxnKey& key,
-                                                    uint64_t commit_ts, std::string_view bytes);
+                                                    uint64_t commit_ts, WriteRecord record);
   // Whether a lock read at start_ts blocks this transaction's read.
   bool LockBlocksRead(const LockRecord& lock) const {
     return lock.kind != MutationKind::kLock && lock.min_commit_ts <= start_ts_ &&
@@ -276,9 +276,7 @@ Result<std::shared_ptr<RowStore>> TransactionImpl::StoreFor(const std::string& t
 Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& store,
                                                                    const TxnKey& key,
                                                                    uint64_t commit_ts,
-                                                                   std::string_view bytes) {
-  WriteRecord record;
-  STRATA_RETURN_IF_ERROR(DecodeWrite(bytes, &record));
+                                                                   WriteRecord record) {
   uint64_t ts = commit_ts;
   // Rollback and lock records change no value: look further back.
   while (record.kind == WriteKind::kRollback || record.kind == WriteKind::kLock) {
@@ -371,7 +369,7 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
     if (record.kind != WriteKind::kRollback && lock_floors_.size() < kMaxLockFloors) {
       lock_floors_[key] = write->timestamp;
     }
-    return ValueFromWrite(store, key, write->timestamp, write->value);
+    return ValueFromWrite(store, key, write->timestamp, std::move(record));
   }
   return Fail(TransactionError::Kind::kKeyLocked, &key, 0, 0,
               Status::Busy("reading " + key.ToString() + ": its lock kept changing"));
@@ -457,7 +455,13 @@ class TxnIterator final : public TransactionIterator {
         if (reread) {
           value = txn_->ReadCommitted(*store_, key);
         } else if (slot.first != nullptr) {
-          value = txn_->ValueFromWrite(*store_, key, slot.first->timestamp, slot.first->value);
+          WriteRecord record;
+          Status s = DecodeWrite(slot.first->value, &record);
+          if (!s.ok()) {
+            status_ = s;
+            return;
+          }
+          value = txn_->ValueFromWrite(*store_, key, slot.first->timestamp, std::move(record));
         }
         if (!value.ok()) {
           status_ = value.status();
