@@ -2,135 +2,159 @@
 
 #include <algorithm>
 
-#include "common/cell_key.h"
-#include "common/coding.h"
-
 namespace strata::engine {
 
-CompactionStream::CompactionStream(bool bottommost, CompactionFilter* filter,
-                                   CompactionFilter::Context context, const Schema* schema,
-                                   Emit emit, RowProbe older_may_hold_row)
-    : bottommost_(bottommost),
-      older_may_hold_row_(std::move(older_may_hold_row)),
-      filter_(filter),
-      context_(context),
-      schema_(schema),
-      emit_(std::move(emit)) {}
+namespace {
 
-bool CompactionStream::HiddenByRow(uint64_t timestamp, SequenceNumber sequence) const {
-  for (const auto& m : row_markers_) {
-    if (m.timestamp >= timestamp && m.sequence > sequence) return true;
-  }
-  return false;
+// Whether the rows of `f` overlap the rows of the keys lo..hi. Compactions
+// pick by rows, not keys: a delete marker hides cells of its row that sort
+// after it (a row marker every family's cells, a column marker the column's
+// older versions), so a file holding only those still belongs with it.
+bool RowsOverlap(const FileMeta& f, const std::string& lo, const std::string& hi) {
+  return !(EncodedRowOf(f.largest).compare(EncodedRowOf(lo)) < 0 ||
+           EncodedRowOf(f.smallest).compare(EncodedRowOf(hi)) > 0);
 }
 
-bool CompactionStream::RowAtBottom() {
-  if (bottommost_) return true;
-  if (row_bottom_ == RowBottom::kUnknown) {
-    row_bottom_ = older_may_hold_row_ != nullptr && !older_may_hold_row_(row_prefix_)
-                      ? RowBottom::kYes
-                      : RowBottom::kNo;
-  }
-  return row_bottom_ == RowBottom::kYes;
+uint64_t LevelBytes(const std::vector<std::shared_ptr<TableFile>>& files) {
+  uint64_t n = 0;
+  for (const auto& f : files) n += f->meta.size;
+  return n;
 }
 
-Status CompactionStream::Add(const Slice& key, const Slice& value) {
-  Slice rest = key;
-  if (!SkipMemcomparable(&rest) || rest.size() < 2 + 16) {
-    return Status::Corruption("compaction input holds a malformed cell key " + HexBytes(key));
-  }
-  const Slice prefix(key.data(), key.size() - rest.size());
-  if (prefix != Slice(row_prefix_)) {
-    STRATA_RETURN_IF_ERROR(FlushColumn());
-    row_prefix_.assign(prefix.data(), prefix.size());
-    row_bottom_ = RowBottom::kUnknown;
-    row_markers_.clear();
-  }
-  if (DecodeBigEndian16(rest.data()) == kRowMarkerFamily) {
-    if (CellKeyType(key) == CellType::kDeleteRow) {
-      row_markers_.push_back({CellKeyTimestamp(key), CellKeySequence(key)});
+// Fills c->inputs for a compaction of `level` of the group's view; false
+// when a running compaction holds what it would need.
+bool PickInputs(const GroupView& view, int level, const EngineOptions& options,
+                sstable::TableCache* tables, Compaction* c) {
+  const auto& here = view.levels[level];
+  const auto& below = view.levels[level + 1];
+  auto busy = [](const std::shared_ptr<TableFile>& f) { return f->being_compacted; };
+  // The files of `below` that overlap [lo, hi]; false if one is busy.
+  auto overlapping = [&](const std::string& lo, const std::string& hi,
+                         std::vector<std::shared_ptr<TableFile>>* out) {
+    for (const auto& f : below) {
+      if (!RowsOverlap(f->meta, lo, hi)) continue;
+      if (busy(f)) return false;
+      if (out != nullptr) out->push_back(f);
     }
-    if (RowAtBottom()) {
-      dropped_++;
-      return Status::OK();
+    return true;
+  };
+  if (level == 0) {
+    // Level-0 files overlap one another: all of them go at once, and only
+    // one level-0 compaction of a group runs at a time.
+    if (std::any_of(here.begin(), here.end(), busy)) return false;
+    c->inputs[0] = here;
+  } else {
+    // The file that rewrites the fewest bytes below per byte it moves down.
+    double best = 0;
+    for (const auto& f : here) {
+      if (busy(f)) continue;
+      uint64_t below_bytes = 0;
+      bool free = true;
+      for (const auto& b : below) {
+        if (!RowsOverlap(b->meta, f->meta.smallest, f->meta.largest)) continue;
+        if (busy(b)) free = false;
+        below_bytes += b->meta.size;
+      }
+      if (!free) continue;
+      const double ratio =
+          static_cast<double>(below_bytes) / static_cast<double>(std::max<uint64_t>(f->meta.size, 1));
+      if (c->inputs[0].empty() || ratio < best) {
+        best = ratio;
+        c->inputs[0] = {f};
+      }
     }
-    return emit_(key, value);
+    if (c->inputs[0].empty()) return false;
   }
-  if (!column_.empty() && CellKeyColumn(column_.front().key) != CellKeyColumn(key)) {
-    STRATA_RETURN_IF_ERROR(FlushColumn());
+  std::string lo = c->inputs[0].front()->meta.smallest;
+  std::string hi = c->inputs[0].front()->meta.largest;
+  for (const auto& f : c->inputs[0]) {
+    lo = std::min(lo, f->meta.smallest);
+    hi = std::max(hi, f->meta.largest);
   }
-  column_.push_back(Entry{key.ToString(), value.ToString()});
-  return Status::OK();
+  if (!overlapping(lo, hi, &c->inputs[1])) return false;
+  for (const auto& f : c->inputs[1]) {
+    lo = std::min(lo, f->meta.smallest);
+    hi = std::max(hi, f->meta.largest);
+  }
+  // Nothing deeper overlaps the output: delete markers can go. (A running
+  // compaction cannot move data into this range: it would hold one of these
+  // inputs.)
+  c->bottommost = true;
+  for (int n = level + 2; n < kNumLevels && c->bottommost; n++) {
+    for (const auto& f : view.levels[n]) {
+      if (RowsOverlap(f->meta, lo, hi)) c->bottommost = false;
+    }
+  }
+  // A file alone, with nothing to merge with below, needs no rewrite —
+  // unless a filter must see its data, or it carries delete markers to the
+  // bottom (checked in CompactionJob), where a rewrite drops them.
+  c->trivial_move = c->inputs[0].size() == 1 && c->inputs[1].empty() &&
+                    options.compaction_filter == nullptr;
+  if (!c->bottommost && !c->trivial_move) {
+    // A row that no deeper file holds is at the bottom all the same.
+    c->deeper = std::make_shared<DeeperFiles>(view, level + 2, tables,
+                                              c->group->tablet->table->budget->cache_id());
+  }
+  return true;
 }
 
-Status CompactionStream::FlushColumn() {
-  if (column_.empty()) return Status::OK();
-  std::vector<bool> keep(column_.size(), false);
-  std::vector<size_t> puts;  // kept puts, newest first
-  SequenceNumber column_delete_seq = 0;
-  bool have_last_ts = false;
-  uint64_t last_ts = 0;
-  for (size_t i = 0; i < column_.size(); i++) {
-    const Slice key(column_[i].key);
-    const CellType type = CellKeyType(key);
-    const uint64_t ts = CellKeyTimestamp(key);
-    const SequenceNumber seq = CellKeySequence(key);
-    if (type == CellType::kDeleteColumn) {
-      // A newer column marker seen before it (at a timestamp as high or
-      // higher) hides everything this one does: it goes too.
-      keep[i] = !HiddenByRow(ts, seq) && seq > column_delete_seq && !RowAtBottom();
-      column_delete_seq = std::max(column_delete_seq, seq);
-      continue;
-    }
-    if (have_last_ts && ts == last_ts) continue;  // a newer entry at this timestamp decided
-    have_last_ts = true;
-    last_ts = ts;
-    const bool hidden = seq < column_delete_seq || HiddenByRow(ts, seq);
-    if (type == CellType::kDeleteCell) {
-      keep[i] = !hidden && !RowAtBottom();
-      continue;
-    }
-    if (!hidden) {
-      keep[i] = true;
-      puts.push_back(i);
-    }
-  }
+}  // namespace
 
-  std::vector<std::string> new_values;
-  std::vector<CompactionFilter::Decision> decisions;
-  if (filter_ != nullptr && !puts.empty()) {
-    ParsedCellKey parsed;
-    if (!ParseCellKey(column_[puts[0]].key, &parsed)) {
-      return Status::Corruption("compaction input holds a malformed cell key");
+bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const EngineOptions& options,
+                    sstable::TableCache* tables, bool force, Compaction* compaction) {
+  // Every (group, level) that needs work, most urgent first: level 0 by
+  // files over its trigger, deeper levels by bytes over their size.
+  struct Candidate {
+    double score;
+    LocalityGroupState* group;
+    std::shared_ptr<const GroupView> view;
+    int level;
+  };
+  std::vector<Candidate> candidates;
+  for (LocalityGroupState* g : groups) {
+    std::shared_ptr<const GroupView> view = g->current();
+    const int trigger = force ? 1 : options.level0_compaction_trigger;
+    if (static_cast<int>(view->levels[0].size()) >= trigger) {
+      candidates.push_back(
+          {static_cast<double>(view->levels[0].size()) / options.level0_compaction_trigger, g,
+           view, 0});
     }
-    const FamilyInfo* family = schema_->FamilyById(parsed.family);
-    std::vector<CompactionFilter::Version> versions;
-    for (size_t i : puts) {
-      versions.push_back({CellKeyTimestamp(column_[i].key), column_[i].value});
+    // A manual compaction also pushes every level down into the deepest
+    // one that holds data, so each key ends up in one file.
+    int deepest = 0;
+    for (int n = kNumLevels - 1; n > 0 && deepest == 0; n--) {
+      if (!view->levels[n].empty()) deepest = n;
     }
-    decisions.assign(puts.size(), CompactionFilter::Decision::kKeep);
-    new_values.assign(puts.size(), std::string());
-    filter_->FilterColumn(context_, parsed.row, family ? family->name : std::string_view(),
-                          parsed.qualifier, versions, &decisions, &new_values);
-    for (size_t j = 0; j < puts.size(); j++) {
-      if (decisions[j] == CompactionFilter::Decision::kDrop) keep[puts[j]] = false;
-      if (decisions[j] == CompactionFilter::Decision::kRewrite) {
-        column_[puts[j]].value = std::move(new_values[j]);
+    uint64_t max_bytes = options.level1_max_bytes;
+    for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
+      const uint64_t bytes = LevelBytes(view->levels[n]);
+      if (bytes > max_bytes) {
+        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
+      } else if (force && bytes > 0 && n < deepest) {
+        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
       }
     }
   }
-  Status s;
-  for (size_t i = 0; i < column_.size() && s.ok(); i++) {
-    if (keep[i]) {
-      s = emit_(column_[i].key, column_[i].value);
-    } else {
-      dropped_++;
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  for (const Candidate& c : candidates) {
+    *compaction = Compaction();
+    compaction->group = c.group;
+    compaction->level = c.level;
+    if (!PickInputs(*c.view, c.level, options, tables, compaction)) continue;
+    for (const auto& inputs : compaction->inputs) {
+      for (const auto& f : inputs) f->being_compacted = true;
     }
+    return true;
   }
-  column_.clear();
-  return s;
+  *compaction = Compaction();
+  return false;
 }
 
-Status CompactionStream::Finish() { return FlushColumn(); }
+void ReleaseInputs(const Compaction& compaction) {
+  for (const auto& inputs : compaction.inputs) {
+    for (const auto& f : inputs) f->being_compacted = false;
+  }
+}
 
 }  // namespace strata::engine

@@ -1,129 +1,58 @@
-// Compaction support: the live-table-file handle the engine's views hold, and
-// CompactionStream, which takes the merged entries of a compaction's inputs
-// and keeps only what a reader could still see (plus the delete markers that
-// may still hide older data below), running the compaction filter per column.
+// Compaction picking: which level of which locality group needs a compaction
+// most, and which files it takes. Leveled: level 0 merges all its files with
+// the level-1 files they overlap; a deeper level pushes down the file that
+// rewrites the fewest bytes below per byte it moves. See "Compaction" in
+// engine/README.md; CompactionJob (engine/compaction_job.h) runs a pick.
 //
-// Rules, on top of row_reader.h's visibility rules:
-//   - of the put/delete-cell entries at one (column, timestamp) only the
-//     newest sequence survives;
-//   - a put or delete-cell hidden by a DeleteColumn or DeleteRow marker in the
-//     inputs is dropped;
-//   - a marker that is itself hidden goes too, since the marker hiding it
-//     hides the same versions below: a delete-cell as above, or beaten at
-//     its timestamp by a newer entry; a DeleteColumn under a newer
-//     DeleteColumn or a DeleteRow;
-//   - the other markers (delete-cell, delete-column, delete-row) are kept
-//     unless the output is bottommost, or nothing older than the inputs may
-//     hold their row (asked per row, see `older_may_hold_row`): then
-//     everything they could hide is in the inputs and already dropped, so
-//     they go too.
+// Files overlap by rows, not keys: a delete marker hides cells of its row
+// that sort after it, so a file holding only those belongs in the same
+// compaction.
 //
-// Thread-compatible.
+// Thread-safety: TableFile::being_compacted, which the pick reads and
+// marks, is guarded by the engine's background mutex; callers hold it.
 #ifndef STRATA_ENGINE_COMPACTION_H_
 #define STRATA_ENGINE_COMPACTION_H_
 
-#include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "common/mutex.h"
 #include "engine/file_meta.h"
-#include "engine/schema.h"
-#include "strata/compaction_filter.h"
-#include "strata/slice.h"
-#include "strata/status.h"
+#include "engine/point_read.h"
+#include "engine/table_file.h"
+#include "engine/tablet.h"
+#include "sstable/table_cache.h"
+#include "strata/options.h"
 
 namespace strata::engine {
 
-// File numbers whose last reference is gone, waiting to be deleted.
-class ObsoleteFiles {
- public:
-  void Add(uint64_t number) LOCKS_EXCLUDED(mu_) {
-    MutexLock l(&mu_);
-    numbers_.push_back(number);
-  }
-  std::vector<uint64_t> Take() LOCKS_EXCLUDED(mu_) {
-    MutexLock l(&mu_);
-    return std::move(numbers_);
-  }
-
- private:
-  Mutex mu_;
-  std::vector<uint64_t> numbers_ GUARDED_BY(mu_);
+// One compaction: input files of two adjacent levels of one group.
+struct Compaction {
+  LocalityGroupState* group = nullptr;
+  int level = 0;  // inputs from `level` and `level + 1`; output to `level + 1`
+  std::vector<std::shared_ptr<TableFile>> inputs[2];
+  bool bottommost = false;
+  // Unless bottommost or a trivial move: the files below the output level
+  // as the inputs were picked, which hold all the older data of the
+  // inputs' rows.
+  std::shared_ptr<DeeperFiles> deeper;
+  // One input, nothing overlapping below, no filter: the file moves down a
+  // level by a manifest edit alone.
+  bool trivial_move = false;
 };
 
-// A live SSTable as views hold it. Once a compaction replaces it, it is
-// marked obsolete; when the last view holding it goes, its number is handed
-// to ObsoleteFiles for deletion, so no reader ever finds it missing.
-struct TableFile {
-  TableFile(FileMeta m, std::shared_ptr<ObsoleteFiles> o)
-      : meta(std::move(m)), obsolete_list(std::move(o)) {}
-  ~TableFile() {
-    // Relaxed: set before the compaction publishes the view without this
-    // file; whoever drops the last reference got it through that mutex.
-    if (obsolete.load(std::memory_order_relaxed)) obsolete_list->Add(meta.number);
-  }
-  TableFile(const TableFile&) = delete;
-  TableFile& operator=(const TableFile&) = delete;
+// Picks, among `groups`, the most urgent compaction whose inputs no running
+// compaction holds, and marks its inputs as being compacted; false when
+// none is due. With `force`, any level-0 file is reason enough and every
+// level above the deepest one holding data is pushed down (Engine::Compact).
+// Readers `tables` opens (for Compaction::deeper) are charged to the
+// group's tenant. REQUIRES: the engine's background mutex held.
+bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const EngineOptions& options,
+                    sstable::TableCache* tables, bool force, Compaction* compaction);
 
-  const FileMeta meta;
-  const std::shared_ptr<ObsoleteFiles> obsolete_list;
-  std::atomic<bool> obsolete{false};
-  // An input of a running compaction; no other compaction may take it.
-  // Guarded by the engine's background mutex (EngineCore::bg_mu_).
-  bool being_compacted = false;
-};
-
-class CompactionStream {
- public:
-  using Emit = std::function<Status(const Slice& key, const Slice& value)>;
-  // Whether data older than the inputs (deeper files) may hold entries of
-  // the row with this encoded prefix (AppendRowPrefix); false lets the row's
-  // markers go. Asked at most once per row, and only for a row with markers.
-  using RowProbe = std::function<bool(const Slice& row_prefix)>;
-
-  // `filter` may be null; `schema` names families for it. Without
-  // `older_may_hold_row` (or when bottommost), every row is taken to have
-  // older data (or none).
-  CompactionStream(bool bottommost, CompactionFilter* filter, CompactionFilter::Context context,
-                   const Schema* schema, Emit emit, RowProbe older_may_hold_row = nullptr);
-
-  // REQUIRES: keys strictly increasing (a merged compaction input).
-  Status Add(const Slice& key, const Slice& value);
-  Status Finish();
-
-  uint64_t dropped() const { return dropped_; }
-
- private:
-  struct Entry {
-    std::string key;
-    std::string value;
-  };
-  Status FlushColumn();
-  bool HiddenByRow(uint64_t timestamp, SequenceNumber sequence) const;
-  // Whether the current row's markers may go: nothing older holds the row.
-  bool RowAtBottom();
-
-  const bool bottommost_;
-  const RowProbe older_may_hold_row_;
-  CompactionFilter* const filter_;
-  const CompactionFilter::Context context_;
-  const Schema* const schema_;
-  const Emit emit_;
-
-  std::string row_prefix_;  // mc(row) of the current row
-  enum class RowBottom : uint8_t { kUnknown, kYes, kNo };
-  RowBottom row_bottom_ = RowBottom::kUnknown;  // RowAtBottom() of the current row
-  struct RowMarker {
-    uint64_t timestamp;
-    SequenceNumber sequence;
-  };
-  std::vector<RowMarker> row_markers_;
-  std::vector<Entry> column_;  // entries of the current column, in order
-  uint64_t dropped_ = 0;
-};
+// Unmarks the compaction's inputs once it has run.
+// REQUIRES: the engine's background mutex held.
+void ReleaseInputs(const Compaction& compaction);
 
 }  // namespace strata::engine
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/engine_core.h"
+#include "engine/tablet.h"
 #include "engine/merging_iterator.h"
 
 namespace strata::engine {

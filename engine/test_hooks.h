@@ -17,10 +17,11 @@ inline std::atomic<void (*)()> after_session_schema{nullptr};
 // A scan, at the same point as after_row_read_views (EngineCore::Scan).
 inline std::atomic<void (*)()> after_scan_views{nullptr};
 // A flush, after it synced the log and before it records the flush in the
-// manifest (EngineCore::FlushOldest).
+// manifest (FlushJob::Run).
 inline std::atomic<void (*)()> after_flush_log_sync{nullptr};
 // A compaction or trivial move, after it recorded its edit in the manifest
-// and before it shows the result to readers (EngineCore::RunCompaction).
+// and before it shows the result to readers (VersionSet::InstallCompaction
+// and InstallTrivialMove).
 inline std::atomic<void (*)()> after_compaction_edit{nullptr};
 
 }  // namespace strata::engine::test_hooks

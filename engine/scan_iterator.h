@@ -1,0 +1,88 @@
+// ScanIterator: Table::Scan's row iterator — the rows of a range, merged row
+// by row from the locality groups the scan's filter needs in every tablet the
+// range covers, with each row's visible cells as ReadRow gives them.
+//
+// Thread-compatible (one caller at a time, as RowIterator). The iterator
+// holds the views it reads, so memtables and files stay alive and on disk
+// for as long as it does, and the schema of the call that made it.
+#ifndef STRATA_ENGINE_SCAN_ITERATOR_H_
+#define STRATA_ENGINE_SCAN_ITERATOR_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/iterator.h"
+#include "engine/row_reader.h"
+#include "engine/schema.h"
+#include "engine/tablet.h"
+#include "strata/iterator.h"
+#include "strata/status.h"
+
+namespace strata::engine {
+
+// What a read asks of the engine about records applied before their
+// fdatasync (EngineOptions::apply_before_sync): EngineCore implements it.
+class DurableReads {
+ public:
+  // The read point of a read whose snapshot is `snapshot`: the records of a
+  // synced write applied before its fdatasync that the snapshot may hold.
+  virtual ReadPoint ReadPointAt(SequenceNumber snapshot) const = 0;
+  // Once a read's walks are done: when they looked at undurable records,
+  // waits until those are durable, or returns the log's error when their
+  // fdatasync failed (a crash may lose them: the read must not hand them
+  // out).
+  virtual Status AwaitDurableReads(const ReadPoint& at) const = 0;
+
+ protected:
+  ~DurableReads() = default;
+};
+
+class ScanIterator final : public RowIterator {
+ public:
+  // One source of the scan: a group's view in one tablet and an iterator
+  // over the part of the range that tablet holds.
+  struct GroupInput {
+    std::shared_ptr<const GroupView> view;  // keeps memtables alive
+    std::unique_ptr<InternalIterator> it;
+  };
+
+  // Rows from `start_prefix` (empty: the first) to before `end_prefix`
+  // (empty: the last), both encoded row prefixes, as of `snapshot`.
+  // `engine` must outlive the readers the inputs hold (the iterator keeps
+  // it alive).
+  ScanIterator(std::shared_ptr<const DurableReads> engine, std::shared_ptr<TableState> table,
+               std::shared_ptr<const Schema> schema, std::vector<GroupInput> inputs,
+               std::string start_prefix, std::string end_prefix, ResolvedFilter filter,
+               SequenceNumber snapshot);
+
+  bool Valid() const override { return valid_; }
+  void Next() override { Advance(); }
+  std::string_view row() const override { return row_; }
+  const std::vector<Cell>& cells() const override { return cells_; }
+  Status status() const override { return status_; }
+
+ private:
+  // The encoded row prefix of the entry `it` stands on (empty when it is
+  // not valid).
+  Slice PrefixOf(InternalIterator* it);
+  void Advance();
+
+  const std::shared_ptr<const DurableReads> engine_;
+  const std::shared_ptr<TableState> table_;
+  // The schema of the call that made the iterator: a later schema change
+  // does not reach it.
+  const std::shared_ptr<const Schema> schema_;
+  std::vector<GroupInput> inputs_;
+  const std::string end_prefix_;
+  const ResolvedFilter filter_;
+  const SequenceNumber snapshot_;
+  bool valid_ = false;
+  std::string row_;
+  std::vector<Cell> cells_;
+  Status status_;
+};
+
+}  // namespace strata::engine
+
+#endif  // STRATA_ENGINE_SCAN_ITERATOR_H_

@@ -1,0 +1,100 @@
+#include "engine/tablet.h"
+
+#include <algorithm>
+
+#include "common/coding.h"
+
+namespace strata::engine {
+
+TabletState* TableState::FindTablet(const Slice& row) const {
+  // Tablets are sorted by start_row and cover the whole key space.
+  auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
+                             [](const Slice& r, const std::unique_ptr<TabletState>& t) {
+                               return r.compare(t->start_row) < 0;
+                             });
+  if (it == tablets.begin()) return nullptr;
+  TabletState* t = std::prev(it)->get();
+  return RowInRange(row, t->start_row, t->end_row) ? t : nullptr;
+}
+
+std::shared_ptr<memtable::MemTable> NewGroupMemTable(uint64_t write_buffer_size) {
+  return std::make_shared<memtable::MemTable>(static_cast<size_t>(write_buffer_size / 64));
+}
+
+std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t index,
+                                                  const LocalityGroupOptions& options,
+                                                  uint64_t engine_write_buffer_size) {
+  auto group = std::make_unique<LocalityGroupState>();
+  group->index = index;
+  group->tablet = tablet;
+  group->write_buffer_size.store(options.write_buffer_size, std::memory_order_relaxed);
+  auto view = std::make_shared<GroupView>();
+  view->mem = NewGroupMemTable(GroupWriteBufferSize(*group, engine_write_buffer_size));
+  view->levels.resize(kNumLevels);
+  MutexLock l(&group->mu);
+  group->view = std::move(view);
+  group->resident = options.in_memory;
+  return group;
+}
+
+std::shared_ptr<const GroupView> EmptyGroupView() {
+  auto view = std::make_shared<GroupView>();
+  view->mem = std::make_shared<memtable::MemTable>();
+  view->levels.resize(kNumLevels);
+  return view;
+}
+
+TabletStats StatsOf(const TabletState& tablet) {
+  TabletStats t;
+  t.start_row = tablet.start_row;
+  t.end_row = tablet.end_row;
+  t.level_files.assign(kNumLevels, 0);
+  for (const auto& g : tablet.groups) {
+    std::shared_ptr<const GroupView> v = g->current();
+    t.memtable_bytes += v->mem->ApproximateMemoryUsage();
+    for (const auto& imm : v->imms) t.memtable_bytes += imm.mem->ApproximateMemoryUsage();
+    for (size_t n = 0; n < v->levels.size(); n++) {
+      t.level_files[n] += v->levels[n].size();
+      t.table_files += v->levels[n].size();
+      for (const auto& f : v->levels[n]) t.table_bytes += f->meta.size;
+    }
+  }
+  return t;
+}
+
+void ChargeMemTable(LocalityGroupState* group) {
+  std::shared_ptr<const GroupView> view = group->current();
+  // An empty memtable is charged nothing (not even its index's head), so a
+  // tenant without data holds no memtable bytes.
+  if (view->mem->num_entries() == 0) return;
+  const uint64_t size = view->mem->ApproximateDataSize();
+  if (size > group->memtable_charge) {
+    group->tablet->table->budget->ChargeActive(size - group->memtable_charge);
+    group->memtable_charge = size;
+  }
+}
+
+void ReleaseMemTableCharges(LocalityGroupState* group, const GroupView& view) {
+  uint64_t immutable = 0;
+  for (const ImmutableMemTable& imm : view.imms) immutable += imm.charge;
+  group->tablet->table->budget->ReleaseMemtables(group->memtable_charge, immutable);
+  group->memtable_charge = 0;
+}
+
+bool RowInRange(const Slice& row, const std::string& start, const std::string& end) {
+  return (start.empty() || row.compare(start) >= 0) && (end.empty() || row.compare(end) < 0);
+}
+
+std::string RowBound(const std::string& row) {
+  std::string key;
+  if (!row.empty()) AppendRowPrefix(&key, row);
+  return key;
+}
+
+Slice EncodedRowOf(const Slice& key) {
+  Slice rest = key;
+  if (!SkipMemcomparable(&rest)) return key;
+  return Slice(key.data(), key.size() - rest.size());
+}
+
+}  // namespace strata::engine
