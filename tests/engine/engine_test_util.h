@@ -6,14 +6,21 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "common/file_system.h"
 #include "engine/test_hooks.h"
 #include "strata/engine.h"
 #include "util/forwarding_fs.h"
+#include "util/gated_sync_fs.h"
+#include "util/test_util.h"
 
 namespace strata::test {
 
@@ -117,6 +124,119 @@ class ParkedHook {
   }
   static inline std::atomic<bool> reached_{false};
   static inline std::atomic<bool> released_{false};
+};
+
+// Rows "row<i>" for i in [begin, end) by `step` hold one cell each.
+inline void ExpectOneCellPerRow(const Table& t, int begin, int end, int step) {
+  for (int i = begin; i < end; i += step) {
+    auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_TRUE(cells.ok()) << i;
+    ASSERT_EQ(cells->size(), 1u) << i;
+  }
+}
+
+// How many files the engine in `dir` holds in its sst/ directory.
+inline size_t TableFilesOnDisk(const test::ScratchDir& dir) {
+  std::vector<std::string> names;
+  EXPECT_TRUE(FileSystem::Default()->GetChildren(dir.Join("sst"), &names).ok());
+  return names.size();
+}
+
+// An engine opened on a scratch directory with options_, holding tenant "t1"
+// and its table "tab" (TwoGroupSchema()); a test changes options_ and calls
+// Reopen() to open it again under them.
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+
+  void Reopen() {
+    table_ = Table();
+    tenant_ = Tenant();
+    if (engine_) {
+      ASSERT_TRUE(engine_->Close().ok());
+    }
+    engine_.reset();
+    auto e = Engine::Open(dir_.path(), options_);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e.value());
+    if (engine_->ListTenants()->empty()) {
+      ASSERT_TRUE(engine_->CreateTenant("t1").ok());
+      auto t = engine_->OpenTenant("t1");
+      ASSERT_TRUE(t.ok());
+      ASSERT_TRUE(t->CreateTable("tab", TwoGroupSchema()).ok());
+    }
+    auto t = engine_->OpenTenant("t1");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    tenant_ = *t;
+    auto tab = tenant_.OpenTable("tab");
+    ASSERT_TRUE(tab.ok()) << tab.status().ToString();
+    table_ = *tab;
+  }
+
+  Status Put(const std::string& row, const std::string& fam, const std::string& q, uint64_t ts,
+             const std::string& v) {
+    RowMutation m;
+    m.Put(fam, q, ts, v);
+    return table_.Mutate(WriteOptions(), row, m);
+  }
+
+  // Drops the handles, closes the engine and returns what Close said.
+  Status CloseEngine() {
+    table_ = Table();
+    tenant_ = Tenant();
+    Status s = engine_->Close();
+    engine_.reset();
+    return s;
+  }
+
+  // Reopens with apply_before_sync over `fs`, writes a:x at 1 = "old" to
+  // row "a-other" (and to "r" when `r_old`), holds fs's fdatasyncs and starts
+  // a thread that writes a:x at 2 = "new" to row "r" (its Mutate's status
+  // goes to `check`); returns once that write is applied and its fdatasync
+  // waits.
+  std::thread StartHeldSyncedWrite(test::GatedSyncFileSystem* fs, bool r_old,
+                                   std::function<void(const Status&)> check) {
+    options_.file_system = fs;
+    options_.apply_before_sync = true;
+    Reopen();
+    EXPECT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
+    if (r_old) {
+      EXPECT_TRUE(Put("r", "a", "x", 1, "old").ok());
+    }
+    fs->Hold();
+    std::thread writer([this, check = std::move(check)] {
+      RowMutation m;
+      m.Put("a", "x", 2, "new");
+      check(table_.Mutate(WriteOptions(), "r", m));
+    });
+    fs->AwaitGatedSyncs(1);
+    return writer;
+  }
+
+  // The rows of a whole-table scan, and its status in *status.
+  std::vector<std::string> ScanRows(Status* status) {
+    std::vector<std::string> rows;
+    auto it = table_.Scan(ReadOptions(), ScanSpec());
+    if (!it.ok()) {
+      *status = it.status();
+      return rows;
+    }
+    for (; (*it)->Valid(); (*it)->Next()) rows.emplace_back((*it)->row());
+    *status = (*it)->status();
+    return rows;
+  }
+
+  std::vector<Cell> Read(const std::string& row, const RowFilter& f = RowFilter()) {
+    auto r = table_.ReadRow(ReadOptions(), row, f);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<Cell>();
+  }
+
+  ScratchDir dir_{"engine"};
+  EngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+  Tenant tenant_;
+  Table table_;
 };
 
 }  // namespace strata::test

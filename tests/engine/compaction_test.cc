@@ -1,0 +1,319 @@
+// Compactions: the compaction filter's view and decisions, inputs read past
+// the block cache, parallel compactions, and the rate limit (its pace, and
+// neither Close nor a drop held off by a compaction it slows).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/random.h"
+#include "engine_test_util.h"
+#include "strata/compaction_filter.h"
+#include "strata/engine.h"
+#include "util/test_util.h"
+
+namespace strata {
+namespace {
+
+using test::EngineTest;
+using test::ExpectOneCellPerRow;
+
+// Keeps the newest `n` versions of every column and upper-cases the values
+// of the ones it keeps in family "b".
+class KeepNewest final : public CompactionFilter {
+ public:
+  explicit KeepNewest(size_t n) : n_(n) {}
+  void FilterColumn(const Context& context, std::string_view row, std::string_view family,
+                    std::string_view qualifier, const std::vector<Version>& versions,
+                    std::vector<Decision>* decisions,
+                    std::vector<std::string>* new_values) override {
+    calls_++;
+    for (size_t i = 1; i < versions.size(); i++) {
+      if (versions[i].timestamp >= versions[i - 1].timestamp) bad_order_++;
+    }
+    for (size_t i = 0; i < versions.size(); i++) {
+      if (i >= n_) {
+        (*decisions)[i] = Decision::kDrop;
+      } else if (family == "b") {
+        (*decisions)[i] = Decision::kRewrite;
+        std::string v(versions[i].value);
+        for (auto& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        (*new_values)[i] = v;
+      }
+    }
+  }
+  std::atomic<int> calls_{0};
+  std::atomic<int> bad_order_{0};
+
+ private:
+  const size_t n_;
+};
+
+TEST_F(EngineTest, CompactionFilterSeesColumnsNewestFirstAndDecides) {
+  auto filter = std::make_shared<KeepNewest>(2);
+  options_.compaction_filter = filter;
+  options_.write_buffer_size = 64 << 10;
+  Reopen();
+  for (uint64_t ts = 1; ts <= 5; ts++) {
+    for (int i = 0; i < 200; i++) {
+      RowMutation m;
+      m.Put("a", "x", ts, "a" + std::to_string(ts)).Put("b", "y", ts, "b" + std::to_string(ts));
+      ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+    }
+    ASSERT_TRUE(engine_->Flush().ok());
+  }
+  ASSERT_TRUE(engine_->Compact().ok());
+  EXPECT_GT(engine_->GetStats().compactions, 0u);
+  EXPECT_GT(filter->calls_.load(), 0);
+  EXPECT_EQ(filter->bad_order_.load(), 0);
+  auto check = [&] {
+    for (int i = 0; i < 200; i++) {
+      auto cells = Read("row" + std::to_string(i));
+      ASSERT_EQ(cells.size(), 4u) << i;
+      EXPECT_EQ(cells[0], (Cell{"a", "x", 5, "a5"}));
+      EXPECT_EQ(cells[1], (Cell{"a", "x", 4, "a4"}));
+      EXPECT_EQ(cells[2], (Cell{"b", "y", 5, "B5"}));
+      EXPECT_EQ(cells[3], (Cell{"b", "y", 4, "B4"}));
+    }
+  };
+  check();
+  Reopen();
+  check();
+}
+
+// Compaction reads its inputs past the block cache: one tenant's
+// compactions do not evict the blocks another tenant's readers use (the
+// block cache is engine-wide).
+TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
+  options_.block_cache_size = 256 << 10;
+  options_.level0_compaction_trigger = 4;
+  Reopen();
+  ASSERT_TRUE(engine_->CreateTenant("reader").ok());
+  Tenant reader = *engine_->OpenTenant("reader");
+  // Small blocks: the cache's 16 shards of 16 KiB each hold some.
+  TableSchema schema;
+  schema.locality_groups = {{.name = "g", .block_size = 1024}};
+  schema.families = {{.name = "f", .locality_group = "g"}};
+  ASSERT_TRUE(reader.CreateTable("rt", schema).ok());
+  Table rt = *reader.OpenTable("rt");
+  Random rnd(301);  // incompressible values
+  for (int i = 0; i < 300; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, rnd.RandomBytes(100));
+    ASSERT_TRUE(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+  }
+  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 0; i < 300; i++)
+    ASSERT_TRUE(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)).ok());
+  const uint64_t cached = reader.GetStats()->block_cache_bytes;
+  ASSERT_GT(cached, 20000u);
+
+  // Four overlapping files of about 130 KB each in table tab's group "big"
+  // (not in memory, 16 KiB blocks): the fourth flush starts a compaction
+  // that reads about twice the cache's size.
+  const uint64_t compactions = engine_->GetStats().compactions;
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 1000; i++) {
+      ASSERT_TRUE(Put("row" + std::to_string(i), "b", "y", 1 + round, rnd.RandomBytes(100)).ok());
+    }
+    ASSERT_TRUE(engine_->Flush().ok());
+  }
+  for (int i = 0; i < 10000 && engine_->GetStats().compactions == compactions; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(engine_->GetStats().compactions, compactions);
+  EXPECT_GT(engine_->GetStats().compaction_bytes_read, 400000u);
+  EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
+  // Scans, like point reads, fill it.
+  EXPECT_EQ(tenant_.GetStats()->block_cache_bytes, 0u);
+  auto scan = table_.Scan(ReadOptions(), ScanSpec());
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  size_t rows = 0;
+  for (; (*scan)->Valid(); (*scan)->Next()) rows++;
+  ASSERT_TRUE((*scan)->status().ok());
+  EXPECT_EQ(rows, 1000u);
+  EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
+}
+
+TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
+  test::ScratchDir dir("parallel");
+  EngineOptions o;
+  o.max_background_compactions = 3;
+  o.write_buffer_size = 16 << 10;
+  o.level0_compaction_trigger = 2;
+  o.target_file_size = 16 << 10;
+  o.level1_max_bytes = 64 << 10;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  Tenant tenant = *(*e)->OpenTenant("t");
+  TableSchema s;
+  s.locality_groups = {{.name = "g0"}, {.name = "g1"}};
+  s.families = {{.name = "f0", .locality_group = "g0"}, {.name = "f1", .locality_group = "g1"}};
+  constexpr int kTables = 3;
+  constexpr int kRows = 1500;
+  constexpr int kRounds = 4;
+  std::vector<Table> tables;
+  for (int i = 0; i < kTables; i++) {
+    ASSERT_TRUE(tenant.CreateTable("tab" + std::to_string(i), s).ok());
+    tables.push_back(*tenant.OpenTable("tab" + std::to_string(i)));
+  }
+  // Each thread owns one table: rounds of overwrites, and deletes of every
+  // 5th row in the last round, so compactions in every group of every table
+  // merge versions and markers at once.
+  auto value = [](int round, int row) { return std::to_string(round) + "/" + std::to_string(row); };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTables; t++) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; round++) {
+        for (int r = 0; r < kRows; r++) {
+          RowMutation m;
+          const std::string row = "row" + std::to_string(r);
+          if (round == kRounds - 1 && r % 5 == 0) {
+            m.DeleteRow();
+          } else {
+            m.Put("f0", "q", round + 1, value(round, r) + std::string(40, 'x'));
+            m.Put("f1", "q", 1, value(round, r));
+          }
+          ASSERT_TRUE(tables[t].Mutate(WriteOptions{.sync = false}, row, m).ok());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto check = [&] {
+    for (int t = 0; t < kTables; t++) {
+      for (int r = 0; r < kRows; r++) {
+        auto cells = tables[t].ReadRow(ReadOptions(), "row" + std::to_string(r));
+        ASSERT_TRUE(cells.ok());
+        if (r % 5 == 0) {
+          ASSERT_TRUE(cells->empty()) << t << " " << r;
+          continue;
+        }
+        ASSERT_EQ(cells->size(), 1u + kRounds) << t << " " << r;  // f0: a version a round
+        EXPECT_EQ((*cells)[0].value, value(kRounds - 1, r) + std::string(40, 'x'));
+        EXPECT_EQ(cells->back().value, value(kRounds - 1, r));
+      }
+    }
+  };
+  check();
+  EXPECT_GT((*e)->GetStats().compactions, 0u);
+  ASSERT_TRUE((*e)->Compact().ok());
+  check();
+  EngineStats st = (*e)->GetStats();
+  EXPECT_EQ(st.level_files[0], 0u);
+  ASSERT_TRUE((*e)->Close().ok());
+  e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  tenant = *(*e)->OpenTenant("t");
+  for (int i = 0; i < kTables; i++) tables[i] = *tenant.OpenTable("tab" + std::to_string(i));
+  check();
+}
+
+TEST(EngineCompactionTest, RateLimitPacesCompactionOutput) {
+  test::ScratchDir dir("ratelimit");
+  EngineOptions o;
+  // 256 KB/s with 100 ms of burst: the ~600 KB a full compaction writes
+  // below must wait for most of two seconds.
+  o.compaction_rate_limit = 256 << 10;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  Table t = test::CreateOneFamilyTable(e->get());
+  for (int i = 0; i < 5000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i == 2500) {
+      ASSERT_TRUE((*e)->Flush().ok());
+    }
+  }
+  ASSERT_TRUE((*e)->Compact().ok());  // two level-0 files merge into level 1
+  EngineStats st = (*e)->GetStats();
+  EXPECT_EQ(st.compactions, 1u);
+  EXPECT_GT(st.compaction_bytes_written, 500u << 10);
+  EXPECT_GT(st.compaction_rate_limit_wait_micros, 0u);
+  auto cells = t.ReadRow(ReadOptions(), "row4999");
+  ASSERT_TRUE(cells.ok());
+  EXPECT_EQ(cells->size(), 1u);
+}
+
+// Rows 0..7999 of `t` (family f) in two flushed files.
+void WriteTwoFiles(Engine* e, Table& t) {
+  for (int i = 0; i < 8000; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
+    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    if (i % 4000 == 3999) {
+      ASSERT_TRUE(e->Flush().ok());
+    }
+  }
+}
+
+TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
+  test::ScratchDir dir("ratelimit");
+  EngineOptions o;
+  o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
+  o.level0_compaction_trigger = 2;
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  Table t = test::CreateOneFamilyTable(e->get());
+  ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
+  // Two level-0 files: a compaction starts and soon waits on the limit.
+  while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
+  ASSERT_TRUE((*e)->Close().ok());
+  e = Engine::Open(dir.path(), EngineOptions());
+  ASSERT_TRUE(e.ok());
+  t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  ExpectOneCellPerRow(t, 0, 8000, 333);
+}
+
+// Engine::Compact waits for its compactions without the close gate: a drop
+// (which takes the gate exclusively, and with it every read and write) goes
+// through while a long compaction runs, and Close ends the wait.
+TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
+  test::ScratchDir dir("manual-compaction");
+  EngineOptions o;
+  o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
+  auto e = Engine::Open(dir.path(), o);
+  ASSERT_TRUE(e.ok());
+  Table t = test::CreateOneFamilyTable(e->get());
+  TableSchema s;
+  s.families = {{.name = "f"}};
+  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("other", s).ok());
+  ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
+  std::atomic<bool> compact_returned{false};
+  Status compact_status;
+  std::thread compact([&] {
+    compact_status = (*e)->Compact();
+    compact_returned = true;
+  });
+  while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
+  std::atomic<bool> dropped{false};
+  std::thread drop([&] {
+    EXPECT_TRUE((*e)->OpenTenant("t")->DropTable("other").ok());
+    dropped = true;
+  });
+  for (int i = 0; i < 10000 && !dropped; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(dropped) << "the drop waited for the manual compaction";
+  EXPECT_FALSE(compact_returned);
+  ASSERT_TRUE((*e)->Close().ok());
+  compact.join();
+  drop.join();
+  EXPECT_FALSE(compact_status.ok());  // closed before it finished
+  e = Engine::Open(dir.path(), EngineOptions());
+  ASSERT_TRUE(e.ok());
+  t = *(*e)->OpenTenant("t")->OpenTable("tab");
+  ExpectOneCellPerRow(t, 0, 8000, 333);
+  EXPECT_FALSE((*e)->OpenTenant("t")->OpenTable("other").ok());
+}
+
+}  // namespace
+}  // namespace strata
