@@ -10,15 +10,15 @@
 #include <thread>
 
 #include "common/file_system.h"
+#include "util/status_matchers.h"
 
 namespace strata {
 namespace {
 
 std::string Comm(long tid) {
   std::string comm;
-  EXPECT_TRUE(ReadFileToString(FileSystem::Default(),
-                               "/proc/self/task/" + std::to_string(tid) + "/comm", &comm)
-                  .ok());
+  EXPECT_OK(ReadFileToString(FileSystem::Default(),
+                             "/proc/self/task/" + std::to_string(tid) + "/comm", &comm));
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
   return comm;
 }
@@ -31,7 +31,7 @@ TEST(ThreadUtilTest, NamesAndNiceBelongToTheCallingThreadAlone) {
     const long tid = syscall(SYS_gettid);
     SetCurrentThreadName("strata-a-very-long-name");
     EXPECT_EQ(Comm(tid), "strata-a-very-l");  // cut to 15 bytes
-    ASSERT_TRUE(SetCurrentThreadNice(7).ok());
+    ASSERT_OK(SetCurrentThreadNice(7));
     EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(tid)), 7);
   });
   t.join();
@@ -45,7 +45,7 @@ TEST(ThreadUtilTest, BatchSchedulingBelongsToTheCallingThreadAndKeepsItsNice) {
   int policy = -1;
   int nice = -1;
   std::thread t([&] {
-    ASSERT_TRUE(SetCurrentThreadNice(19).ok());
+    ASSERT_OK(SetCurrentThreadNice(19));
     s = SetCurrentThreadBatchScheduling();
     policy = sched_getscheduler(0);
     nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
