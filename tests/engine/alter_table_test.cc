@@ -638,19 +638,19 @@ TEST(AlterTableConcurrencyTest, AltersRaceWritesReadsAndBackgroundWork) {
       const std::string row = "w" + std::to_string(rnd.Uniform(writers)) + "-" +
                               std::to_string(rnd.Uniform(50));
       auto cells = table.ReadRow(ReadOptions(), row);
-      ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+      ASSERT_OK(cells);
       // A row is whole: "a" first, then the optional family, if any.
       if (!cells->empty()) {
         ASSERT_EQ((*cells)[0].family, "a");
       }
       auto it = table.Scan(ReadOptions(), ScanSpec{.start_row = row});
-      ASSERT_TRUE(it.ok()) << it.status().ToString();
+      ASSERT_OK(it);
       for (int n = 0; n < 20 && (*it)->Valid(); n++) (*it)->Next();
-      ASSERT_TRUE((*it)->status().ok()) << (*it)->status().ToString();
+      ASSERT_OK((*it)->status());
       auto session = table.NewReadSession();
-      ASSERT_TRUE(session.ok());
+      ASSERT_OK(session);
       auto got = (*session)->Get(row, "a", "q");
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_OK(got);
     }
   });
 

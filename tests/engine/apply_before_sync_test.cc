@@ -13,6 +13,7 @@
 #include "engine_test_util.h"
 #include "strata/engine.h"
 #include "util/gated_sync_fs.h"
+#include "util/status_matchers.h"
 
 namespace strata {
 namespace {
@@ -61,7 +62,7 @@ TEST_F(EngineTest, ApplyBeforeSyncWritersReadTheirWritesAndAllRecover) {
 TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   test::GatedSyncFileSystem fs;
   std::thread writer =
-      StartHeldSyncedWrite(&fs, /*r_old=*/true, [](const Status& s) { EXPECT_TRUE(s.ok()); });
+      StartHeldSyncedWrite(&fs, /*r_old=*/true, [](const Status& s) { EXPECT_OK(s); });
   const uint64_t waits_before = engine_->GetStats().durable_read_waits;
 
   EXPECT_EQ(Read("a-other").size(), 1u);
@@ -69,7 +70,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   unsynced.sync = false;
   RowMutation m;
   m.Put("a", "x", 1, "v");
-  EXPECT_TRUE(table_.Mutate(unsynced, "z-third", m).ok());
+  EXPECT_OK(table_.Mutate(unsynced, "z-third", m));
   EXPECT_EQ(Read("z-third").size(), 1u);
   EXPECT_EQ(engine_->GetStats().durable_read_waits, waits_before);
 
@@ -77,7 +78,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   std::vector<std::thread> readers;
   readers.emplace_back([&] {
     auto cells = table_.ReadRow(ReadOptions(), "r");
-    EXPECT_TRUE(cells.ok()) << cells.status().ToString();
+    EXPECT_OK(cells);
     if (cells.ok()) {
       EXPECT_EQ(cells->size(), 2u);
     }
@@ -86,7 +87,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   readers.emplace_back([&] {
     Status scan;
     EXPECT_EQ(ScanRows(&scan), (std::vector<std::string>{"a-other", "r", "z-third"}));
-    EXPECT_TRUE(scan.ok()) << scan.ToString();
+    EXPECT_OK(scan);
     done++;
   });
   readers.emplace_back([&] {
@@ -112,7 +113,7 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAnUndurableWriteWaitForItsSync) {
   EXPECT_EQ(done.load(), 3);
   EXPECT_GE(engine_->GetStats().durable_read_waits, waits_before + 2);
   EXPECT_EQ(Read("r").size(), 3u);
-  ASSERT_TRUE(CloseEngine().ok());
+  ASSERT_OK(CloseEngine());
 }
 
 // When the held fdatasync fails, the reads that met its write get the log's
@@ -138,9 +139,9 @@ TEST_F(EngineTest, ApplyBeforeSyncReadsOfAWriteWhoseSyncFailedGetTheError) {
   }
   {
     auto session = table_.NewReadSession(ReadSessionOptions());
-    ASSERT_TRUE(session.ok());
+    ASSERT_OK(session);
     EXPECT_TRUE((*session)->Get("r", "a", "x").status().IsIOError());
-    EXPECT_TRUE((*session)->Get("a-other", "a", "x").ok());
+    EXPECT_OK((*session)->Get("a-other", "a", "x"));
   }
   {
     WriteOptions unsynced;

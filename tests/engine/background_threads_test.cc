@@ -15,6 +15,7 @@
 #include "common/file_system.h"
 #include "common/thread_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -32,7 +33,7 @@ struct ThreadSched {
 std::map<std::string, std::vector<ThreadSched>> ThreadsByName() {
   std::map<std::string, std::vector<ThreadSched>> by_name;
   std::vector<std::string> tids;
-  EXPECT_TRUE(FileSystem::Default()->GetChildren("/proc/self/task", &tids).ok());
+  EXPECT_OK(FileSystem::Default()->GetChildren("/proc/self/task", &tids));
   for (const std::string& tid : tids) {
     std::string comm;
     if (!ReadFileToString(FileSystem::Default(), "/proc/self/task/" + tid + "/comm", &comm).ok()) {
@@ -65,7 +66,7 @@ TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
     options.background_sched_batch = on;
     options.max_background_compactions = 2;
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     const ThreadSched want{on ? 19 : caller_nice,
                            on && batch_allowed ? SCHED_BATCH : caller_policy};
     const std::map<std::string, size_t> threads = {
@@ -91,7 +92,7 @@ TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
     }
     // The caller's own thread is left as it was.
     EXPECT_EQ(sched_getscheduler(0), caller_policy);
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   }
 
   EngineOptions options;

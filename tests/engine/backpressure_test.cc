@@ -12,6 +12,7 @@
 #include "engine_test_util.h"
 #include "strata/engine.h"
 #include "util/forwarding_fs.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -79,7 +80,7 @@ TEST(EngineBackpressureTest, WritesWaitWhileTooManyMemtablesAwaitFlush) {
   o.write_buffer_size = 4096;
   o.max_immutable_memtables = 2;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = test::CreateOneFamilyTable(e->get());
   constexpr int kRows = 400;  // about 40 KB: many memtables' worth
   std::atomic<int> written{0};
@@ -87,7 +88,7 @@ TEST(EngineBackpressureTest, WritesWaitWhileTooManyMemtablesAwaitFlush) {
     for (int i = 0; i < kRows; i++) {
       RowMutation m;
       m.Put("f", "q", 1, std::string(100, 'v'));
-      ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+      ASSERT_OK(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m));
       written.fetch_add(1);
     }
   });
@@ -117,20 +118,20 @@ TEST(EngineBackpressureTest, TightTriggersLoseNothing) {
   o.target_file_size = 64 << 10;
   o.level1_max_bytes = 256 << 10;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = test::CreateOneFamilyTable(e->get());
   WriteOptions wo;
   wo.sync = false;
   for (int i = 0; i < 20000; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(64, 'v') + std::to_string(i));
-    ASSERT_TRUE(t.Mutate(wo, "row" + std::to_string(i % 5000), m).ok());
+    ASSERT_OK(t.Mutate(wo, "row" + std::to_string(i % 5000), m));
   }
   EngineStats st = (*e)->GetStats();
   EXPECT_GT(st.compactions + st.trivial_moves, 0u);
   for (int i = 15000; i < 20000; i++) {
     auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i % 5000));
-    ASSERT_TRUE(cells.ok());
+    ASSERT_OK(cells);
     ASSERT_EQ(cells->size(), 1u);
     EXPECT_EQ((*cells)[0].value, std::string(64, 'v') + std::to_string(i));
   }

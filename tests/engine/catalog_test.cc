@@ -8,6 +8,7 @@
 
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 
 namespace strata {
 namespace {
@@ -31,7 +32,7 @@ TEST_F(EngineTest, TenantsAndTablesNamesAndErrors) {
   EXPECT_TRUE(engine_->CreateTenant(std::string(65, 'x')).IsInvalidArgument());
   EXPECT_TRUE(engine_->CreateTenant("bad name").IsInvalidArgument());
   EXPECT_TRUE(engine_->CreateTenant(std::string("nul\0", 4)).IsInvalidArgument());
-  EXPECT_TRUE(engine_->CreateTenant(std::string(64, 'x')).ok());
+  EXPECT_OK(engine_->CreateTenant(std::string(64, 'x')));
   EXPECT_TRUE(engine_->OpenTenant("missing").status().IsNotFound());
 
   EXPECT_TRUE(tenant_.CreateTable("tab", TwoGroupSchema()).IsAlreadyExists());
@@ -50,19 +51,19 @@ TEST_F(EngineTest, TenantsAndTablesNamesAndErrors) {
   EXPECT_EQ(*tenant_.ListTables(), std::vector<std::string>{"tab"});
 
   // The same table name in another tenant is another table.
-  ASSERT_TRUE(engine_->CreateTenant("t2").ok());
+  ASSERT_OK(engine_->CreateTenant("t2"));
   auto other = engine_->OpenTenant("t2");
-  ASSERT_TRUE(other.ok());
-  ASSERT_TRUE(other->CreateTable("tab", TwoGroupSchema()).ok());
+  ASSERT_OK(other);
+  ASSERT_OK(other->CreateTable("tab", TwoGroupSchema()));
   auto other_tab = other->OpenTable("tab");
-  ASSERT_TRUE(other_tab.ok());
-  ASSERT_TRUE(Put("r", "a", "q", 1, "tenant one").ok());
+  ASSERT_OK(other_tab);
+  ASSERT_OK(Put("r", "a", "q", 1, "tenant one"));
   EXPECT_TRUE(other_tab->ReadRow(ReadOptions(), "r")->empty());
 
   Reopen();
   EXPECT_EQ(engine_->ListTenants()->size(), 3u);
   other = engine_->OpenTenant("t2");
-  ASSERT_TRUE(other.ok());
+  ASSERT_OK(other);
   EXPECT_EQ(*other->ListTables(), std::vector<std::string>{"tab"});
   EXPECT_EQ(Read("r").size(), 1u);
 }

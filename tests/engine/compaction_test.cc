@@ -16,6 +16,7 @@
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -64,11 +65,11 @@ TEST_F(EngineTest, CompactionFilterSeesColumnsNewestFirstAndDecides) {
     for (int i = 0; i < 200; i++) {
       RowMutation m;
       m.Put("a", "x", ts, "a" + std::to_string(ts)).Put("b", "y", ts, "b" + std::to_string(ts));
-      ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+      ASSERT_OK(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m));
     }
-    ASSERT_TRUE(engine_->Flush().ok());
+    ASSERT_OK(engine_->Flush());
   }
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   EXPECT_GT(engine_->GetStats().compactions, 0u);
   EXPECT_GT(filter->calls_.load(), 0);
   EXPECT_EQ(filter->bad_order_.load(), 0);
@@ -94,23 +95,22 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   options_.block_cache_size = 256 << 10;
   options_.level0_compaction_trigger = 4;
   Reopen();
-  ASSERT_TRUE(engine_->CreateTenant("reader").ok());
+  ASSERT_OK(engine_->CreateTenant("reader"));
   Tenant reader = *engine_->OpenTenant("reader");
   // Small blocks: the cache's 16 shards of 16 KiB each hold some.
   TableSchema schema;
   schema.locality_groups = {{.name = "g", .block_size = 1024}};
   schema.families = {{.name = "f", .locality_group = "g"}};
-  ASSERT_TRUE(reader.CreateTable("rt", schema).ok());
+  ASSERT_OK(reader.CreateTable("rt", schema));
   Table rt = *reader.OpenTable("rt");
   Random rnd(301);  // incompressible values
   for (int i = 0; i < 300; i++) {
     RowMutation m;
     m.Put("f", "q", 1, rnd.RandomBytes(100));
-    ASSERT_TRUE(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+    ASSERT_OK(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
-  for (int i = 0; i < 300; i++)
-    ASSERT_TRUE(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)).ok());
+  ASSERT_OK(engine_->Flush());
+  for (int i = 0; i < 300; i++) ASSERT_OK(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)));
   const uint64_t cached = reader.GetStats()->block_cache_bytes;
   ASSERT_GT(cached, 20000u);
 
@@ -120,9 +120,9 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   const uint64_t compactions = engine_->GetStats().compactions;
   for (int round = 0; round < 4; round++) {
     for (int i = 0; i < 1000; i++) {
-      ASSERT_TRUE(Put("row" + std::to_string(i), "b", "y", 1 + round, rnd.RandomBytes(100)).ok());
+      ASSERT_OK(Put("row" + std::to_string(i), "b", "y", 1 + round, rnd.RandomBytes(100)));
     }
-    ASSERT_TRUE(engine_->Flush().ok());
+    ASSERT_OK(engine_->Flush());
   }
   for (int i = 0; i < 10000 && engine_->GetStats().compactions == compactions; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -133,10 +133,10 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   // Scans, like point reads, fill it.
   EXPECT_EQ(tenant_.GetStats()->block_cache_bytes, 0u);
   auto scan = table_.Scan(ReadOptions(), ScanSpec());
-  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  ASSERT_OK(scan);
   size_t rows = 0;
   for (; (*scan)->Valid(); (*scan)->Next()) rows++;
-  ASSERT_TRUE((*scan)->status().ok());
+  ASSERT_OK((*scan)->status());
   EXPECT_EQ(rows, 1000u);
   EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
 }
@@ -150,8 +150,8 @@ TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
   o.target_file_size = 16 << 10;
   o.level1_max_bytes = 64 << 10;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  ASSERT_OK(e);
+  ASSERT_OK((*e)->CreateTenant("t"));
   Tenant tenant = *(*e)->OpenTenant("t");
   TableSchema s;
   s.locality_groups = {{.name = "g0"}, {.name = "g1"}};
@@ -161,7 +161,7 @@ TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
   constexpr int kRounds = 4;
   std::vector<Table> tables;
   for (int i = 0; i < kTables; i++) {
-    ASSERT_TRUE(tenant.CreateTable("tab" + std::to_string(i), s).ok());
+    ASSERT_OK(tenant.CreateTable("tab" + std::to_string(i), s));
     tables.push_back(*tenant.OpenTable("tab" + std::to_string(i)));
   }
   // Each thread owns one table: rounds of overwrites, and deletes of every
@@ -181,7 +181,7 @@ TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
             m.Put("f0", "q", round + 1, value(round, r) + std::string(40, 'x'));
             m.Put("f1", "q", 1, value(round, r));
           }
-          ASSERT_TRUE(tables[t].Mutate(WriteOptions{.sync = false}, row, m).ok());
+          ASSERT_OK(tables[t].Mutate(WriteOptions{.sync = false}, row, m));
         }
       }
     });
@@ -191,7 +191,7 @@ TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
     for (int t = 0; t < kTables; t++) {
       for (int r = 0; r < kRows; r++) {
         auto cells = tables[t].ReadRow(ReadOptions(), "row" + std::to_string(r));
-        ASSERT_TRUE(cells.ok());
+        ASSERT_OK(cells);
         if (r % 5 == 0) {
           ASSERT_TRUE(cells->empty()) << t << " " << r;
           continue;
@@ -204,13 +204,13 @@ TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
   };
   check();
   EXPECT_GT((*e)->GetStats().compactions, 0u);
-  ASSERT_TRUE((*e)->Compact().ok());
+  ASSERT_OK((*e)->Compact());
   check();
   EngineStats st = (*e)->GetStats();
   EXPECT_EQ(st.level_files[0], 0u);
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK((*e)->Close());
   e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   tenant = *(*e)->OpenTenant("t");
   for (int i = 0; i < kTables; i++) tables[i] = *tenant.OpenTable("tab" + std::to_string(i));
   check();
@@ -223,23 +223,23 @@ TEST(EngineCompactionTest, RateLimitPacesCompactionOutput) {
   // below must wait for most of two seconds.
   o.compaction_rate_limit = 256 << 10;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = test::CreateOneFamilyTable(e->get());
   for (int i = 0; i < 5000; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
-    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    ASSERT_OK(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m));
     if (i == 2500) {
-      ASSERT_TRUE((*e)->Flush().ok());
+      ASSERT_OK((*e)->Flush());
     }
   }
-  ASSERT_TRUE((*e)->Compact().ok());  // two level-0 files merge into level 1
+  ASSERT_OK((*e)->Compact());  // two level-0 files merge into level 1
   EngineStats st = (*e)->GetStats();
   EXPECT_EQ(st.compactions, 1u);
   EXPECT_GT(st.compaction_bytes_written, 500u << 10);
   EXPECT_GT(st.compaction_rate_limit_wait_micros, 0u);
   auto cells = t.ReadRow(ReadOptions(), "row4999");
-  ASSERT_TRUE(cells.ok());
+  ASSERT_OK(cells);
   EXPECT_EQ(cells->size(), 1u);
 }
 
@@ -248,9 +248,9 @@ void WriteTwoFiles(Engine* e, Table& t) {
   for (int i = 0; i < 8000; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(100, 'a' + i % 26));
-    ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    ASSERT_OK(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m));
     if (i % 4000 == 3999) {
-      ASSERT_TRUE(e->Flush().ok());
+      ASSERT_OK(e->Flush());
     }
   }
 }
@@ -261,14 +261,14 @@ TEST(EngineCompactionTest, CloseStopsACompactionHeldBackByTheRateLimit) {
   o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
   o.level0_compaction_trigger = 2;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = test::CreateOneFamilyTable(e->get());
   ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
   // Two level-0 files: a compaction starts and soon waits on the limit.
   while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK((*e)->Close());
   e = Engine::Open(dir.path(), EngineOptions());
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   t = *(*e)->OpenTenant("t")->OpenTable("tab");
   ExpectOneCellPerRow(t, 0, 8000, 333);
 }
@@ -281,11 +281,11 @@ TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
   EngineOptions o;
   o.compaction_rate_limit = 16 << 10;  // the compaction below would take a minute
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = test::CreateOneFamilyTable(e->get());
   TableSchema s;
   s.families = {{.name = "f"}};
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("other", s).ok());
+  ASSERT_OK((*e)->OpenTenant("t")->CreateTable("other", s));
   ASSERT_NO_FATAL_FAILURE(WriteTwoFiles(e->get(), t));
   std::atomic<bool> compact_returned{false};
   Status compact_status;
@@ -296,7 +296,7 @@ TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
   while ((*e)->GetStats().compaction_rate_limit_wait_micros == 0) std::this_thread::yield();
   std::atomic<bool> dropped{false};
   std::thread drop([&] {
-    EXPECT_TRUE((*e)->OpenTenant("t")->DropTable("other").ok());
+    EXPECT_OK((*e)->OpenTenant("t")->DropTable("other"));
     dropped = true;
   });
   for (int i = 0; i < 10000 && !dropped; i++) {
@@ -304,12 +304,12 @@ TEST(EngineCompactionTest, ManualCompactionDoesNotHoldOffADrop) {
   }
   EXPECT_TRUE(dropped) << "the drop waited for the manual compaction";
   EXPECT_FALSE(compact_returned);
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK((*e)->Close());
   compact.join();
   drop.join();
   EXPECT_FALSE(compact_status.ok());  // closed before it finished
   e = Engine::Open(dir.path(), EngineOptions());
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   t = *(*e)->OpenTenant("t")->OpenTable("tab");
   ExpectOneCellPerRow(t, 0, 8000, 333);
   EXPECT_FALSE((*e)->OpenTenant("t")->OpenTable("other").ok());

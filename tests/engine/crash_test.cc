@@ -18,6 +18,7 @@
 
 #include "common/random.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -94,9 +95,9 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
   Random rnd(seed);
   {
     auto engine = Engine::Open(dir.path());
-    ASSERT_TRUE(engine.ok());
-    ASSERT_TRUE((*engine)->CreateTenant("t").ok());
-    ASSERT_TRUE((*engine)->OpenTenant("t")->CreateTable("crash", CrashSchema()).ok());
+    ASSERT_OK(engine);
+    ASSERT_OK((*engine)->CreateTenant("t"));
+    ASSERT_OK((*engine)->OpenTenant("t")->CreateTable("crash", CrashSchema()));
   }
   const int rounds = test::LongTests() ? 200 : 24;
   std::vector<RoundResult> results;
@@ -125,15 +126,15 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
 
     // Reopen and check every round so far.
     auto engine = Engine::Open(dir.path());
-    ASSERT_TRUE(engine.ok()) << "round " << round << ": " << engine.status().ToString();
+    ASSERT_OK(engine) << "round " << round << ": " << engine.status().ToString();
     auto table = (*engine)->OpenTenant("t")->OpenTable("crash");
-    ASSERT_TRUE(table.ok());
+    ASSERT_OK(table);
     for (int r = 0; r <= round; r++) {
       for (int t = 0; t < kThreads; t++) {
         // Every acknowledged row is whole.
         for (int i = 0; i <= results[r].max_acked[t]; i++) {
           auto cells = table->ReadRow(ReadOptions(), RowKey(r, t, i));
-          ASSERT_TRUE(cells.ok());
+          ASSERT_OK(cells);
           ASSERT_EQ(cells->size(), static_cast<size_t>(kCellsPerRow))
               << "acknowledged row " << RowKey(r, t, i) << " lost or partial after round "
               << round;
@@ -142,14 +143,14 @@ TEST(CrashTest, SigkillDuringSyncedWritesLosesNothing) {
         // Rows past the acknowledged ones (in flight at the kill) are whole or absent.
         for (int i = results[r].max_acked[t] + 1; i <= results[r].max_acked[t] + 64; i++) {
           auto cells = table->ReadRow(ReadOptions(), RowKey(r, t, i));
-          ASSERT_TRUE(cells.ok());
+          ASSERT_OK(cells);
           ASSERT_TRUE(cells->empty() || cells->size() == static_cast<size_t>(kCellsPerRow))
               << "row " << RowKey(r, t, i) << " half applied";
         }
       }
     }
     tablets = (*engine)->GetStats().tablets;
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   }
   int total = 0;
   for (const auto& rr : results) {

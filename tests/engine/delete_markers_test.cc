@@ -13,6 +13,7 @@
 #include "common/file_system.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 
 namespace strata {
 namespace {
@@ -23,9 +24,9 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
   options_.write_buffer_size = 64 << 10;
   Reopen();
   for (int i = 0; i < 2000; i++) {
-    ASSERT_TRUE(Put("row" + std::to_string(i), "b", "y", 1, std::string(100, 'v')).ok());
+    ASSERT_OK(Put("row" + std::to_string(i), "b", "y", 1, std::string(100, 'v')));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   EXPECT_GT(engine_->GetStats().table_bytes, 200000u);
   for (int i = 0; i < 2000; i++) {
     RowMutation m;
@@ -34,9 +35,9 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
     } else {
       m.DeleteColumn("b", "y");
     }
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m));
   }
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   // Nothing is left: the versions were hidden and the markers had nothing
   // older below them.
   EngineStats st = engine_->GetStats();
@@ -45,25 +46,24 @@ TEST_F(EngineTest, CompactionToTheBottomDropsDeletedDataAndMarkers) {
   for (int i = 0; i < 2000; i += 97) EXPECT_TRUE(Read("row" + std::to_string(i)).empty());
   // Replaced files are gone from disk too (once no reader holds them).
   std::vector<std::string> names;
-  ASSERT_TRUE(FileSystem::Default()->GetChildren(dir_.Join("sst"), &names).ok());
+  ASSERT_OK(FileSystem::Default()->GetChildren(dir_.Join("sst"), &names));
   EXPECT_TRUE(names.empty()) << names.size() << " files left, e.g. " << names[0];
   Reopen();
   EXPECT_TRUE(Read("row1").empty());
-  ASSERT_TRUE(Put("row1", "b", "y", 1, "back").ok());
+  ASSERT_OK(Put("row1", "b", "y", 1, "back"));
   EXPECT_EQ(Read("row1").size(), 1u);
 }
 
 TEST_F(EngineTest, FlushWritesOnlyWhatTheMemtableDoesNotHide) {
   for (int i = 0; i < 1000; i++) {
-    ASSERT_TRUE(Put("k", "b", "y", 7, std::string(100, 'a' + i % 26)).ok());  // overwrites
-    ASSERT_TRUE(Put("d" + std::to_string(i), "b", "y", 7, std::string(100, 'x')).ok());
+    ASSERT_OK(Put("k", "b", "y", 7, std::string(100, 'a' + i % 26)));  // overwrites
+    ASSERT_OK(Put("d" + std::to_string(i), "b", "y", 7, std::string(100, 'x')));
   }
   for (int i = 0; i < 1000; i++) {
-    ASSERT_TRUE(
-        table_.Mutate(WriteOptions(), "d" + std::to_string(i), RowMutation().DeleteColumn("b", "y"))
-            .ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), "d" + std::to_string(i),
+                            RowMutation().DeleteColumn("b", "y")));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   // One version of k and 1000 markers: far less than the 200 KB of values.
   EngineStats st = engine_->GetStats();
   EXPECT_EQ(st.table_files, 1u);
@@ -84,14 +84,13 @@ TEST_F(EngineTest, FlushKeepsOnlyTheNewestOfStackedColumnMarkers) {
   for (uint64_t ts = 1; ts <= 1000; ts++) {
     RowMutation m;
     m.Put("b", "lock", ts, std::string(100, 'l'));
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), "hot", m).ok());
-    ASSERT_TRUE(
-        table_.Mutate(WriteOptions(), "hot", RowMutation().DeleteColumn("b", "lock", ts)).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), "hot", m));
+    ASSERT_OK(table_.Mutate(WriteOptions(), "hot", RowMutation().DeleteColumn("b", "lock", ts)));
   }
   // Written after the newest marker, at a timestamp below it: still visible.
-  ASSERT_TRUE(Put("hot", "b", "lock", 500, "late").ok());
-  ASSERT_TRUE(Put("hot", "b", "other", 3, "o").ok());
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(Put("hot", "b", "lock", 500, "late"));
+  ASSERT_OK(Put("hot", "b", "other", 3, "o"));
+  ASSERT_OK(engine_->Flush());
   EngineStats st = engine_->GetStats();
   EXPECT_EQ(st.table_files, 1u);
   // Three entries (the marker, the late put, the other column), not 2000.
@@ -114,24 +113,24 @@ TEST_F(EngineTest, FlushKeepsOnlyTheNewestOfStackedColumnMarkers) {
 // holding only those cells overlaps the marker's row though not its key, and
 // must be merged with it before the marker may be dropped at the bottom.
 TEST_F(EngineTest, MarkersReachingTheBottomTakeTheirWholeRowAlong) {
-  ASSERT_TRUE(Put("k", "b", "y", 5, "v5").ok());
-  ASSERT_TRUE(Put("k", "c", "z", 1, "z1").ok());
-  ASSERT_TRUE(engine_->Compact().ok());  // level 1: k/b/y@5, k/c/z@1
+  ASSERT_OK(Put("k", "b", "y", 5, "v5"));
+  ASSERT_OK(Put("k", "c", "z", 1, "z1"));
+  ASSERT_OK(engine_->Compact());  // level 1: k/b/y@5, k/c/z@1
   RowMutation m;
   m.Put("c", "z", 3, "z3").DeleteColumn("c", "z", 2);
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "k", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "k", m));
   ASSERT_EQ(Read("k").size(), 2u);
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   ASSERT_EQ(Read("k").size(), 2u);
   // The new file, k/c/z@3 and the marker k/c/z@2, ends before k/c/z@1.
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   std::vector<Cell> cells = Read("k");
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_EQ(cells[1].value, "z3");
 
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "k", RowMutation().DeleteRow()).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "k", RowMutation().DeleteRow()));
   // The row marker's file holds a key of the row before every family's.
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   EXPECT_TRUE(Read("k").empty());
   EXPECT_EQ(engine_->GetStats().table_files, 0u);
   Reopen();
@@ -161,12 +160,11 @@ RowMutation DeleteOfKind(int i, const std::string& family, const std::string& qu
 // back.
 TEST_F(EngineTest, FlushDropsMarkersOfRowsNoOlderFileHolds) {
   for (int i = 0; i < 300; i++) {
-    ASSERT_TRUE(Put("new" + std::to_string(i), "b", "lock", 7, std::string(50, 'l')).ok());
-    ASSERT_TRUE(
-        table_.Mutate(WriteOptions(), "new" + std::to_string(i), DeleteOfKind(i, "b", "lock", 7))
-            .ok());
+    ASSERT_OK(Put("new" + std::to_string(i), "b", "lock", 7, std::string(50, 'l')));
+    ASSERT_OK(
+        table_.Mutate(WriteOptions(), "new" + std::to_string(i), DeleteOfKind(i, "b", "lock", 7)));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   EngineStats st = engine_->GetStats();
   EXPECT_EQ(st.flushes, 2u);  // both groups: the row deletes went to each
   EXPECT_EQ(st.table_files, 0u);
@@ -174,21 +172,18 @@ TEST_F(EngineTest, FlushDropsMarkersOfRowsNoOlderFileHolds) {
   EXPECT_TRUE(Read("new5").empty());
 
   for (int i = 0; i < 100; i++) {
-    ASSERT_TRUE(Put("old" + std::to_string(i), "b", "y", 1, "v" + std::to_string(i)).ok());
+    ASSERT_OK(Put("old" + std::to_string(i), "b", "y", 1, "v" + std::to_string(i)));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   ASSERT_EQ(engine_->GetStats().table_files, 1u);
   for (int i = 0; i < 100; i += 2) {
-    ASSERT_TRUE(
-        table_.Mutate(WriteOptions(), "old" + std::to_string(i), DeleteOfKind(i / 2, "b", "y", 1))
-            .ok());
-    ASSERT_TRUE(Put("new" + std::to_string(i), "b", "lock", 8, "l").ok());
-    ASSERT_TRUE(table_
-                    .Mutate(WriteOptions(), "new" + std::to_string(i),
-                            RowMutation().DeleteColumn("b", "lock"))
-                    .ok());
+    ASSERT_OK(
+        table_.Mutate(WriteOptions(), "old" + std::to_string(i), DeleteOfKind(i / 2, "b", "y", 1)));
+    ASSERT_OK(Put("new" + std::to_string(i), "b", "lock", 8, "l"));
+    ASSERT_OK(table_.Mutate(WriteOptions(), "new" + std::to_string(i),
+                            RowMutation().DeleteColumn("b", "lock")));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   EXPECT_EQ(engine_->GetStats().table_files, 2u);
   auto check = [&] {
     for (int i = 0; i < 100; i++) {
@@ -213,9 +208,8 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
     return std::string(buf);
   };
   // Even rows, deep down.
-  for (int i = 0; i < 200; i += 2)
-    ASSERT_TRUE(Put(key(i), "b", "y", 1, std::string(100, 'o')).ok());
-  ASSERT_TRUE(engine_->Compact().ok());
+  for (int i = 0; i < 200; i += 2) ASSERT_OK(Put(key(i), "b", "y", 1, std::string(100, 'o')));
+  ASSERT_OK(engine_->Compact());
   auto levels = [&] { return engine_->GetStats().level_files; };
   auto settled = [&](auto done) {
     for (int i = 0; i < 10000 && !done(); i++) {
@@ -230,12 +224,12 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
   // Odd rows and some even ones, put in one level-0 file and deleted in the
   // next: the second flush starts a compaction of both into level 1, whose
   // range the deep file overlaps.
-  for (int i = 1; i < 200; i += 2) ASSERT_TRUE(Put(key(i), "b", "y", 2, "new").ok());
-  ASSERT_TRUE(engine_->Flush().ok());
+  for (int i = 1; i < 200; i += 2) ASSERT_OK(Put(key(i), "b", "y", 2, "new"));
+  ASSERT_OK(engine_->Flush());
   for (int i = 1; i < 200; i += 2) {
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), DeleteOfKind(i / 2, "b", "y", 2)).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), key(i), DeleteOfKind(i / 2, "b", "y", 2)));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   ASSERT_TRUE(settled([&] { return levels()[0] == 0; }));
   // Nothing of the odd rows is left: no level-1 file.
   EXPECT_EQ(levels()[1], 0u);
@@ -245,15 +239,15 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
 
   // Deletes of even rows keep their markers through the same compaction.
   for (int i = 0; i < 200; i += 4) {
-    ASSERT_TRUE(Put(key(i), "b", "y", 3, "newer").ok());
+    ASSERT_OK(Put(key(i), "b", "y", 3, "newer"));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   for (int i = 0; i < 200; i += 4) {
     RowMutation m;
     m.DeleteColumn("b", "y");
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), key(i), m));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   ASSERT_TRUE(settled([&] { return levels()[0] == 0; }));
   auto check = [&] {
     for (int i = 0; i < 200; i++) {
@@ -263,7 +257,7 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
   check();
   Reopen();
   check();
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   check();
 }
 

@@ -14,6 +14,7 @@
 #include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -25,16 +26,16 @@ using test::TableFilesOnDisk;
 using test::TwoGroupSchema;
 
 TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
-  for (int i = 0; i < 200; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
-  ASSERT_TRUE(engine_->Compact().ok());
-  ASSERT_TRUE(Put("unflushed", "a", "x", 1, "v").ok());
+  for (int i = 0; i < 200; i++) ASSERT_OK(Put("r" + std::to_string(i), "b", "y", 1, "v"));
+  ASSERT_OK(engine_->Compact());
+  ASSERT_OK(Put("unflushed", "a", "x", 1, "v"));
   EXPECT_GT(TableFilesOnDisk(dir_), 0u);
   Table copy = table_;
   EXPECT_FALSE(table_.dropped());
   EXPECT_FALSE(Table().dropped());
 
   EXPECT_TRUE(tenant_.DropTable("nope").IsNotFound());
-  ASSERT_TRUE(tenant_.DropTable("tab").ok());
+  ASSERT_OK(tenant_.DropTable("tab"));
   for (Table* t : {&table_, &copy}) {
     EXPECT_TRUE(t->dropped());
     Status s = t->Mutate(WriteOptions(), "r1", RowMutation().Put("b", "y", 2, "w"));
@@ -56,13 +57,13 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
   EXPECT_EQ(engine_->GetStats().table_files, 0u);
 
   // The name is free again, for a new and empty table.
-  ASSERT_TRUE(tenant_.CreateTable("tab", TwoGroupSchema()).ok());
+  ASSERT_OK(tenant_.CreateTable("tab", TwoGroupSchema()));
   table_ = *tenant_.OpenTable("tab");
   EXPECT_FALSE(table_.dropped());
   EXPECT_TRUE(copy.dropped());
   EXPECT_TRUE(Read("r1").empty());
   EXPECT_TRUE(Read("unflushed").empty());
-  ASSERT_TRUE(Put("new", "a", "x", 1, "n").ok());
+  ASSERT_OK(Put("new", "a", "x", 1, "n"));
   EXPECT_TRUE(copy.ReadRow(ReadOptions(), "new").status().IsNotFound());
 
   // The log still holds records of the dropped table: replay skips them.
@@ -70,28 +71,26 @@ TEST_F(EngineTest, DropTableEndsItsHandlesAndFreesItsName) {
   EXPECT_TRUE(Read("r1").empty());
   EXPECT_TRUE(Read("unflushed").empty());
   EXPECT_EQ(Read("new").size(), 1u);
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   Reopen();
   EXPECT_EQ(Read("new").size(), 1u);
 }
 
 TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
-  ASSERT_TRUE(engine_->CreateTenant("t2").ok());
+  ASSERT_OK(engine_->CreateTenant("t2"));
   Tenant t2 = *engine_->OpenTenant("t2");
-  ASSERT_TRUE(t2.CreateTable("tab", TwoGroupSchema()).ok());
-  ASSERT_TRUE(t2.CreateTable("other", TwoGroupSchema()).ok());
+  ASSERT_OK(t2.CreateTable("tab", TwoGroupSchema()));
+  ASSERT_OK(t2.CreateTable("other", TwoGroupSchema()));
   Table t2tab = *t2.OpenTable("tab");
   for (int i = 0; i < 100; i++) {
-    ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "mine").ok());
-    ASSERT_TRUE(t2tab
-                    .Mutate(WriteOptions(), "r" + std::to_string(i),
-                            RowMutation().Put("b", "y", 1, "theirs"))
-                    .ok());
+    ASSERT_OK(Put("r" + std::to_string(i), "b", "y", 1, "mine"));
+    ASSERT_OK(t2tab.Mutate(WriteOptions(), "r" + std::to_string(i),
+                           RowMutation().Put("b", "y", 1, "theirs")));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
 
   EXPECT_TRUE(engine_->DropTenant("nobody").IsNotFound());
-  ASSERT_TRUE(engine_->DropTenant("t2").ok());
+  ASSERT_OK(engine_->DropTenant("t2"));
   EXPECT_EQ(*engine_->ListTenants(), std::vector<std::string>{"t1"});
   EXPECT_TRUE(engine_->OpenTenant("t2").status().IsNotFound());
   EXPECT_TRUE(t2.OpenTable("tab").status().IsNotFound());
@@ -108,7 +107,7 @@ TEST_F(EngineTest, DropTenantDropsItsTablesAndLeavesOthersAlone) {
   EXPECT_EQ(*engine_->ListTenants(), std::vector<std::string>{"t1"});
   EXPECT_EQ(Read("r99")[0].value, "mine");
   // A new tenant of the same name starts empty.
-  ASSERT_TRUE(engine_->CreateTenant("t2").ok());
+  ASSERT_OK(engine_->CreateTenant("t2"));
   EXPECT_TRUE(engine_->OpenTenant("t2")->ListTables()->empty());
 }
 
@@ -128,13 +127,13 @@ TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
   EngineOptions options;
   options.write_buffer_size = 64 << 10;
   auto engine = Engine::Open(dir.path(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  ASSERT_TRUE((*engine)->CreateTenant("t").ok());
+  ASSERT_OK(engine);
+  ASSERT_OK((*engine)->CreateTenant("t"));
   Tenant tenant = *(*engine)->OpenTenant("t");
   TableSchema schema;
   schema.locality_groups.push_back({.name = "mem", .in_memory = true});
   schema.families.push_back({.name = "a", .locality_group = "mem"});
-  ASSERT_TRUE(tenant.CreateTable("tab", schema).ok());
+  ASSERT_OK(tenant.CreateTable("tab", schema));
   Table table = *tenant.OpenTable("tab");
   ParkedFlush::Arm();
   // Fill the memtable until it switches; its flush stops in the hook. No
@@ -143,12 +142,12 @@ TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
   for (int i = 0; (*engine)->GetStats().immutable_memtables == 0; i++) {
     RowMutation m;
     m.Put("a", "x", 1, std::string(100, 'v'));
-    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+    ASSERT_OK(table.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m));
   }
   ASSERT_TRUE(ParkedFlush::WaitReached());
   EXPECT_GT(tenant.GetStats()->block_cache_bytes, 0u);  // the new file's blocks
   table = Table();
-  ASSERT_TRUE(tenant.DropTable("tab").ok());
+  ASSERT_OK(tenant.DropTable("tab"));
   ParkedFlush::Release();
   for (int i = 0; i < 10000 && (*engine)->GetStats().immutable_memtables > 0; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -160,7 +159,7 @@ TEST(EngineDropTest, DropDuringAFlushOfAnInMemoryGroupUnpinsItsFile) {
     const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
     EXPECT_EQ(target.find(".sst (deleted)"), std::string::npos) << target;
   }
-  ASSERT_TRUE((*engine)->Close().ok());
+  ASSERT_OK((*engine)->Close());
 }
 
 class EngineDropDuringCompactionTest : public ::testing::TestWithParam<bool> {};
@@ -173,20 +172,20 @@ TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
   // two overlapping ones are merged.
   options.level0_compaction_trigger = trivial_move ? 1 : 2;
   auto engine = Engine::Open(dir.path(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_OK(engine);
   Table table = test::CreateOneFamilyTable(engine->get());
   ParkedCompaction::Arm();
   for (int file = 0; file < (trivial_move ? 1 : 2); file++) {
     for (int i = 0; i < 100; i++) {
       RowMutation m;
       m.Put("f", "q", 1 + file, std::string(100, 'v'));
-      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+      ASSERT_OK(table.Mutate(WriteOptions(), "r" + std::to_string(i), m));
     }
-    ASSERT_TRUE((*engine)->Flush().ok());
+    ASSERT_OK((*engine)->Flush());
   }
   ASSERT_TRUE(ParkedCompaction::WaitReached());
   table = Table();
-  ASSERT_TRUE((*engine)->OpenTenant("t")->DropTable("tab").ok());
+  ASSERT_OK((*engine)->OpenTenant("t")->DropTable("tab"));
   ParkedCompaction::Release();
   auto table_files = [&] {
     size_t n = 0;
@@ -200,7 +199,7 @@ TEST_P(EngineDropDuringCompactionTest, LeavesNoFileBehind) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(table_files(), 0u);
-  ASSERT_TRUE((*engine)->Close().ok());
+  ASSERT_OK((*engine)->Close());
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, EngineDropDuringCompactionTest, ::testing::Bool(),
@@ -213,13 +212,13 @@ TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
   o.level0_compaction_trigger = 2;
   o.max_background_compactions = 2;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  ASSERT_OK(e);
+  ASSERT_OK((*e)->CreateTenant("t"));
   Tenant tenant = *(*e)->OpenTenant("t");
   TableSchema s;
   s.families = {{.name = "f"}};
-  ASSERT_TRUE(tenant.CreateTable("doomed", s).ok());
-  ASSERT_TRUE(tenant.CreateTable("kept", s).ok());
+  ASSERT_OK(tenant.CreateTable("doomed", s));
+  ASSERT_OK(tenant.CreateTable("kept", s));
   Table doomed = *tenant.OpenTable("doomed");
   Table kept = *tenant.OpenTable("kept");
   std::atomic<bool> stop{false};
@@ -233,35 +232,34 @@ TEST(EngineDropTest, DropUnderConcurrentWritesAndCompactions) {
         refused++;
         continue;
       }
-      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_OK(st);
       auto r = doomed.ReadRow(ReadOptions(), "r" + std::to_string(i % 3000));
       ASSERT_TRUE(r.ok() || r.status().IsNotFound()) << r.status().ToString();
     }
   });
   std::thread kept_writer([&] {
     for (int i = 0; i < 6000; i++) {
-      ASSERT_TRUE(kept.Mutate(WriteOptions{.sync = false}, "r" + std::to_string(i),
-                              RowMutation().Put("f", "q", 1, std::string(50, 'k')))
-                      .ok());
+      ASSERT_OK(kept.Mutate(WriteOptions{.sync = false}, "r" + std::to_string(i),
+                            RowMutation().Put("f", "q", 1, std::string(50, 'k'))));
       kept_rows = i + 1;
     }
   });
   while (kept_rows.load() < 2000) std::this_thread::yield();
-  ASSERT_TRUE(tenant.DropTable("doomed").ok());
+  ASSERT_OK(tenant.DropTable("doomed"));
   kept_writer.join();
   while (refused.load() == 0) std::this_thread::yield();
   stop = true;
   doomed_writer.join();
-  ASSERT_TRUE((*e)->Compact().ok());
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK((*e)->Compact());
+  ASSERT_OK((*e)->Close());
   e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_OK(e);
   tenant = *(*e)->OpenTenant("t");
   EXPECT_EQ(*tenant.ListTables(), std::vector<std::string>{"kept"});
   kept = *tenant.OpenTable("kept");
   for (int i = 0; i < 6000; i += 7) {
     auto r = kept.ReadRow(ReadOptions(), "r" + std::to_string(i));
-    ASSERT_TRUE(r.ok());
+    ASSERT_OK(r);
     EXPECT_EQ(r->size(), 1u) << i;
   }
 }

@@ -11,6 +11,7 @@
 #include "common/file_system.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -25,9 +26,9 @@ TEST_F(EngineTest, SecondOpenOfTheDirectoryFails) {
   ASSERT_FALSE(second.ok());
   EXPECT_TRUE(second.status().IsBusy()) << second.status().ToString();
   EXPECT_NE(second.status().ToString().find(dir_.path()), std::string::npos);
-  ASSERT_TRUE(engine_->Close().ok());
+  ASSERT_OK(engine_->Close());
   auto third = Engine::Open(dir_.path(), options_);
-  EXPECT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_OK(third);
 }
 
 TEST(EngineOpenTest, CreateIfMissingAndErrorIfExists) {
@@ -38,8 +39,8 @@ TEST(EngineOpenTest, CreateIfMissingAndErrorIfExists) {
   EXPECT_TRUE(e.status().IsNotFound()) << e.status().ToString();
   o.create_if_missing = true;
   e = Engine::Open(dir.Join("db"), o);
-  ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK(e);
+  ASSERT_OK((*e)->Close());
   o.error_if_exists = true;
   EXPECT_TRUE(Engine::Open(dir.Join("db"), o).status().IsAlreadyExists());
 }
@@ -50,9 +51,9 @@ TEST(EngineOptionsTest, BadLogAndWriteLimitsChangeNothing) {
   test::ScratchDir dir("options");
   {
     auto e = Engine::Open(dir.path(), EngineOptions());
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    ASSERT_TRUE((*e)->CreateTenant("t").ok());
-    ASSERT_TRUE((*e)->Close().ok());
+    ASSERT_OK(e);
+    ASSERT_OK((*e)->CreateTenant("t"));
+    ASSERT_OK((*e)->Close());
   }
   auto listing = [&] {
     std::string all;
@@ -80,23 +81,23 @@ TEST(EngineOptionsTest, BadLogAndWriteLimitsChangeNothing) {
   limits.max_value_size = size_t{1} << 30;
   limits.max_row_key_size = 1;
   auto e = Engine::Open(dir.path(), limits);
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
-  EXPECT_TRUE((*e)->OpenTenant("t").ok());
+  ASSERT_OK(e);
+  EXPECT_OK((*e)->OpenTenant("t"));
 }
 
 // A database whose manifest is missing or damaged is refused with its files
 // untouched: without the manifest every table file would read as a leftover.
 TEST_F(EngineTest, MissingOrDamagedManifestLeavesTheFilesAlone) {
-  for (int i = 0; i < 100; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "b", "y", 1, "v").ok());
-  ASSERT_TRUE(engine_->Flush().ok());
-  ASSERT_TRUE(Put("logged", "b", "y", 1, "v").ok());
-  ASSERT_TRUE(CloseEngine().ok());
+  for (int i = 0; i < 100; i++) ASSERT_OK(Put("r" + std::to_string(i), "b", "y", 1, "v"));
+  ASSERT_OK(engine_->Flush());
+  ASSERT_OK(Put("logged", "b", "y", 1, "v"));
+  ASSERT_OK(CloseEngine());
   const size_t files = TableFilesOnDisk(dir_);
   ASSERT_GT(files, 0u);
   std::string manifest;
-  ASSERT_TRUE(ReadFileToString(FileSystem::Default(), dir_.Join("MANIFEST"), &manifest).ok());
+  ASSERT_OK(ReadFileToString(FileSystem::Default(), dir_.Join("MANIFEST"), &manifest));
 
-  ASSERT_TRUE(FileSystem::Default()->DeleteFile(dir_.Join("MANIFEST")).ok());
+  ASSERT_OK(FileSystem::Default()->DeleteFile(dir_.Join("MANIFEST")));
   auto e = Engine::Open(dir_.path(), options_);
   EXPECT_TRUE(e.status().IsCorruption()) << e.status().ToString();
   EXPECT_EQ(TableFilesOnDisk(dir_), files);
@@ -104,15 +105,14 @@ TEST_F(EngineTest, MissingOrDamagedManifestLeavesTheFilesAlone) {
 
   std::string damaged = manifest;
   damaged[damaged.size() / 2] ^= 0x01;  // inside the snapshot, its only record
-  ASSERT_TRUE(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), damaged).ok());
+  ASSERT_OK(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), damaged));
   e = Engine::Open(dir_.path(), options_);
   EXPECT_TRUE(e.status().IsCorruption()) << e.status().ToString();
   EXPECT_EQ(TableFilesOnDisk(dir_), files);
 
   // A file in sst/ that only starts like a table file's name is not one.
-  ASSERT_TRUE(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), manifest).ok());
-  ASSERT_TRUE(
-      WriteFileAtomically(FileSystem::Default(), dir_.Join("sst/999999.sst.bak"), "keep").ok());
+  ASSERT_OK(WriteFileAtomically(FileSystem::Default(), dir_.Join("MANIFEST"), manifest));
+  ASSERT_OK(WriteFileAtomically(FileSystem::Default(), dir_.Join("sst/999999.sst.bak"), "keep"));
   Reopen();
   EXPECT_EQ(TableFilesOnDisk(dir_), files + 1);
   EXPECT_EQ(Read("r7").size(), 1u);

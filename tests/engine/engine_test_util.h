@@ -20,6 +20,7 @@
 #include "strata/engine.h"
 #include "util/forwarding_fs.h"
 #include "util/gated_sync_fs.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata::test {
@@ -130,7 +131,7 @@ class ParkedHook {
 inline void ExpectOneCellPerRow(const Table& t, int begin, int end, int step) {
   for (int i = begin; i < end; i += step) {
     auto cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
-    ASSERT_TRUE(cells.ok()) << i;
+    ASSERT_OK(cells) << i;
     ASSERT_EQ(cells->size(), 1u) << i;
   }
 }
@@ -138,7 +139,7 @@ inline void ExpectOneCellPerRow(const Table& t, int begin, int end, int step) {
 // How many files the engine in `dir` holds in its sst/ directory.
 inline size_t TableFilesOnDisk(const test::ScratchDir& dir) {
   std::vector<std::string> names;
-  EXPECT_TRUE(FileSystem::Default()->GetChildren(dir.Join("sst"), &names).ok());
+  EXPECT_OK(FileSystem::Default()->GetChildren(dir.Join("sst"), &names));
   return names.size();
 }
 
@@ -153,23 +154,23 @@ class EngineTest : public ::testing::Test {
     table_ = Table();
     tenant_ = Tenant();
     if (engine_) {
-      ASSERT_TRUE(engine_->Close().ok());
+      ASSERT_OK(engine_->Close());
     }
     engine_.reset();
     auto e = Engine::Open(dir_.path(), options_);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_OK(e);
     engine_ = std::move(e.value());
     if (engine_->ListTenants()->empty()) {
-      ASSERT_TRUE(engine_->CreateTenant("t1").ok());
+      ASSERT_OK(engine_->CreateTenant("t1"));
       auto t = engine_->OpenTenant("t1");
-      ASSERT_TRUE(t.ok());
-      ASSERT_TRUE(t->CreateTable("tab", TwoGroupSchema()).ok());
+      ASSERT_OK(t);
+      ASSERT_OK(t->CreateTable("tab", TwoGroupSchema()));
     }
     auto t = engine_->OpenTenant("t1");
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_OK(t);
     tenant_ = *t;
     auto tab = tenant_.OpenTable("tab");
-    ASSERT_TRUE(tab.ok()) << tab.status().ToString();
+    ASSERT_OK(tab);
     table_ = *tab;
   }
 
@@ -199,9 +200,9 @@ class EngineTest : public ::testing::Test {
     options_.file_system = fs;
     options_.apply_before_sync = true;
     Reopen();
-    EXPECT_TRUE(Put("a-other", "a", "x", 1, "old").ok());
+    EXPECT_OK(Put("a-other", "a", "x", 1, "old"));
     if (r_old) {
-      EXPECT_TRUE(Put("r", "a", "x", 1, "old").ok());
+      EXPECT_OK(Put("r", "a", "x", 1, "old"));
     }
     fs->Hold();
     std::thread writer([this, check = std::move(check)] {
@@ -228,7 +229,7 @@ class EngineTest : public ::testing::Test {
 
   std::vector<Cell> Read(const std::string& row, const RowFilter& f = RowFilter()) {
     auto r = table_.ReadRow(ReadOptions(), row, f);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     return r.ok() ? *r : std::vector<Cell>();
   }
 

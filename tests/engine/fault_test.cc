@@ -17,6 +17,7 @@
 #include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -32,17 +33,17 @@ class EngineFaultTest : public ::testing::Test {
     options_.level1_max_bytes = 128 << 10;
     options_.target_file_size = 32 << 10;
     Open();
-    ASSERT_TRUE(engine_->CreateTenant("t").ok());
+    ASSERT_OK(engine_->CreateTenant("t"));
     TableSchema s;
     s.locality_groups = {{.name = "g1"}, {.name = "g2"}};
     s.families = {{.name = "a", .locality_group = "g1"}, {.name = "b", .locality_group = "g2"}};
-    ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("tab", s).ok());
+    ASSERT_OK(engine_->OpenTenant("t")->CreateTable("tab", s));
     table_ = *engine_->OpenTenant("t")->OpenTable("tab");
   }
 
   void Open() {
     auto e = Engine::Open(dir_.path(), options_);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_OK(e);
     engine_ = std::move(e.value());
     auto t = engine_->OpenTenant("t");
     if (t.ok()) table_ = *t->OpenTable("tab");
@@ -58,9 +59,9 @@ class EngineFaultTest : public ::testing::Test {
     fs_.SetFilesystemActive(true);
     fs_.ClearFaults();
     if (tear) {
-      ASSERT_TRUE(fs_.TearUnsyncedData(&rnd_).ok());
+      ASSERT_OK(fs_.TearUnsyncedData(&rnd_));
     } else {
-      ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+      ASSERT_OK(fs_.DropUnsyncedData());
     }
   }
 
@@ -77,7 +78,7 @@ class EngineFaultTest : public ::testing::Test {
     int extra = 0;
     for (int i = 0; i < attempted; i++) {
       auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
-      EXPECT_TRUE(cells.ok());
+      EXPECT_OK(cells);
       if (i < acknowledged) {
         EXPECT_EQ(cells->size(), 2u) << "acknowledged row " << i << " lost";
       } else {
@@ -97,7 +98,7 @@ class EngineFaultTest : public ::testing::Test {
 };
 
 TEST_F(EngineFaultTest, FailedSyncStopsWritesUntilReopen) {
-  for (int i = 0; i < 50; i++) ASSERT_TRUE(Write(i).ok());
+  for (int i = 0; i < 50; i++) ASSERT_OK(Write(i));
   fs_.FailAfter(FaultOp::kSync, 0, 1, EIO, "wal");
   Status s = Write(50);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
@@ -109,7 +110,7 @@ TEST_F(EngineFaultTest, FailedSyncStopsWritesUntilReopen) {
   Open();
   CheckRows(50, 52);
   // After reopening, writes work again and survive.
-  ASSERT_TRUE(Write(60).ok());
+  ASSERT_OK(Write(60));
   Crash(false);
   Open();
   CheckRows(50, 52);
@@ -117,7 +118,7 @@ TEST_F(EngineFaultTest, FailedSyncStopsWritesUntilReopen) {
 }
 
 TEST_F(EngineFaultTest, NoSpaceFailsTheWriteAndIsReported) {
-  for (int i = 0; i < 20; i++) ASSERT_TRUE(Write(i).ok());
+  for (int i = 0; i < 20; i++) ASSERT_OK(Write(i));
   fs_.FailAfter(FaultOp::kWrite, 0, -1, ENOSPC, "wal");
   Status s = Write(20);
   EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
@@ -160,7 +161,7 @@ TEST_F(EngineFaultTest, FailedFlushStopsWritesAndReopenRecovers) {
   Crash(/*tear=*/false);
   Open();
   CheckRows(acked, acked + 1);
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   EXPECT_GT(engine_->GetStats().table_files, 0u);
 }
 
@@ -179,8 +180,8 @@ TEST_F(EngineFaultTest, FailedCompactionEditKeepsItsOutputs) {
   for (bool power_loss : {false, true}) {
     SCOPED_TRACE(power_loss ? "power loss" : "process crash");
     for (int round = 0; round < 3; round++) {
-      for (int i = 0; i < 100; i++) ASSERT_TRUE(Write(acked++).ok());
-      ASSERT_TRUE(engine_->Flush().ok());
+      for (int i = 0; i < 100; i++) ASSERT_OK(Write(acked++));
+      ASSERT_OK(engine_->Flush());
     }
     ASSERT_GE(engine_->GetStats().level_files[0], 3u);
     const uint64_t compactions = engine_->GetStats().compactions;
@@ -208,9 +209,9 @@ TEST_F(EngineFaultTest, FailedManifestWriteStopsWritesUntilReopen) {
   TableSchema s;
   s.families = {{.name = "f"}};
   Tenant tenant = *engine_->OpenTenant("t");
-  ASSERT_TRUE(tenant.CreateTable("doomed", s).ok());
+  ASSERT_OK(tenant.CreateTable("doomed", s));
   Table doomed = *tenant.OpenTable("doomed");
-  for (int i = 0; i < 10; i++) ASSERT_TRUE(Write(i).ok());
+  for (int i = 0; i < 10; i++) ASSERT_OK(Write(i));
   fs_.FailAfter(FaultOp::kSync, 0, 1, EIO, "MANIFEST");
   EXPECT_FALSE(tenant.DropTable("doomed").ok());
   fs_.ClearFaults();
@@ -227,7 +228,7 @@ TEST_F(EngineFaultTest, FailedManifestWriteStopsWritesUntilReopen) {
   Open();
   EXPECT_TRUE(engine_->OpenTenant("t")->OpenTable("doomed").status().IsNotFound());
   CheckRows(10, 11);
-  ASSERT_TRUE(Write(11).ok());
+  ASSERT_OK(Write(11));
 }
 
 TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
@@ -237,12 +238,12 @@ TEST_F(EngineFaultTest, PowerLossKeepsEverySyncedWrite) {
   for (int r = 0; r < rounds; r++) {
     const int n = 1 + static_cast<int>(rnd_.Uniform(300));
     for (int i = 0; i < n; i++) {
-      ASSERT_TRUE(Write(next++).ok());
+      ASSERT_OK(Write(next++));
       acked = next;
     }
     // Some unsynced writes at the end, which may be lost.
     const int unsynced = static_cast<int>(rnd_.Uniform(20));
-    for (int i = 0; i < unsynced; i++) ASSERT_TRUE(Write(next++, /*sync=*/false).ok());
+    for (int i = 0; i < unsynced; i++) ASSERT_OK(Write(next++, /*sync=*/false));
     Crash(/*tear=*/r % 2 == 1);
     Open();
     int extra = CheckRows(acked, next);
@@ -269,7 +270,7 @@ using ParkedFlush = test::ParkedHook<&engine::test_hooks::after_flush_log_sync>;
 TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   TableSchema s;
   s.families = {{.name = "f"}};
-  ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("doomed", s).ok());
+  ASSERT_OK(engine_->OpenTenant("t")->CreateTable("doomed", s));
   Table doomed = *engine_->OpenTenant("t")->OpenTable("doomed");
   auto put_a = [&](const std::string& row) {
     RowMutation m;
@@ -282,7 +283,7 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   // background flush, not Engine::Flush, which holds off DropTable.)
   int rows = 0;
   while (engine_->GetStats().immutable_memtables == 0) {
-    ASSERT_TRUE(put_a("before" + std::to_string(rows++)).ok());
+    ASSERT_OK(put_a("before" + std::to_string(rows++)));
   }
   ASSERT_TRUE(ParkedFlush::WaitReached());
   WriteOptions unsynced;
@@ -290,10 +291,10 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
   RowMutation m;
   m.Put("f", "q", 1, std::string(100, 'w'));
   for (int i = 0; i < 10; i++) {
-    ASSERT_TRUE(doomed.Mutate(unsynced, "w" + std::to_string(i), m).ok());
+    ASSERT_OK(doomed.Mutate(unsynced, "w" + std::to_string(i), m));
   }
   doomed = Table();
-  ASSERT_TRUE(engine_->OpenTenant("t")->DropTable("doomed").ok());
+  ASSERT_OK(engine_->OpenTenant("t")->DropTable("doomed"));
   ParkedFlush::Release();
   while (engine_->GetStats().immutable_memtables > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -301,13 +302,13 @@ TEST_F(EngineFaultTest, FlushFloorStaysWithinTheSyncedLog) {
 
   Crash(/*tear=*/false);
   Open();
-  ASSERT_TRUE(put_a("after").ok());  // synced
+  ASSERT_OK(put_a("after"));  // synced
   Crash(false);
   Open();
   for (int i = 0; i <= rows; i++) {
     const std::string row = i < rows ? "before" + std::to_string(i) : "after";
     Result<std::vector<Cell>> cells = table_.ReadRow(ReadOptions(), row);
-    ASSERT_TRUE(cells.ok());
+    ASSERT_OK(cells);
     EXPECT_EQ(cells->size(), 1u) << "synced row " << row << " lost";
   }
 }
@@ -321,7 +322,7 @@ TEST_F(EngineFaultTest, SyncedCheckMakesWhatItSawDurable) {
     const std::string row = holds ? "checked" : "refused";
     RowMutation put;
     put.Put("a", "x", 5, "unsynced");
-    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, row, put).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, row, put));
     RowMutation nothing;
     RowMutation other;
     other.Put("b", "y", 1, "never");
@@ -331,12 +332,12 @@ TEST_F(EngineFaultTest, SyncedCheckMakesWhatItSawDurable) {
         holds ? table_.CheckAndMutate(synced, row, {Condition::CellExists("a", "x", 5)}, nothing)
               : table_.CheckAndMutate(synced, row, {Condition::ValueEquals("a", "x", 5, "other")},
                                       other);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_EQ(r->applied, holds);
     Crash(/*tear=*/false);
     Open();
     Result<std::vector<Cell>> cells = table_.ReadRow(ReadOptions(), row);
-    ASSERT_TRUE(cells.ok());
+    ASSERT_OK(cells);
     ASSERT_EQ(cells->size(), 1u) << "the cell the check saw was lost";
     EXPECT_EQ((*cells)[0].value, "unsynced");
   }
@@ -381,7 +382,7 @@ TEST_F(EngineFaultTest, SyncedWriteMakesEarlierUnsyncedWritesDurable) {
       }
       if (before == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ASSERT_TRUE(Write(1000000 + r, /*sync=*/true).ok());
+    ASSERT_OK(Write(1000000 + r, /*sync=*/true));
     fs_.SetFilesystemActive(false);  // the instant of the crash, then Crash() cleans up
     stop = true;
     for (auto& t : threads) t.join();
@@ -391,13 +392,13 @@ TEST_F(EngineFaultTest, SyncedWriteMakesEarlierUnsyncedWritesDurable) {
     EXPECT_EQ(table_.ReadRow(ReadOptions(), "row" + std::to_string(1000000 + r))->size(), 2u);
     for (size_t i = 0; i < before; i++) {
       auto cells = table_.ReadRow(ReadOptions(), acked[i]);
-      ASSERT_TRUE(cells.ok());
+      ASSERT_OK(cells);
       ASSERT_EQ(cells->size(), 2u) << "row " << acked[i] << ", acknowledged before the synced "
                                    << "write began, is lost (round " << r << ")";
     }
     for (const std::string& row : attempted) {
       auto cells = table_.ReadRow(ReadOptions(), row);
-      ASSERT_TRUE(cells.ok());
+      ASSERT_OK(cells);
       EXPECT_TRUE(cells->empty() || cells->size() == 2u) << "row " << row << " half applied";
     }
   }

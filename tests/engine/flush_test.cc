@@ -12,6 +12,7 @@
 #include "common/file_system.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 
 namespace strata {
 namespace {
@@ -27,24 +28,24 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
     RowMutation m;
     m.Put("a", "x", 1, std::string(40, 'a') + std::to_string(i));
     m.Put("b", "y", 2, std::string(40, 'b') + std::to_string(i));
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), "row" + std::to_string(i), m));
   }
   // Deletes that land in memtables must hide versions already in SSTables.
   EXPECT_GT(engine_->GetStats().flushes, 0u);
   RowMutation del;
   del.DeleteColumn("a", "x");
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "row7", del).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "row7", del));
   RowMutation delrow;
   delrow.DeleteRow();
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "row8", delrow).ok());
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "row8", delrow));
+  ASSERT_OK(engine_->Flush());
   EngineStats st = engine_->GetStats();
   EXPECT_GT(st.table_files, 1u);
   EXPECT_GT(st.table_bytes, 0u);
   // Flushed data no longer needs the log: at most the current segment and
   // spares hold records.
   std::vector<std::string> logs;
-  ASSERT_TRUE(FileSystem::Default()->GetChildren(dir_.Join("wal"), &logs).ok());
+  ASSERT_OK(FileSystem::Default()->GetChildren(dir_.Join("wal"), &logs));
   size_t segments = 0;
   for (const auto& n : logs) segments += n.size() > 4 && n.substr(n.size() - 4) == ".log";
   EXPECT_LE(segments, 2u);
@@ -68,7 +69,7 @@ TEST_F(EngineTest, FlushWritesTablesReleasesLogAndSurvivesReopen) {
   check();
   // Writes after a reopen of a fully flushed engine continue the sequence.
   const uint64_t seq = engine_->GetStats().last_sequence;
-  ASSERT_TRUE(Put("row0", "a", "x", 3, "newer").ok());
+  ASSERT_OK(Put("row0", "a", "x", 3, "newer"));
   EXPECT_EQ(engine_->GetStats().last_sequence, seq + 1);
   Reopen();
   EXPECT_EQ(Read("row0")[0].value, "newer");
@@ -82,13 +83,13 @@ TEST_F(EngineTest, GroupWriteBufferSizeFlushesThatGroupOnly) {
   Reopen();
   TableSchema schema = TwoGroupSchema();
   schema.locality_groups[0].write_buffer_size = 16 << 10;  // "small", families a and c
-  ASSERT_TRUE(tenant_.CreateTable("own", schema).ok());
+  ASSERT_OK(tenant_.CreateTable("own", schema));
   Table t = *tenant_.OpenTable("own");
   auto write = [&](const std::string& family, int from, int n) {
     for (int i = from; i < from + n; i++) {
       RowMutation m;
       m.Put(family, "q", 1, std::string(100, 'v'));
-      ASSERT_TRUE(t.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+      ASSERT_OK(t.Mutate(WriteOptions(), "row" + std::to_string(i), m));
     }
   };
   // Waits until no full memtable waits for or is in a flush; a flush counts
@@ -112,18 +113,18 @@ TEST_F(EngineTest, GroupWriteBufferSizeFlushesThatGroupOnly) {
   Reopen();
   t = *tenant_.OpenTable("own");
   Result<TableSchema> got = t.GetSchema();
-  ASSERT_TRUE(got.ok());
+  ASSERT_OK(got);
   ASSERT_EQ(got->locality_groups.size(), 2u);
   EXPECT_EQ(got->locality_groups[0].write_buffer_size, 16u << 10);
   EXPECT_EQ(got->locality_groups[1].write_buffer_size, 0u);
   got->locality_groups[1].write_buffer_size = 16 << 10;
-  ASSERT_TRUE(tenant_.AlterTable("own", *got).ok());
+  ASSERT_OK(tenant_.AlterTable("own", *got));
   const uint64_t altered = flushes_settled();
   write("b", 4000, 2000);
   EXPECT_GE(flushes_settled(), altered + 5) << "the altered group did not flush";
   for (int i : {0, 1999, 3999, 5999}) {
     Result<std::vector<Cell>> cells = t.ReadRow(ReadOptions(), "row" + std::to_string(i));
-    ASSERT_TRUE(cells.ok());
+    ASSERT_OK(cells);
     EXPECT_FALSE(cells->empty()) << i;
   }
 

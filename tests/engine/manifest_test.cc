@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_system.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata::engine {
@@ -23,30 +24,30 @@ TEST(ManifestTest, EditsSurviveReopenAndAreCompacted) {
   {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(Manifest::Open(fs, dir.path(), true, &c, &m).ok());
+    ASSERT_OK(Manifest::Open(fs, dir.path(), true, &c, &m));
     for (uint64_t i = 1; i <= 20; i++) {
       VersionEdit e = TenantEdit(i, "tenant" + std::to_string(i));
-      ASSERT_TRUE(m->Append(e).ok());
-      ASSERT_TRUE(c.Apply(e).ok());
+      ASSERT_OK(m->Append(e));
+      ASSERT_OK(c.Apply(e));
     }
     TableSchema ts;
     ts.families = {{.name = "f"}};
     VersionEdit t;
     t.tables.push_back({1, 100, "tab", *Schema::FromUser(ts)});
     t.tablets.push_back({100, 101, "", ""});
-    ASSERT_TRUE(m->Append(t).ok());
+    ASSERT_OK(m->Append(t));
     // The newest log segment named wins, not the largest.
     for (uint64_t segment : {7, 9, 4}) {
       VersionEdit e;
       e.log_segment = segment;
-      ASSERT_TRUE(m->Append(e).ok());
+      ASSERT_OK(m->Append(e));
     }
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Close());
   }
   auto size_before = fs->GetFileSize(dir.Join("MANIFEST"));
   Catalog c;
   std::unique_ptr<Manifest> m;
-  ASSERT_TRUE(Manifest::Open(fs, dir.path(), false, &c, &m).ok());
+  ASSERT_OK(Manifest::Open(fs, dir.path(), false, &c, &m));
   EXPECT_EQ(c.tenants.size(), 20u);
   EXPECT_EQ(c.next_id, 21u);
   ASSERT_EQ(c.tables.size(), 1u);
@@ -65,7 +66,7 @@ TEST(ManifestTest, DropsRetireTabletsAcrossSnapshots) {
   {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(Manifest::Open(fs, dir.path(), true, &c, &m).ok());
+    ASSERT_OK(Manifest::Open(fs, dir.path(), true, &c, &m));
     VersionEdit e = TenantEdit(1, "a");
     e.tenants.push_back({2, "b"});
     e.tables.push_back({1, 10, "t1", *Schema::FromUser(ts)});
@@ -73,12 +74,12 @@ TEST(ManifestTest, DropsRetireTabletsAcrossSnapshots) {
     e.tablets.push_back({10, 11, "", ""});
     e.tablets.push_back({20, 21, "", ""});
     e.next_id = 30;
-    ASSERT_TRUE(m->Append(e).ok());
-    ASSERT_TRUE(c.Apply(e).ok());
+    ASSERT_OK(m->Append(e));
+    ASSERT_OK(c.Apply(e));
     VersionEdit f;
     f.new_files.push_back({21, 0, 0, FileMeta{.number = 22, .size = 1}});
-    ASSERT_TRUE(m->Append(f).ok());
-    ASSERT_TRUE(c.Apply(f).ok());
+    ASSERT_OK(m->Append(f));
+    ASSERT_OK(c.Apply(f));
 
     VersionEdit bad;
     bad.dropped_tenants.push_back(2);  // still has table 20
@@ -86,16 +87,16 @@ TEST(ManifestTest, DropsRetireTabletsAcrossSnapshots) {
     VersionEdit drop;
     drop.dropped_tables.push_back(20);
     drop.dropped_tenants.push_back(2);
-    ASSERT_TRUE(m->Append(drop).ok());
-    ASSERT_TRUE(c.Apply(drop).ok());
+    ASSERT_OK(m->Append(drop));
+    ASSERT_OK(c.Apply(drop));
     EXPECT_EQ(c.retired_tablets, std::set<uint64_t>{21});
     EXPECT_TRUE(c.files.empty());
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Close());
   }
   for (int round = 0; round < 2; round++) {  // replayed, then from the snapshot
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(Manifest::Open(fs, dir.path(), false, &c, &m).ok());
+    ASSERT_OK(Manifest::Open(fs, dir.path(), false, &c, &m));
     EXPECT_EQ(c.tenants.size(), 1u);
     EXPECT_EQ(c.tables.size(), 1u);
     EXPECT_EQ(c.tablets.size(), 1u);
@@ -104,7 +105,7 @@ TEST(ManifestTest, DropsRetireTabletsAcrossSnapshots) {
     VersionEdit reuse;
     reuse.tablets.push_back({10, 21, "", ""});
     EXPECT_TRUE(c.Apply(reuse).IsCorruption());
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Close());
   }
 }
 
@@ -120,16 +121,16 @@ class ManifestDamageTest : public ::testing::Test {
   void SetUp() override {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(Manifest::Open(fs_, dir_.path(), true, &c, &m).ok());
-    ASSERT_TRUE(m->Append(TenantEdit(1, "one")).ok());
+    ASSERT_OK(Manifest::Open(fs_, dir_.path(), true, &c, &m));
+    ASSERT_OK(m->Append(TenantEdit(1, "one")));
     size_before_last_ = *fs_->GetFileSize(path());
-    ASSERT_TRUE(m->Append(TenantEdit(2, "two")).ok());
-    ASSERT_TRUE(m->Close().ok());
-    ASSERT_TRUE(ReadFileToString(fs_, path(), &good_).ok());
+    ASSERT_OK(m->Append(TenantEdit(2, "two")));
+    ASSERT_OK(m->Close());
+    ASSERT_OK(ReadFileToString(fs_, path(), &good_));
   }
   std::string path() const { return dir_.Join("MANIFEST"); }
   Status OpenWith(const std::string& contents, Catalog* c) {
-    EXPECT_TRUE(WriteFileAtomically(fs_, path(), contents).ok());
+    EXPECT_OK(WriteFileAtomically(fs_, path(), contents));
     std::unique_ptr<Manifest> m;
     return Manifest::Open(fs_, dir_.path(), false, c, &m);
   }
@@ -145,14 +146,14 @@ TEST_F(ManifestDamageTest, TornLastEditIsDropped) {
   // (snapshot + "one") always survive, "two" never does.
   {
     Catalog c;
-    ASSERT_TRUE(OpenWith(good_, &c).ok());
+    ASSERT_OK(OpenWith(good_, &c));
     ASSERT_EQ(c.tenants.size(), 2u);
   }
   ASSERT_LT(size_before_last_, good_.size());
   for (size_t cut = size_before_last_; cut < good_.size(); cut++) {
     Catalog c;
     Status s = OpenWith(good_.substr(0, cut), &c);
-    ASSERT_TRUE(s.ok()) << "cut at " << cut << ": " << s.ToString();
+    ASSERT_OK(s) << "cut at " << cut << ": " << s.ToString();
     EXPECT_EQ(c.tenants.size(), 1u) << "cut at " << cut;
   }
 }
@@ -166,12 +167,12 @@ TEST_F(ManifestDamageTest, ZeroedTailIsATornEdit) {
     std::string tail = good_.substr(0, size_before_last_) + std::string(zeros, '\0');
     Catalog c;
     Status s = OpenWith(tail, &c);
-    ASSERT_TRUE(s.ok()) << zeros << " zeros: " << s.ToString();
+    ASSERT_OK(s) << zeros << " zeros: " << s.ToString();
     EXPECT_EQ(c.tenants.size(), 1u) << zeros;
   }
   {
     Catalog c;
-    ASSERT_TRUE(OpenWith(good_ + std::string(64, '\0'), &c).ok());
+    ASSERT_OK(OpenWith(good_ + std::string(64, '\0'), &c));
     EXPECT_EQ(c.tenants.size(), 2u);
   }
   Catalog c;
@@ -203,16 +204,16 @@ TEST_F(ManifestDamageTest, FlippedBitsAreCorruption) {
 TEST_F(ManifestDamageTest, DamagedSnapshotIsCorruptionAndTheFileIsKept) {
   {
     Catalog c;
-    ASSERT_TRUE(OpenWith(good_, &c).ok());  // rewrites: header + one snapshot
+    ASSERT_OK(OpenWith(good_, &c));  // rewrites: header + one snapshot
   }
   std::string snapshot_only;
-  ASSERT_TRUE(ReadFileToString(fs_, path(), &snapshot_only).ok());
+  ASSERT_OK(ReadFileToString(fs_, path(), &snapshot_only));
   for (size_t cut = 0; cut < snapshot_only.size(); cut++) {
     Catalog c;
     Status s = OpenWith(snapshot_only.substr(0, cut), &c);
     EXPECT_TRUE(s.IsCorruption()) << "cut at " << cut << ": " << s.ToString();
     std::string after;
-    ASSERT_TRUE(ReadFileToString(fs_, path(), &after).ok());
+    ASSERT_OK(ReadFileToString(fs_, path(), &after));
     EXPECT_EQ(after, snapshot_only.substr(0, cut)) << "cut at " << cut;
   }
   for (size_t byte = 0; byte < snapshot_only.size(); byte++) {
@@ -239,29 +240,29 @@ TEST(ManifestLimitTest, OversizeEditsAreRefusedAndNeverReadAsTorn) {
   {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(open(kLimit, &c, &m).ok());
+    ASSERT_OK(open(kLimit, &c, &m));
     Status s = m->Append(TenantEdit(1, std::string(2000, 'x')));
     EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-    ASSERT_TRUE(m->Append(TenantEdit(1, "one")).ok()) << "the manifest still takes edits";
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Append(TenantEdit(1, "one"))) << "the manifest still takes edits";
+    ASSERT_OK(m->Close());
   }
   std::string small;
-  ASSERT_TRUE(ReadFileToString(fs, path, &small).ok());
+  ASSERT_OK(ReadFileToString(fs, path, &small));
   {
     Catalog c;
     std::unique_ptr<Manifest> m;
-    ASSERT_TRUE(open(kLimit, &c, &m).ok());
+    ASSERT_OK(open(kLimit, &c, &m));
     EXPECT_EQ(c.tenants.size(), 1u);
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Close());
     // Written under a larger limit, the edit is over this reader's.
     Catalog again;
-    ASSERT_TRUE(open(Manifest::kMaxEditBytes, &again, &m).ok());
-    ASSERT_TRUE(m->Append(TenantEdit(2, std::string(2000, 'y'))).ok());
-    ASSERT_TRUE(m->Append(TenantEdit(3, "three")).ok());
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(open(Manifest::kMaxEditBytes, &again, &m));
+    ASSERT_OK(m->Append(TenantEdit(2, std::string(2000, 'y'))));
+    ASSERT_OK(m->Append(TenantEdit(3, "three")));
+    ASSERT_OK(m->Close());
   }
   std::string big;
-  ASSERT_TRUE(ReadFileToString(fs, path, &big).ok());
+  ASSERT_OK(ReadFileToString(fs, path, &big));
   const size_t big_edit = big.find(std::string(2000, 'y'));
   ASSERT_NE(big_edit, std::string::npos);
   Catalog c;
@@ -270,36 +271,36 @@ TEST(ManifestLimitTest, OversizeEditsAreRefusedAndNeverReadAsTorn) {
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.ToString().find("over the limit"), std::string::npos) << s.ToString();
   std::string after;
-  ASSERT_TRUE(ReadFileToString(fs, path, &after).ok());
+  ASSERT_OK(ReadFileToString(fs, path, &after));
   EXPECT_EQ(after, big) << "a failed open rewrote the manifest";
   // Cut inside the big edit, it is the torn last record and is dropped.
-  ASSERT_TRUE(WriteFileAtomically(fs, path, big.substr(0, big_edit + 100)).ok());
+  ASSERT_OK(WriteFileAtomically(fs, path, big.substr(0, big_edit + 100)));
   Catalog torn;
   s = open(kLimit, &torn, &m);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(torn.tenants.size(), 1u);
-  ASSERT_TRUE(m->Close().ok());
+  ASSERT_OK(m->Close());
 
   // Edits each under the limit whose snapshot is over it: the open fails.
-  ASSERT_TRUE(WriteFileAtomically(fs, path, small).ok());
+  ASSERT_OK(WriteFileAtomically(fs, path, small));
   {
     Catalog grow;
-    ASSERT_TRUE(open(kLimit, &grow, &m).ok());
+    ASSERT_OK(open(kLimit, &grow, &m));
     for (uint64_t id = 2; id <= 4; id++) {
-      ASSERT_TRUE(m->Append(TenantEdit(id, std::string(500, 'a' + id))).ok());
+      ASSERT_OK(m->Append(TenantEdit(id, std::string(500, 'a' + id))));
     }
-    ASSERT_TRUE(m->Close().ok());
+    ASSERT_OK(m->Close());
   }
-  ASSERT_TRUE(ReadFileToString(fs, path, &big).ok());
+  ASSERT_OK(ReadFileToString(fs, path, &big));
   Catalog over;
   s = open(kLimit, &over, &m);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
-  ASSERT_TRUE(ReadFileToString(fs, path, &after).ok());
+  ASSERT_OK(ReadFileToString(fs, path, &after));
   EXPECT_EQ(after, big);
   Catalog all;
-  ASSERT_TRUE(open(Manifest::kMaxEditBytes, &all, &m).ok());
+  ASSERT_OK(open(Manifest::kMaxEditBytes, &all, &m));
   EXPECT_EQ(all.tenants.size(), 4u);
-  ASSERT_TRUE(m->Close().ok());
+  ASSERT_OK(m->Close());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "common/random.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -116,12 +117,12 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   options.max_background_compactions = 2;
   auto open = [&]() {
     auto e = Engine::Open(dir.path(), options);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_OK(e);
     return std::move(e.value());
   };
   std::unique_ptr<Engine> engine = open();
-  ASSERT_TRUE(engine->CreateTenant("m").ok());
-  ASSERT_TRUE(engine->OpenTenant("m")->CreateTable("t", schema).ok());
+  ASSERT_OK(engine->CreateTenant("m"));
+  ASSERT_OK(engine->OpenTenant("m")->CreateTable("t", schema));
   Table table = *engine->OpenTenant("m")->OpenTable("t");
 
   Model model;
@@ -157,7 +158,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       const std::string row = random_row();
       WriteOptions wo;
       wo.sync = rnd.OneIn(10);
-      ASSERT_TRUE(table.Mutate(wo, row, m).ok());
+      ASSERT_OK(table.Mutate(wo, row, m));
       model.Apply(row, m);
     } else if (dice < 997) {
       RowFilter f;
@@ -170,16 +171,16 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       if (rnd.OneIn(3)) f.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
       const std::string row = random_row();
       auto got = table.ReadRow(ReadOptions(), row, f);
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_OK(got);
       ASSERT_EQ(*got, model.Read(row, f)) << "op " << op << " row '" << row << "'";
       reads++;
     } else if (rnd.OneIn(4)) {
-      ASSERT_TRUE(engine->Flush().ok());
+      ASSERT_OK(engine->Flush());
     } else if (rnd.OneIn(3)) {
-      ASSERT_TRUE(engine->Compact().ok());
+      ASSERT_OK(engine->Compact());
     } else {
       compactions += engine->GetStats().compactions;
-      ASSERT_TRUE(engine->Close().ok());
+      ASSERT_OK(engine->Close());
       engine.reset();
       engine = open();
       table = *engine->OpenTenant("m")->OpenTable("t");

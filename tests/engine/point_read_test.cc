@@ -18,6 +18,7 @@
 #include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -50,15 +51,15 @@ class EngineSwitchTest : public EngineTest, public ::testing::WithParamInterface
 
 TEST_P(EngineSwitchTest, ReadSeesARowMutationWholeAcrossAMemtableSwitch) {
   const bool scan = GetParam();
-  ASSERT_TRUE(tenant_.CreateTable("two", TwoGroupSchema()).ok());
+  ASSERT_OK(tenant_.CreateTable("two", TwoGroupSchema()));
   Table t = *tenant_.OpenTable("two");
   auto put = [&](std::vector<std::string> families, const std::string& value) {
     RowMutation m;
     for (const std::string& f : families) m.Put(f, "q", 1, value);
-    ASSERT_TRUE(t.Mutate(WriteOptions(), "r", m).ok());
+    ASSERT_OK(t.Mutate(WriteOptions(), "r", m));
   };
   put({"a", "b"}, "v1");
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   g_read_in_hook = false;
   g_release_read = false;
   if (scan) {
@@ -70,18 +71,18 @@ TEST_P(EngineSwitchTest, ReadSeesARowMutationWholeAcrossAMemtableSwitch) {
   std::thread reader([&] {
     if (scan) {
       Result<std::unique_ptr<RowIterator>> it = t.Scan(ReadOptions(), ScanSpec());
-      ASSERT_TRUE(it.ok()) << it.status().ToString();
+      ASSERT_OK(it);
       ASSERT_TRUE((*it)->Valid());
       for (const Cell& c : (*it)->cells()) seen[c.family] = c.value;
       return;
     }
     Result<std::vector<Cell>> cells = t.ReadRow(ReadOptions(), "r", RowFilter());
-    ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+    ASSERT_OK(cells);
     for (const Cell& c : *cells) seen[c.family] = c.value;
   });
   while (!g_read_in_hook) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   put({"a"}, "x");
-  ASSERT_TRUE(engine_->Flush().ok());  // switches group "small" only: "big" is empty
+  ASSERT_OK(engine_->Flush());  // switches group "small" only: "big" is empty
   put({"a", "b"}, "v2");
   g_release_read = true;
   reader.join();
@@ -116,18 +117,18 @@ void WaitForASwitch() {
 }
 
 TEST_F(EngineTest, ReadRetriesAreBoundedWhileMemtablesKeepSwitching) {
-  ASSERT_TRUE(tenant_.CreateTable("two", TwoGroupSchema()).ok());
+  ASSERT_OK(tenant_.CreateTable("two", TwoGroupSchema()));
   Table t = *tenant_.OpenTable("two");
   RowMutation m;
   m.Put("a", "q", 1, "v").Put("b", "q", 1, "v");
-  ASSERT_TRUE(t.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(t.Mutate(WriteOptions(), "r", m));
   std::atomic<bool> stop{false};
   std::thread switcher([&] {
     RowMutation a;
     a.Put("a", "q", 2, "w");
     while (!stop) {
-      ASSERT_TRUE(t.Mutate(WriteOptions(), "s", a).ok());
-      ASSERT_TRUE(engine_->Flush().ok());
+      ASSERT_OK(t.Mutate(WriteOptions(), "s", a));
+      ASSERT_OK(engine_->Flush());
     }
   });
   g_engine = engine_.get();
@@ -138,7 +139,7 @@ TEST_F(EngineTest, ReadRetriesAreBoundedWhileMemtablesKeepSwitching) {
   engine::test_hooks::after_row_read_views.store(nullptr);
   stop = true;
   switcher.join();
-  ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+  ASSERT_OK(cells);
   EXPECT_EQ(cells->size(), 2u);
   EXPECT_LE(g_view_attempts.load(), 5);
 }
@@ -168,36 +169,36 @@ TEST_F(EngineTest, ReadRowGathersARowAcrossFilesAndLevels) {
   // Expected cells of "wide" in family "b": qualifier -> (timestamp -> value).
   std::map<std::string, std::map<uint64_t, std::string, std::greater<>>> want;
   for (int i = 0; i < 1500; i++) {
-    ASSERT_TRUE(put("wide", "b", q(i), 1, std::string(60, 'x') + q(i)).ok());
+    ASSERT_OK(put("wide", "b", q(i), 1, std::string(60, 'x') + q(i)));
     want[q(i)][1] = std::string(60, 'x') + q(i);
   }
-  ASSERT_TRUE(put("before", "b", "q", 1, "b").ok());
-  ASSERT_TRUE(put("zafter", "b", "q", 1, "z").ok());
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(put("before", "b", "q", 1, "b"));
+  ASSERT_OK(put("zafter", "b", "q", 1, "z"));
+  ASSERT_OK(engine_->Compact());
   // The wide row is far past target_file_size, and in one file.
   EXPECT_EQ(engine_->GetStats().table_files, 2u);
   // Newer versions and deletes in a level-0 file and in the memtable.
   for (int i = 0; i < 1500; i += 7) {
-    ASSERT_TRUE(put("wide", "b", q(i), 2, "two" + q(i)).ok());
+    ASSERT_OK(put("wide", "b", q(i), 2, "two" + q(i)));
     want[q(i)][2] = "two" + q(i);
   }
   for (int i = 3; i < 1500; i += 11) {
     RowMutation m;
     m.DeleteColumn("b", q(i));
-    ASSERT_TRUE(table_.Mutate(unsynced, "wide", m).ok());
+    ASSERT_OK(table_.Mutate(unsynced, "wide", m));
     want.erase(q(i));
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   for (int i = 5; i < 1500; i += 13) {
     RowMutation m;
     m.DeleteCell("b", q(i), 1);
-    ASSERT_TRUE(table_.Mutate(unsynced, "wide", m).ok());
+    ASSERT_OK(table_.Mutate(unsynced, "wide", m));
     if (want.count(q(i))) {
       want[q(i)].erase(1);
       if (want[q(i)].empty()) want.erase(q(i));
     }
   }
-  ASSERT_TRUE(put("wide", "a", "in-memtable", 3, "m").ok());
+  ASSERT_OK(put("wide", "a", "in-memtable", 3, "m"));
   auto check = [&] {
     std::vector<Cell> got = Read("wide");
     std::vector<Cell> expected{{"a", "in-memtable", 3, "m"}};
@@ -213,11 +214,11 @@ TEST_F(EngineTest, ReadRowGathersARowAcrossFilesAndLevels) {
   };
   check();
   // Everything in files, then a row delete in the memtable hides it all.
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   check();
   RowMutation del;
   del.DeleteRow(2);
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "wide", del).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "wide", del));
   const std::vector<Cell> after = Read("wide");
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].qualifier, "in-memtable");
@@ -232,30 +233,30 @@ TEST(EnginePointReadTest, FilesOlderThanTheReadAreNotRead) {
   EngineOptions o;
   o.file_system = &fs;
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
-  ASSERT_TRUE((*e)->CreateTenant("t").ok());
+  ASSERT_OK(e);
+  ASSERT_OK((*e)->CreateTenant("t"));
   TableSchema schema;
   schema.locality_groups.push_back({.name = "g", .block_size = 256});  // a block per few rows
   schema.locality_groups.push_back({.name = "other"});
   schema.families.push_back({.name = "f", .locality_group = "g"});
   schema.families.push_back({.name = "h", .locality_group = "other"});
-  ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", schema).ok());
+  ASSERT_OK((*e)->OpenTenant("t")->CreateTable("tab", schema));
   Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
   for (int i = 0; i < 200; i++) {  // the older file: timestamps 1..5 and a marker at 5
     RowMutation m;
     m.Put("f", "q", 1 + i % 5, std::string(40, 'v')).DeleteCell("f", "gone", 5);
-    ASSERT_TRUE(t.Mutate(WriteOptions(), "r" + std::to_string(1000 + i), m).ok());
+    ASSERT_OK(t.Mutate(WriteOptions(), "r" + std::to_string(1000 + i), m));
   }
-  ASSERT_TRUE((*e)->Flush().ok());
+  ASSERT_OK((*e)->Flush());
   RowMutation newer;
   newer.Put("f", "q", 50, "new");
-  ASSERT_TRUE(t.Mutate(WriteOptions(), "r1000", newer).ok());
-  ASSERT_TRUE((*e)->Flush().ok());
+  ASSERT_OK(t.Mutate(WriteOptions(), "r1000", newer));
+  ASSERT_OK((*e)->Flush());
   ASSERT_EQ((*e)->GetStats().table_files, 2u);
   auto read = [&](const std::string& row, uint64_t min_timestamp) {
     Result<std::vector<Cell>> cells =
         t.ReadRow(ReadOptions(), row, RowFilter{.min_timestamp = min_timestamp});
-    EXPECT_TRUE(cells.ok());
+    EXPECT_OK(cells);
     return cells.ok() ? cells->size() : size_t{999};
   };
   // Opens both files and reads r1000's blocks in each.
@@ -273,13 +274,13 @@ TEST(EnginePointReadTest, FilesOlderThanTheReadAreNotRead) {
                        {Condition::NoCellInRange("f", "q", 6, kMaxTimestamp),
                         Condition::NoCellInRange("h", "q", kMinTimestamp, kMaxTimestamp)},
                        RowMutation());
-  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  ASSERT_OK(checked);
   EXPECT_TRUE(checked->applied);
   EXPECT_EQ(fs.reads(), before) << "a condition read a file older than its range";
   before = fs.reads();
   EXPECT_EQ(read("r1174", 5), 1u);  // its one version, at 5
   EXPECT_GT(fs.reads(), before) << "the file the read needs was not read";
-  ASSERT_TRUE((*e)->Close().ok());
+  ASSERT_OK((*e)->Close());
 }
 
 TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
@@ -292,27 +293,27 @@ TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
       RowMutation m;
       m.Put("a", "x", 1, std::to_string(round) + std::string(40, 'a'))
           .Put("b", "y", 1, std::string(100, 'b'));
-      ASSERT_TRUE(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m).ok());
+      ASSERT_OK(t.Mutate(WriteOptions{.sync = false}, "row" + std::to_string(i), m));
     }
   };
   auto read_small = [&](Table& t, int round) {
     for (int i = 0; i < kRows; i++) {
       auto cells =
           t.ReadRow(ReadOptions(), "row" + std::to_string(i), RowFilter{.families = {"a", "c"}});
-      ASSERT_TRUE(cells.ok());
+      ASSERT_OK(cells);
       ASSERT_EQ(cells->size(), 1u);
       ASSERT_EQ((*cells)[0].value, std::to_string(round) + std::string(40, 'a'));
     }
   };
   {
     auto e = Engine::Open(dir.path(), o);
-    ASSERT_TRUE(e.ok());
-    ASSERT_TRUE((*e)->CreateTenant("t").ok());
-    ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()).ok());
+    ASSERT_OK(e);
+    ASSERT_OK((*e)->CreateTenant("t"));
+    ASSERT_OK((*e)->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()));
     Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
     write(t, 0);
     write(t, 1);
-    ASSERT_TRUE((*e)->Compact().ok());
+    ASSERT_OK((*e)->Compact());
     EXPECT_GT((*e)->GetStats().table_files, 2u);
     // Flushed and compacted while running: still no file reads.
     const uint64_t before = fs.reads();
@@ -320,19 +321,19 @@ TEST(EngineInMemoryTest, InMemoryGroupsAreReadWithoutTouchingFiles) {
     EXPECT_EQ(fs.reads(), before);
     // The big group is read from files (its blocks do not fit the cache).
     auto big = t.ReadRow(ReadOptions(), "row7", RowFilter{.families = {"b"}});
-    ASSERT_TRUE(big.ok());
+    ASSERT_OK(big);
     ASSERT_EQ(big->size(), 1u);
     EXPECT_GT(fs.reads(), before);
-    ASSERT_TRUE((*e)->Close().ok());
+    ASSERT_OK((*e)->Close());
   }
   // After open, reads of the in-memory group never touch a file.
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
   const uint64_t after_open = fs.reads();
   for (int pass = 0; pass < 2; pass++) read_small(t, 1);
   auto it = t.Scan(ReadOptions(), ScanSpec{.filter = {.families = {"a"}}});
-  ASSERT_TRUE(it.ok());
+  ASSERT_OK(it);
   int rows = 0;
   for (; (*it)->Valid(); (*it)->Next()) rows++;
   EXPECT_EQ(rows, kRows);

@@ -17,6 +17,7 @@
 #include "common/random.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -33,7 +34,7 @@ TEST_F(EngineTest, ReopenRecoversEverything) {
     if (i % 10 == 0) m.DeleteColumn("a", "x", 1);
     WriteOptions wo;
     wo.sync = i % 2 == 0;
-    ASSERT_TRUE(table_.Mutate(wo, "row" + std::to_string(i % 100), m).ok());
+    ASSERT_OK(table_.Mutate(wo, "row" + std::to_string(i % 100), m));
   }
   std::map<std::string, std::vector<Cell>> before;
   for (int i = 0; i < 100; i++) before["row" + std::to_string(i)] = Read("row" + std::to_string(i));
@@ -42,7 +43,7 @@ TEST_F(EngineTest, ReopenRecoversEverything) {
   EXPECT_EQ(engine_->GetStats().last_sequence, seq);
   for (const auto& [row, cells] : before) EXPECT_EQ(Read(row), cells) << row;
   // Writes after recovery continue the sequence and survive another reopen.
-  ASSERT_TRUE(Put("row0", "a", "new", 1, "after").ok());
+  ASSERT_OK(Put("row0", "a", "new", 1, "after"));
   EXPECT_GT(engine_->GetStats().last_sequence, seq);
   Reopen();
   Reopen();
@@ -97,7 +98,7 @@ TEST_F(EngineTest, FallbackWriterWorksAndIsChosenByOption) {
   options_.use_io_uring = false;
   Reopen();
   EXPECT_FALSE(engine_->GetStats().wal_uses_io_uring);
-  ASSERT_TRUE(Put("r", "a", "x", 1, "v").ok());
+  ASSERT_OK(Put("r", "a", "x", 1, "v"));
   options_.use_io_uring = true;
   Reopen();
   EXPECT_EQ(Read("r").size(), 1u);
@@ -108,7 +109,7 @@ void PutNumberedRows(Table& table, int n, const std::string& prefix) {
   for (int i = 0; i < n; i++) {
     RowMutation m;
     m.Put("f", "q", 1, prefix + std::to_string(i));
-    ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+    ASSERT_OK(table.Mutate(WriteOptions(), "r" + std::to_string(i), m));
   }
 }
 
@@ -139,34 +140,34 @@ TEST(EngineRecoveryTest, PointInTimeCutBelowFlushedDataKeepsSequencesAbove) {
   uint64_t flushed_sequence = 0;
   {
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     Table table = test::CreateOneFamilyTable(engine->get());
     PutNumberedRows(table, 10, "old-value-");
-    ASSERT_TRUE((*engine)->Flush().ok());
+    ASSERT_OK((*engine)->Flush());
     flushed_sequence = (*engine)->GetStats().last_sequence;
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   }
   // Damage the fourth record: the log's current segment still holds them all.
   ASSERT_TRUE(DamageLogAt(dir, "old-value-3"));
 
   auto check = [&](const char* when) {
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << when << ": " << engine.status().ToString();
+    ASSERT_OK(engine) << when << ": " << engine.status().ToString();
     Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
     EXPECT_GE((*engine)->GetStats().last_sequence, flushed_sequence) << when;
     if (std::string(when) == "after the cut") {
       RowMutation m;
       m.Put("f", "q", 1, "new");
-      ASSERT_TRUE(table.Mutate(WriteOptions(), "r5", m).ok());
+      ASSERT_OK(table.Mutate(WriteOptions(), "r5", m));
     }
     auto cells = table.ReadRow(ReadOptions(), "r5");
-    ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+    ASSERT_OK(cells);
     ASSERT_EQ(cells->size(), 1u) << when;
     EXPECT_EQ((*cells)[0].value, "new") << when;
     cells = table.ReadRow(ReadOptions(), "r9");  // flushed: the cut loses nothing of it
     ASSERT_TRUE(cells.ok() && cells->size() == 1) << when;
     EXPECT_EQ((*cells)[0].value, "old-value-9") << when;
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   };
   check("after the cut");
   check("after a reopen");
@@ -184,15 +185,15 @@ TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
   constexpr int kRows = 2000;
   {
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     Table table = test::CreateOneFamilyTable(engine->get());
     for (int i = 0; i < kRows; i++) {
       RowMutation m;
       m.Put("f", "q", 1, std::string(100, 'v'));
-      ASSERT_TRUE(table.Mutate(WriteOptions(), "r" + std::to_string(i), m).ok());
+      ASSERT_OK(table.Mutate(WriteOptions(), "r" + std::to_string(i), m));
     }
     ASSERT_EQ((*engine)->GetStats().table_files, 0u);
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   }
   std::vector<fs::path> segments;
   for (const auto& e : fs::directory_iterator(dir.Join("wal"))) {
@@ -226,7 +227,7 @@ TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
   const size_t n = segments.size();
   int rows = -1;
   Status s = open_without([](size_t) { return false; }, WalRecoveryMode::kTolerateTornTail, &rows);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(rows, kRows);
   for (WalRecoveryMode mode :
        {WalRecoveryMode::kTolerateTornTail, WalRecoveryMode::kAbsoluteConsistency}) {
@@ -255,12 +256,12 @@ TEST(EngineRecoveryTest, MissingLogSegmentsAreCorruptionNotLoss) {
   // Point in time: the rows of the segments left, and the copy opens again
   // in the default mode afterwards (its manifest names the new segment).
   s = open_without([n](size_t i) { return i == n - 1; }, WalRecoveryMode::kPointInTime, &rows);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   EXPECT_GT(rows, 0);
   EXPECT_LT(rows, kRows);
   auto again = Engine::Open(dir.path() + "-copy", options);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  ASSERT_TRUE((*again)->Close().ok());
+  ASSERT_OK(again);
+  ASSERT_OK((*again)->Close());
   fs::remove_all(dir.path() + "-copy");
 }
 
@@ -274,13 +275,13 @@ TEST(EngineRecoveryTest, PointInTimeRecoveryOfNothingLeavesAnOpenableEngine) {
   EngineOptions options;
   {
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     Table table = test::CreateOneFamilyTable(engine->get());
     PutNumberedRows(table, 5, "first-value-");
     TableSchema altered;
     altered.families = {{.name = "f"}, {.name = "g"}};
-    ASSERT_TRUE((*engine)->OpenTenant("t")->AlterTable("tab", altered).ok());
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->OpenTenant("t")->AlterTable("tab", altered));
+    ASSERT_OK((*engine)->Close());
   }
   // Damage the first record: point in time drops it and all after it.
   ASSERT_TRUE(DamageLogAt(dir, "first-value-0"));
@@ -288,22 +289,22 @@ TEST(EngineRecoveryTest, PointInTimeRecoveryOfNothingLeavesAnOpenableEngine) {
   pit.wal_recovery_mode = WalRecoveryMode::kPointInTime;
   {
     auto engine = Engine::Open(dir.path(), pit);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
     EXPECT_TRUE(table.ReadRow(ReadOptions(), "r0")->empty());
     RowMutation m;
     m.Put("f", "q", 2, "after");
-    ASSERT_TRUE(table.Mutate(WriteOptions(), "r9", m).ok());
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK(table.Mutate(WriteOptions(), "r9", m));
+    ASSERT_OK((*engine)->Close());
   }
   for (const EngineOptions& o : {options, pit}) {
     auto engine = Engine::Open(dir.path(), o);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     Table table = *(*engine)->OpenTenant("t")->OpenTable("tab");
     auto cells = table.ReadRow(ReadOptions(), "r9");
     ASSERT_TRUE(cells.ok() && cells->size() == 1) << cells.status().ToString();
     EXPECT_EQ((*cells)[0].value, "after");
-    ASSERT_TRUE((*engine)->Close().ok());
+    ASSERT_OK((*engine)->Close());
   }
 }
 

@@ -16,6 +16,7 @@
 #include "common/cell_key.h"
 #include "common/coding.h"
 #include "common/random.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata::engine {
@@ -92,7 +93,7 @@ Schema ThreeFamilies() {
   TableSchema s;
   s.families = {{.name = "a"}, {.name = "b"}, {.name = "c"}};
   Result<Schema> schema = Schema::FromUser(s);
-  EXPECT_TRUE(schema.ok());
+  EXPECT_OK(schema);
   return *schema;
 }
 
@@ -267,14 +268,14 @@ TEST_F(RandomRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
     VectorIterator whole_it(entries);
     whole_it.Seek(prefix_);
     Collected all;
-    ASSERT_TRUE(Collect(&whole_it, prefix_, snapshot, whole, schema_, &all).ok());
+    ASSERT_OK(Collect(&whole_it, prefix_, snapshot, whole, schema_, &all));
     EXPECT_TRUE(whole_it.Valid() && whole_it.value() == Slice("other row"))
         << "the walk stops after the row";
 
     VectorIterator it(entries);
     it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(Collect(&it, prefix_, snapshot, singles, schema_, &got).ok());
+    ASSERT_OK(Collect(&it, prefix_, snapshot, singles, schema_, &got));
 
     std::vector<Cell> expected;
     std::vector<size_t> expected_columns;
@@ -355,12 +356,12 @@ TEST_F(RandomRowTest, EachSingleColumnGetsItsOwnRange) {
     VectorIterator whole_it(entries);
     whole_it.Seek(prefix_);
     Collected all;
-    ASSERT_TRUE(Collect(&whole_it, prefix_, snapshot, ResolvedFilter(), schema_, &all).ok());
+    ASSERT_OK(Collect(&whole_it, prefix_, snapshot, ResolvedFilter(), schema_, &all));
 
     CountingIterator it(entries);
     it.Seek(prefix_);
     Collected got;
-    ASSERT_TRUE(Collect(&it, prefix_, snapshot, filter, schema_, &got).ok());
+    ASSERT_OK(Collect(&it, prefix_, snapshot, filter, schema_, &got));
     EXPECT_TRUE(it.Valid() && it.value() == Slice("other row")) << "the walk stops after the row";
 
     std::vector<Cell> expected;
@@ -421,7 +422,7 @@ TEST(CollectRowTest, SkipsTheRestOfAColumnOnceDone) {
     it.Seek(prefix);
     const int seeks_before = it.seeks;
     Collected got;
-    ASSERT_TRUE(Collect(&it, prefix, seq, filter, schema, &got).ok());
+    ASSERT_OK(Collect(&it, prefix, seq, filter, schema, &got));
     ASSERT_EQ(got.cells.size(), c.timestamps.size() + 1);
     for (size_t i = 0; i < c.timestamps.size(); i++) {
       EXPECT_EQ(got.cells[i].qualifier, "a");
@@ -466,7 +467,7 @@ TEST(CollectRowTest, SkipsUnwantedColumnsWhateverTheirVersions) {
   CountingIterator it(entries);
   it.Seek(prefix);
   Collected got;
-  ASSERT_TRUE(Collect(&it, prefix, seq, filter, schema, &got).ok());
+  ASSERT_OK(Collect(&it, prefix, seq, filter, schema, &got));
   ASSERT_EQ(got.cells.size(), 4u);
   EXPECT_EQ(got.cells[0], (Cell{"a", "a", 5, "a5"}));
   for (size_t i = 1; i < 4; i++)
@@ -543,7 +544,7 @@ TEST(CollectRowTest, NotesTheUndurableEntriesItLooksAt) {
     at.undurable_first = 10;
     at.undurable_last = 11;
     Collected got;
-    EXPECT_TRUE(CollectRowFromHere(&it, prefix, &at, filter, schema, &got).ok());
+    EXPECT_OK(CollectRowFromHere(&it, prefix, &at, filter, schema, &got));
     *cells = got.cells.size();
     return at.saw_undurable;
   };

@@ -12,6 +12,7 @@
 #include "common/fault_injection_fs.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -22,10 +23,10 @@ using test::EngineTest;
 std::vector<std::pair<std::string, size_t>> ScanAll(Table& table, const ScanSpec& spec) {
   std::vector<std::pair<std::string, size_t>> rows;
   auto it = table.Scan(ReadOptions(), spec);
-  EXPECT_TRUE(it.ok()) << it.status().ToString();
+  EXPECT_OK(it);
   if (!it.ok()) return rows;
   for (; (*it)->Valid(); (*it)->Next()) rows.emplace_back((*it)->row(), (*it)->cells().size());
-  EXPECT_TRUE((*it)->status().ok()) << (*it)->status().ToString();
+  EXPECT_OK((*it)->status());
   return rows;
 }
 
@@ -41,14 +42,14 @@ TEST_F(EngineTest, ScanWalksRowsInOrderAcrossMemtablesAndFiles) {
   for (int i = 0; i < 600; i++) {
     RowMutation m;
     m.Put("a", "x", 1, std::string(30, 'a')).Put("b", "y", 1, "b").Put("c", "z", 2, "c");
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), key(i), m));
   }
   // Delete every 10th row; drop family a from every 7th.
   for (int i = 0; i < 600; i += 10) {
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), RowMutation().DeleteRow()).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), key(i), RowMutation().DeleteRow()));
   }
   for (int i = 0; i < 600; i += 7) {
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), key(i), RowMutation().DeleteColumn("a", "x")).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), key(i), RowMutation().DeleteColumn("a", "x")));
   }
   EXPECT_GT(engine_->GetStats().flushes, 0u);
 
@@ -81,19 +82,19 @@ TEST_F(EngineTest, ScanWalksRowsInOrderAcrossMemtablesAndFiles) {
                   .status()
                   .IsInvalidArgument());
   // The same after compaction and reopen.
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   EXPECT_EQ(ScanAll(table_, ScanSpec()), rows);
   Reopen();
   EXPECT_EQ(ScanAll(table_, ScanSpec()), rows);
 }
 
 TEST_F(EngineTest, ScanSeesOneSnapshotWhileWritesGoOn) {
-  for (int i = 0; i < 100; i++) ASSERT_TRUE(Put("r" + std::to_string(i), "a", "x", 1, "v").ok());
+  for (int i = 0; i < 100; i++) ASSERT_OK(Put("r" + std::to_string(i), "a", "x", 1, "v"));
   auto it = table_.Scan(ReadOptions(), ScanSpec());
-  ASSERT_TRUE(it.ok());
+  ASSERT_OK(it);
   // Writes after the scan began are not seen by it.
-  for (int i = 0; i < 100; i++) ASSERT_TRUE(Put("s" + std::to_string(i), "a", "x", 1, "v").ok());
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r5", RowMutation().DeleteRow()).ok());
+  for (int i = 0; i < 100; i++) ASSERT_OK(Put("s" + std::to_string(i), "a", "x", 1, "v"));
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r5", RowMutation().DeleteRow()));
   size_t n = 0;
   for (; (*it)->Valid(); (*it)->Next()) {
     EXPECT_EQ((*it)->row()[0], 'r');
@@ -113,26 +114,26 @@ TEST(EngineScanGroupsTest, ScanOfOneGroupOpensOnlyThatGroupsFiles) {
                      {.name = "l", .locality_group = "large"}};
   {
     auto e = Engine::Open(dir.path(), o);
-    ASSERT_TRUE(e.ok());
-    ASSERT_TRUE((*e)->CreateTenant("t").ok());
-    ASSERT_TRUE((*e)->OpenTenant("t")->CreateTable("tab", schema).ok());
+    ASSERT_OK(e);
+    ASSERT_OK((*e)->CreateTenant("t"));
+    ASSERT_OK((*e)->OpenTenant("t")->CreateTable("tab", schema));
     Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
     for (int i = 0; i < 2000; i++) {
       RowMutation m;
       m.Put("l", "big", 1, std::string(500, 'x'));
       if (i % 20 == 0) m.Put("s", "flag", 1, "1");
-      ASSERT_TRUE(t.Mutate(WriteOptions(), "row" + std::to_string(i), m).ok());
+      ASSERT_OK(t.Mutate(WriteOptions(), "row" + std::to_string(i), m));
     }
-    ASSERT_TRUE((*e)->Flush().ok());
-    ASSERT_TRUE((*e)->Close().ok());
+    ASSERT_OK((*e)->Flush());
+    ASSERT_OK((*e)->Close());
   }
   auto e = Engine::Open(dir.path(), o);
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   Table t = *(*e)->OpenTenant("t")->OpenTable("tab");
   const uint64_t opens_before = fs.OpCount(FaultOp::kOpen);
   const uint64_t reads_before = fs.OpCount(FaultOp::kRead);
   auto it = t.Scan(ReadOptions(), ScanSpec{.filter = {.families = {"s"}}});
-  ASSERT_TRUE(it.ok());
+  ASSERT_OK(it);
   size_t rows = 0;
   for (; (*it)->Valid(); (*it)->Next()) rows++;
   EXPECT_EQ(rows, 100u);

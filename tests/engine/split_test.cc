@@ -17,6 +17,7 @@
 #include "engine/test_hooks.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -39,7 +40,7 @@ TEST(EngineSplitDuringCompactionTest, TrivialMoveLeavesNoFileBehind) {
   options.tablet_split_size = 200 << 10;
   options.max_background_compactions = 1;
   auto engine = Engine::Open(dir.path(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_OK(engine);
   Table table = test::CreateOneFamilyTable(engine->get());
   auto row = [](int i) {
     char buf[16];
@@ -50,22 +51,22 @@ TEST(EngineSplitDuringCompactionTest, TrivialMoveLeavesNoFileBehind) {
   for (int i = 0; i < 200; i++) {
     RowMutation m;
     m.Put("f", "q", 1, std::string(100, 'a'));
-    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, row(20 * i), m).ok());
+    ASSERT_OK(table.Mutate(WriteOptions{.sync = false}, row(20 * i), m));
   }
-  ASSERT_TRUE((*engine)->Flush().ok());
+  ASSERT_OK((*engine)->Flush());
   ASSERT_TRUE(ParkedCompaction::WaitReached());  // the move is in the manifest
   for (int i = 0; i < 2000; i++) {
     RowMutation m;
     m.Put("f", "q", 2, std::string(100, 'b'));
-    ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, row(2 * i + 1), m).ok());
+    ASSERT_OK(table.Mutate(WriteOptions{.sync = false}, row(2 * i + 1), m));
   }
-  ASSERT_TRUE((*engine)->Flush().ok());
+  ASSERT_OK((*engine)->Flush());
   for (int i = 0; i < 10000 && (*engine)->GetStats().tablet_splits == 0; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_EQ((*engine)->GetStats().tablet_splits, 1u);
   ParkedCompaction::Release();
-  ASSERT_TRUE((*engine)->Compact().ok());
+  ASSERT_OK((*engine)->Compact());
   auto table_files = [&] {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir.Join("sst"))) {
@@ -80,24 +81,24 @@ TEST(EngineSplitDuringCompactionTest, TrivialMoveLeavesNoFileBehind) {
   EXPECT_EQ(table_files(), (*engine)->GetStats().table_files);
   EXPECT_EQ(table.ReadRow(ReadOptions(), row(0))->size(), 1u);
   EXPECT_EQ(table.ReadRow(ReadOptions(), row(3999))->size(), 1u);
-  ASSERT_TRUE((*engine)->Close().ok());
+  ASSERT_OK((*engine)->Close());
 }
 
 class EngineSplitTest : public ::testing::Test {
  protected:
   void Open() {
     auto e = Engine::Open(dir_.path(), options_);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_OK(e);
     engine_ = std::move(e.value());
     if (engine_->ListTenants()->empty()) {
-      ASSERT_TRUE(engine_->CreateTenant("t").ok());
-      ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()).ok());
+      ASSERT_OK(engine_->CreateTenant("t"));
+      ASSERT_OK(engine_->OpenTenant("t")->CreateTable("tab", TwoGroupSchema()));
     }
     table_ = *engine_->OpenTenant("t")->OpenTable("tab");
   }
   void Reopen() {
     table_ = Table();
-    ASSERT_TRUE(engine_->Close().ok());
+    ASSERT_OK(engine_->Close());
     engine_.reset();
     Open();
   }
@@ -113,23 +114,23 @@ class EngineSplitTest : public ::testing::Test {
   void CheckAll(int rows, int round) {
     for (int i = 0; i < rows; i += 37) {
       auto cells = table_.ReadRow(ReadOptions(), Row(i));
-      ASSERT_TRUE(cells.ok());
+      ASSERT_OK(cells);
       ASSERT_EQ(cells->size(), 2u) << Row(i);
       EXPECT_EQ((*cells)[0].value, Value(i, round)) << Row(i);
     }
     auto it = table_.Scan(ReadOptions(), ScanSpec());
-    ASSERT_TRUE(it.ok());
+    ASSERT_OK(it);
     int n = 0;
     for (; (*it)->Valid(); (*it)->Next(), n++) {
       ASSERT_EQ((*it)->row(), Row(n));
       ASSERT_EQ((*it)->cells().size(), 2u) << Row(n);
     }
-    ASSERT_TRUE((*it)->status().ok());
+    ASSERT_OK((*it)->status());
     EXPECT_EQ(n, rows);
     // A range across tablet boundaries.
     auto part = table_.Scan(ReadOptions(),
                             ScanSpec{.start_row = Row(rows / 3), .end_row = Row(2 * rows / 3)});
-    ASSERT_TRUE(part.ok());
+    ASSERT_OK(part);
     n = rows / 3;
     for (; (*part)->Valid(); (*part)->Next(), n++) ASSERT_EQ((*part)->row(), Row(n));
     EXPECT_EQ(n, 2 * rows / 3);
@@ -156,11 +157,11 @@ TEST_F(EngineSplitTest, SharedFilesCountOnceInTheTenantsDiskUsage) {
   for (int i = 0; i < 12000; i++) {
     RowMutation m;
     m.Put("a", "x", 1, Value(i, 0)).Put("b", "y", 1, "b" + std::to_string(i));
-    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, Row(i), m));
   }
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   while (engine_->GetStats().tablet_splits < 1) {
-    ASSERT_TRUE(engine_->Flush().ok());
+    ASSERT_OK(engine_->Flush());
     std::this_thread::yield();
   }
   // Reopen without splits or compactions, so that nothing changes the files
@@ -169,13 +170,13 @@ TEST_F(EngineSplitTest, SharedFilesCountOnceInTheTenantsDiskUsage) {
   options_.level0_compaction_trigger = 19;
   ASSERT_NO_FATAL_FAILURE(Reopen());
   auto tablets = table_.GetTabletStats();
-  ASSERT_TRUE(tablets.ok());
+  ASSERT_OK(tablets);
   uint64_t per_tablet = 0;
   for (const auto& t : *tablets) per_tablet += t.table_bytes;
   const EngineStats st = engine_->GetStats();
   ASSERT_GT(per_tablet, st.table_bytes) << "no file is shared by two tablets";
   auto usage = engine_->OpenTenant("t")->GetStats();
-  ASSERT_TRUE(usage.ok());
+  ASSERT_OK(usage);
   EXPECT_EQ(usage->sstable_bytes, st.table_bytes);
 }
 
@@ -193,7 +194,7 @@ TEST_F(EngineSplitTest, SplitRowIsNearTheMiddleWhenLevelZeroOverlaps) {
   TableSchema schema;
   schema.locality_groups = {{.name = "g", .block_size = 1024}};
   schema.families = {{.name = "f", .locality_group = "g"}};
-  ASSERT_TRUE(engine_->OpenTenant("t")->CreateTable("fine", schema).ok());
+  ASSERT_OK(engine_->OpenTenant("t")->CreateTable("fine", schema));
   std::vector<int> order(6000);
   for (int i = 0; i < static_cast<int>(order.size()); i++) order[i] = i;
   Random rnd(11);
@@ -203,10 +204,10 @@ TEST_F(EngineSplitTest, SplitRowIsNearTheMiddleWhenLevelZeroOverlaps) {
     for (int i : order) {
       RowMutation m;
       m.Put("f", "q", 1, std::string(100, 'v'));
-      ASSERT_TRUE(table.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+      ASSERT_OK(table.Mutate(WriteOptions{.sync = false}, Row(i), m));
     }
   }
-  ASSERT_TRUE(engine_->Flush().ok());
+  ASSERT_OK(engine_->Flush());
   EXPECT_GE(engine_->GetStats().level_files[0], 3u);
   EXPECT_EQ(engine_->GetStats().level_files[1], 0u);
   options_.tablet_split_size = 256 << 10;
@@ -216,7 +217,7 @@ TEST_F(EngineSplitTest, SplitRowIsNearTheMiddleWhenLevelZeroOverlaps) {
   }
   ASSERT_EQ(engine_->GetStats().tablet_splits, 1u);
   auto tablets = engine_->OpenTenant("t")->OpenTable("fine")->GetTabletStats();
-  ASSERT_TRUE(tablets.ok());
+  ASSERT_OK(tablets);
   ASSERT_EQ(tablets->size(), 2u);
   const std::string split = (*tablets)[1].start_row;
   size_t below = 0;
@@ -232,13 +233,13 @@ TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
     for (int i = 0; i < kRows; i++) {
       RowMutation m;
       m.Put("a", "x", 1, Value(i, round)).Put("b", "y", 1, "b" + std::to_string(i));
-      ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+      ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, Row(i), m));
     }
   }
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   // Splits follow flushes and compactions on their own thread.
   while (engine_->GetStats().tablet_splits < 2) {
-    ASSERT_TRUE(engine_->Flush().ok());
+    ASSERT_OK(engine_->Flush());
     std::this_thread::yield();
   }
   EngineStats st = engine_->GetStats();
@@ -246,7 +247,7 @@ TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
   // The tablets cover every row once, in order, each holding data (more
   // splits may have come since the stats were read).
   auto tablets = table_.GetTabletStats();
-  ASSERT_TRUE(tablets.ok());
+  ASSERT_OK(tablets);
   ASSERT_GE(tablets->size(), st.tablets);
   EXPECT_EQ(tablets->front().start_row, "");
   EXPECT_EQ(tablets->back().end_row, "");
@@ -263,9 +264,9 @@ TEST_F(EngineSplitTest, GrowingTableSplitsAndKeepsEveryRow) {
   for (int i = 0; i < kRows; i++) {
     RowMutation m;
     m.Put("a", "x", 1, Value(i, 2));
-    ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, Row(i), m));
   }
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));
   Reopen();
   EXPECT_GE(engine_->GetStats().tablets, 3u);
@@ -296,7 +297,7 @@ TEST_F(EngineSplitTest, SplitsUnderConcurrentWritesAndReadsLoseNothing) {
         for (int i = w; i < kRows; i += kWriters) {
           RowMutation m;
           m.Put("a", "x", 1, Value(i, round)).Put("b", "y", 1, "b" + std::to_string(i));
-          ASSERT_TRUE(table_.Mutate(WriteOptions{.sync = false}, Row(i), m).ok());
+          ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, Row(i), m));
         }
       }
     });
@@ -305,9 +306,9 @@ TEST_F(EngineSplitTest, SplitsUnderConcurrentWritesAndReadsLoseNothing) {
   stop = true;
   reader.join();
   EXPECT_EQ(bad_reads.load(), 0);
-  ASSERT_TRUE(engine_->Compact().ok());
+  ASSERT_OK(engine_->Compact());
   while (engine_->GetStats().tablet_splits == 0) {
-    ASSERT_TRUE(engine_->Flush().ok());
+    ASSERT_OK(engine_->Flush());
     std::this_thread::yield();
   }
   ASSERT_NO_FATAL_FAILURE(CheckAll(kRows, 2));

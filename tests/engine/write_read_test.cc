@@ -14,6 +14,7 @@
 #include "common/random.h"
 #include "engine_test_util.h"
 #include "strata/engine.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata {
@@ -23,9 +24,9 @@ using test::EngineTest;
 using test::TwoGroupSchema;
 
 TEST_F(EngineTest, PutAndReadVersionsNewestFirst) {
-  ASSERT_TRUE(Put("r1", "a", "x", 5, "five").ok());
-  ASSERT_TRUE(Put("r1", "a", "x", 9, "nine").ok());
-  ASSERT_TRUE(Put("r1", "a", "x", 7, "seven").ok());
+  ASSERT_OK(Put("r1", "a", "x", 5, "five"));
+  ASSERT_OK(Put("r1", "a", "x", 9, "nine"));
+  ASSERT_OK(Put("r1", "a", "x", 7, "seven"));
   auto cells = Read("r1");
   ASSERT_EQ(cells.size(), 3u);
   EXPECT_EQ(cells[0], (Cell{"a", "x", 9, "nine"}));
@@ -36,8 +37,8 @@ TEST_F(EngineTest, PutAndReadVersionsNewestFirst) {
 }
 
 TEST_F(EngineTest, OverwriteSameTimestampKeepsNewest) {
-  ASSERT_TRUE(Put("r", "a", "x", 5, "old").ok());
-  ASSERT_TRUE(Put("r", "a", "x", 5, "new").ok());
+  ASSERT_OK(Put("r", "a", "x", 5, "old"));
+  ASSERT_OK(Put("r", "a", "x", 5, "new"));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].value, "new");
@@ -46,7 +47,7 @@ TEST_F(EngineTest, OverwriteSameTimestampKeepsNewest) {
 TEST_F(EngineTest, CellsOrderedByFamilyAcrossGroups) {
   RowMutation m;
   m.Put("c", "q", 1, "c1").Put("b", "q", 1, "b1").Put("a", "z", 1, "az").Put("a", "b", 1, "ab");
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "row", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "row", m));
   auto cells = Read("row");
   ASSERT_EQ(cells.size(), 4u);
   EXPECT_EQ(cells[0].family + cells[0].qualifier, "ab");
@@ -56,34 +57,34 @@ TEST_F(EngineTest, CellsOrderedByFamilyAcrossGroups) {
 }
 
 TEST_F(EngineTest, DeleteCellHidesOneVersion) {
-  ASSERT_TRUE(Put("r", "a", "x", 1, "v1").ok());
-  ASSERT_TRUE(Put("r", "a", "x", 2, "v2").ok());
+  ASSERT_OK(Put("r", "a", "x", 1, "v1"));
+  ASSERT_OK(Put("r", "a", "x", 2, "v2"));
   RowMutation m;
   m.DeleteCell("a", "x", 2);
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].value, "v1");
   // A later put at the deleted timestamp is visible again.
-  ASSERT_TRUE(Put("r", "a", "x", 2, "v2b").ok());
+  ASSERT_OK(Put("r", "a", "x", 2, "v2b"));
   cells = Read("r");
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_EQ(cells[0].value, "v2b");
 }
 
 TEST_F(EngineTest, DeleteColumnHidesVersionsUpToTimestamp) {
-  for (uint64_t ts = 1; ts <= 5; ts++) ASSERT_TRUE(Put("r", "a", "x", ts, "v").ok());
-  ASSERT_TRUE(Put("r", "a", "y", 1, "other").ok());
+  for (uint64_t ts = 1; ts <= 5; ts++) ASSERT_OK(Put("r", "a", "x", ts, "v"));
+  ASSERT_OK(Put("r", "a", "y", 1, "other"));
   RowMutation m;
   m.DeleteColumn("a", "x", 3);
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 3u);
   EXPECT_EQ(cells[0].timestamp, 5u);
   EXPECT_EQ(cells[1].timestamp, 4u);
   EXPECT_EQ(cells[2].qualifier, "y");
   // Written after the delete: visible even below its timestamp.
-  ASSERT_TRUE(Put("r", "a", "x", 2, "late").ok());
+  ASSERT_OK(Put("r", "a", "x", 2, "late"));
   cells = Read("r", RowFilter{.columns = {{"a", "x"}}});
   ASSERT_EQ(cells.size(), 3u);
   EXPECT_EQ(cells[2], (Cell{"a", "x", 2, "late"}));
@@ -92,32 +93,32 @@ TEST_F(EngineTest, DeleteColumnHidesVersionsUpToTimestamp) {
 TEST_F(EngineTest, DeleteRowHidesEveryGroup) {
   RowMutation m;
   m.Put("a", "x", 5, "a5").Put("b", "y", 5, "b5").Put("c", "z", 9, "c9");
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
   RowMutation d;
   d.DeleteRow(6);
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", d).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", d));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0], (Cell{"c", "z", 9, "c9"}));
   RowMutation all;
   all.DeleteRow();
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", all).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", all));
   EXPECT_TRUE(Read("r").empty());
-  ASSERT_TRUE(Put("r", "b", "y", 1, "again").ok());
+  ASSERT_OK(Put("r", "b", "y", 1, "again"));
   EXPECT_EQ(Read("r").size(), 1u);
 }
 
 TEST_F(EngineTest, EntriesOfOneMutationApplyInOrder) {
-  ASSERT_TRUE(Put("r", "a", "x", 1, "before").ok());
+  ASSERT_OK(Put("r", "a", "x", 1, "before"));
   RowMutation m;
   m.DeleteColumn("a", "x").Put("a", "x", 1, "after");
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].value, "after");
   RowMutation m2;
   m2.Put("a", "x", 1, "lost").DeleteColumn("a", "x");
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m2).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m2));
   EXPECT_TRUE(Read("r").empty());
 }
 
@@ -128,7 +129,7 @@ TEST_F(EngineTest, FiltersSelectFamiliesColumnsTimesAndVersions) {
     m.Put("b", "y", ts, "by" + std::to_string(ts));
     m.Put("c", "z", ts, "cz" + std::to_string(ts));
   }
-  ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+  ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
   EXPECT_EQ(Read("r").size(), 12u);
   EXPECT_EQ(Read("r", RowFilter{.families = {"b"}}).size(), 4u);
   auto cols = Read("r", RowFilter{.families = {"c"}, .columns = {{"a", "x"}}});
@@ -166,9 +167,9 @@ TEST_F(EngineTest, ManyColumnsInAnyOrderWithRepeatsReadEachOnce) {
       }
     }
     if (layer == 1) m.DeleteColumn("b", "x", 11);
-    ASSERT_TRUE(table_.Mutate(WriteOptions(), "r", m).ok());
+    ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
     if (layer < 2) {
-      ASSERT_TRUE(engine_->Flush().ok());
+      ASSERT_OK(engine_->Flush());
     }
   }
   const std::vector<Cell> whole = Read("r");
@@ -206,8 +207,8 @@ TEST_F(EngineTest, BinaryKeysAndValues) {
   std::string row("r\0w\xff", 4);
   std::string q("\0\0", 2);
   std::string v("\0value\xff\0", 8);
-  ASSERT_TRUE(Put(row, "a", q, 3, v).ok());
-  ASSERT_TRUE(Put(std::string("r", 1), "a", q, 3, "short row").ok());
+  ASSERT_OK(Put(row, "a", q, 3, v));
+  ASSERT_OK(Put(std::string("r", 1), "a", q, 3, "short row"));
   auto cells = Read(row);
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0], (Cell{"a", q, 3, v}));
@@ -216,7 +217,7 @@ TEST_F(EngineTest, BinaryKeysAndValues) {
 }
 
 TEST_F(EngineTest, EmptyValueIsAValue) {
-  ASSERT_TRUE(Put("r", "a", "", 1, "").ok());
+  ASSERT_OK(Put("r", "a", "", 1, ""));
   auto cells = Read("r");
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].value, "");
@@ -259,10 +260,10 @@ TEST_F(EngineTest, BadInputIsInvalidArgumentAndWritesNothing) {
   // Exactly at the limits is fine.
   RowMutation edge;
   edge.Put("a", std::string(16, 'q'), kMaxTimestamp, std::string(100, 'v'));
-  EXPECT_TRUE(table_.Mutate(WriteOptions(), std::string(32, 'r'), edge).ok());
+  EXPECT_OK(table_.Mutate(WriteOptions(), std::string(32, 'r'), edge));
 
   // A closed engine refuses everything, through every handle.
-  ASSERT_TRUE(engine_->Close().ok());
+  ASSERT_OK(engine_->Close());
   Status s = table_.Mutate(WriteOptions(), "r", ok);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.ToString().find("closed"), std::string::npos);
