@@ -15,6 +15,7 @@
 #include "common/coding.h"
 #include "common/mutex.h"
 #include "common/random.h"
+#include "util/status_matchers.h"
 #include "util/test_util.h"
 
 namespace strata::memtable {
@@ -154,7 +155,7 @@ void ExpectSameContents(const MemTable& mem, const Model& model) {
     it->Next();
   }
   ASSERT_FALSE(it->Valid());
-  ASSERT_TRUE(it->status().ok());
+  ASSERT_OK(it->status());
 }
 
 TEST(MemTableTest, Empty) {
@@ -168,7 +169,7 @@ TEST(MemTableTest, Empty) {
   EXPECT_FALSE(it->Valid());
   it->Seek("\xff\xff");
   EXPECT_FALSE(it->Valid());
-  EXPECT_TRUE(it->status().ok());
+  EXPECT_OK(it->status());
 }
 
 // The example in memtable.h, byte for byte.
