@@ -33,7 +33,7 @@ class StrataCliTest : public ::testing::Test {
     EngineOptions options;
     options.use_io_uring = false;
     auto engine = Engine::Open(dir_.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     TenantOptions budget;
     budget.disk_quota = 1 << 30;
     ASSERT_OK((*engine)->CreateTenant("bank", budget));
@@ -42,10 +42,10 @@ class StrataCliTest : public ::testing::Test {
     schema.families.push_back({.name = "balance"});
     schema.families.push_back({.name = "lock", .locality_group = "locks"});
     auto tenant = (*engine)->OpenTenant("bank");
-    ASSERT_TRUE(tenant.ok());
+    ASSERT_OK(tenant);
     ASSERT_OK(tenant->CreateTable("accounts", schema));
     auto table = tenant->OpenTable("accounts");
-    ASSERT_TRUE(table.ok());
+    ASSERT_OK(table);
     for (int round = 0; round < 2; round++) {
       for (int i = 0; i < 200; i++) {
         RowMutation m;

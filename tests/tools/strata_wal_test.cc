@@ -535,16 +535,16 @@ TEST(StrataWalEngineTest, EngineDirectory) {
   options.use_io_uring = false;
   options.wal_segment_size = 1 << 20;
   auto engine = Engine::Open(dir.path(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_OK(engine);
   ASSERT_OK((*engine)->CreateTenant("t"));
   TableSchema schema;
   schema.locality_groups.push_back({.name = "g"});
   schema.families.push_back({.name = "f", .locality_group = "g"});
   auto tenant = (*engine)->OpenTenant("t");
-  ASSERT_TRUE(tenant.ok());
+  ASSERT_OK(tenant);
   ASSERT_OK(tenant->CreateTable("tab", schema));
   auto table = tenant->OpenTable("tab");
-  ASSERT_TRUE(table.ok());
+  ASSERT_OK(table);
   for (int i = 0; i < 5; i++) {
     RowMutation m;
     m.Put("f", "col", 10 + i, "engine-value-" + std::to_string(i));
@@ -574,15 +574,15 @@ TEST(StrataWalEngineTest, ManifestSaysWhichSegmentsMustBeThere) {
   options.wal_segment_size = 64 << 10;
   {
     auto engine = Engine::Open(dir.path(), options);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_OK(engine);
     ASSERT_OK((*engine)->CreateTenant("t"));
     TableSchema schema;
     schema.families.push_back({.name = "f"});
     auto tenant = (*engine)->OpenTenant("t");
-    ASSERT_TRUE(tenant.ok());
+    ASSERT_OK(tenant);
     ASSERT_OK(tenant->CreateTable("tab", schema));
     auto table = tenant->OpenTable("tab");
-    ASSERT_TRUE(table.ok());
+    ASSERT_OK(table);
     for (int i = 0; i < 1500; i++) {
       RowMutation m;
       m.Put("f", "col", 1, std::string(100, 'v'));
