@@ -34,13 +34,13 @@ std::unique_ptr<LocalLivenessRegistry> OpenRegistry(const std::string& dir, Cloc
   options.fs = fs;
   std::unique_ptr<LocalLivenessRegistry> registry;
   Status s = LocalLivenessRegistry::Open(dir, options, &registry);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   return registry;
 }
 
 bool Alive(LivenessRegistry* registry, const Owner& owner) {
   Result<bool> r = registry->IsAlive(owner);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK(r);
   return r.ok() && *r;
 }
 

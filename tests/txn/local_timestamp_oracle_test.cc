@@ -34,13 +34,13 @@ std::unique_ptr<LocalTimestampOracle> OpenOracle(const std::string& dir, FileSys
   options.window_millis = window_millis;
   std::unique_ptr<LocalTimestampOracle> oracle;
   Status s = LocalTimestampOracle::Open(dir, options, &oracle);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   return oracle;
 }
 
 uint64_t MustGet(TimestampOracle* oracle) {
   Result<uint64_t> ts = oracle->GetTimestamp();
-  EXPECT_TRUE(ts.ok()) << ts.status().ToString();
+  EXPECT_OK(ts);
   return ts.ok() ? *ts : 0;
 }
 
