@@ -292,7 +292,7 @@ Result<TenantStats> EngineCore::GetTenantStats(const TenantState& tenant) const 
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(tenant));
   TenantStats s = tenant.budget->Stats();
-  s.block_cache_bytes = files_->block_cache()->TenantUsage(tenant.budget->cache_id());
+  s.block_cache_bytes = files_->block_cache()->OwnerUsage(tenant.budget->cache_id());
   return s;
 }
 

@@ -142,7 +142,7 @@ Status LiveFiles::DeleteUnlisted(const std::set<uint64_t>& live) {
   return Status::OK();
 }
 
-Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId owner,
+Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,
                                    const std::string& lo, const std::string& hi,
                                    std::unique_ptr<InternalIterator>* result) {
   std::vector<std::unique_ptr<InternalIterator>> children;

@@ -88,7 +88,7 @@ class LiveFiles {
   // keys in [lo, hi) (hi empty: unbounded), for scans; tables it opens
   // charge their cached blocks to `owner`. Point reads go through
   // ReadRowFromGroup (engine/point_read.h).
-  Status NewRangeIterator(const GroupView& view, sstable::BlockCache::TenantId owner,
+  Status NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,
                           const std::string& lo, const std::string& hi,
                           std::unique_ptr<InternalIterator>* result);
 

@@ -60,7 +60,7 @@ Status Probe(std::unique_ptr<InternalIterator> it, std::shared_ptr<sstable::Tabl
 
 // `min_wanted`: ResolvedFilter::MinWantedTimestamp of the read.
 Status ProbeFile(const TableFile& file, sstable::TableCache* tables,
-                 sstable::BlockCache::TenantId tenant, const Slice& prefix, uint64_t min_wanted,
+                 sstable::BlockCache::OwnerId tenant, const Slice& prefix, uint64_t min_wanted,
                  Sources* sources) {
   Result<std::shared_ptr<sstable::TableReader>> reader = tables->Get(file.meta.number, tenant);
   if (!reader.ok()) return reader.status();
@@ -104,7 +104,7 @@ bool AnyFileOfRow(const std::vector<std::vector<std::shared_ptr<TableFile>>>& le
 }  // namespace
 
 Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
-                        sstable::BlockCache::TenantId tenant, const Slice& prefix, ReadPoint* at,
+                        sstable::BlockCache::OwnerId tenant, const Slice& prefix, ReadPoint* at,
                         const ResolvedFilter& filter, const Schema& schema, RowSink* out) {
   Sources sources;
   const uint64_t min_wanted = filter.MinWantedTimestamp(schema, group);
@@ -143,7 +143,7 @@ Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCac
 }
 
 DeeperFiles::DeeperFiles(const GroupView& view, int first_level, sstable::TableCache* tables,
-                         sstable::BlockCache::TenantId tenant)
+                         sstable::BlockCache::OwnerId tenant)
     : first_level_(first_level), tables_(tables), tenant_(tenant) {
   levels_.resize(view.levels.size());
   for (size_t level = static_cast<size_t>(first_level); level < view.levels.size(); level++) {

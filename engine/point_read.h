@@ -34,7 +34,7 @@ struct TableFile;
 // `view` must stay alive for the call (it keeps the files on disk); tables
 // it opens charge their cached blocks to `tenant`.
 Status ReadRowFromGroup(const GroupView& view, uint32_t group, sstable::TableCache* tables,
-                        sstable::BlockCache::TenantId tenant, const Slice& row_prefix,
+                        sstable::BlockCache::OwnerId tenant, const Slice& row_prefix,
                         ReadPoint* at, const ResolvedFilter& filter, const Schema& schema,
                         RowSink* out);
 
@@ -53,7 +53,7 @@ class DeeperFiles {
   // Takes the files of `view` at levels >= first_level (keeping them on
   // disk as long as this object, but not the view's memtables).
   DeeperFiles(const GroupView& view, int first_level, sstable::TableCache* tables,
-              sstable::BlockCache::TenantId tenant);
+              sstable::BlockCache::OwnerId tenant);
 
   bool MayHoldRow(const Slice& row_prefix);
 
@@ -65,7 +65,7 @@ class DeeperFiles {
   std::vector<std::vector<std::shared_ptr<TableFile>>> levels_;
   const int first_level_;
   sstable::TableCache* const tables_;
-  const sstable::BlockCache::TenantId tenant_;
+  const sstable::BlockCache::OwnerId tenant_;
 };
 
 }  // namespace strata::engine

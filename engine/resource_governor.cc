@@ -32,7 +32,7 @@ bool MutationAddsData(const RowMutation& mutation) {
 // TenantBudget
 
 TenantBudget::TenantBudget(uint64_t tenant_id, std::string name,
-                           sstable::BlockCache::TenantId cache_id, const TenantOptions& options)
+                           sstable::BlockCache::OwnerId cache_id, const TenantOptions& options)
     : tenant_id_(tenant_id),
       name_(std::move(name)),
       cache_id_(cache_id),
@@ -152,7 +152,7 @@ std::shared_ptr<TenantBudget> ResourceGovernor::AddTenant(uint64_t tenant_id, st
   MutexLock l(&mu_);
   auto budget =
       std::make_shared<TenantBudget>(tenant_id, std::move(name), next_cache_id_++, options);
-  if (next_cache_id_ == sstable::BlockCache::kNoTenant) next_cache_id_++;  // after a wrap
+  if (next_cache_id_ == sstable::BlockCache::kNoOwner) next_cache_id_++;  // after a wrap
   tenants_.push_back(budget);
   RecomputeShares();
   return budget;

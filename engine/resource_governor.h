@@ -14,7 +14,7 @@
 //   - immutable_bytes() <= memtable_bytes() for every budget, as long as the
 //     engine releases no more than it charged;
 //   - cache ids are unique among the budgets of one governor and never 0
-//     (BlockCache::kNoTenant).
+//     (BlockCache::kNoOwner).
 #ifndef STRATA_ENGINE_RESOURCE_GOVERNOR_H_
 #define STRATA_ENGINE_RESOURCE_GOVERNOR_H_
 
@@ -54,7 +54,7 @@ class ResourceGovernor;
 // memtables' data sizes (MemTable::ApproximateDataSize).
 class TenantBudget {
  public:
-  TenantBudget(uint64_t tenant_id, std::string name, sstable::BlockCache::TenantId cache_id,
+  TenantBudget(uint64_t tenant_id, std::string name, sstable::BlockCache::OwnerId cache_id,
                const TenantOptions& options);
   TenantBudget(const TenantBudget&) = delete;
   TenantBudget& operator=(const TenantBudget&) = delete;
@@ -62,7 +62,7 @@ class TenantBudget {
   uint64_t tenant_id() const { return tenant_id_; }
   const std::string& name() const { return name_; }
   // The id the block cache charges the tenant's blocks to.
-  sstable::BlockCache::TenantId cache_id() const { return cache_id_; }
+  sstable::BlockCache::OwnerId cache_id() const { return cache_id_; }
   TenantOptions options() const LOCKS_EXCLUDED(mu_);
 
   // Memtable accounting. ChargeActive adds bytes the tenant's active
@@ -128,7 +128,7 @@ class TenantBudget {
 
   const uint64_t tenant_id_;
   const std::string name_;
-  const sstable::BlockCache::TenantId cache_id_;
+  const sstable::BlockCache::OwnerId cache_id_;
 
   mutable Mutex mu_;
   TenantOptions options_ GUARDED_BY(mu_);
@@ -182,7 +182,7 @@ class ResourceGovernor {
   const uint64_t total_;
   Mutex mu_;
   std::vector<std::shared_ptr<TenantBudget>> tenants_ GUARDED_BY(mu_);
-  sstable::BlockCache::TenantId next_cache_id_ GUARDED_BY(mu_) = 1;
+  sstable::BlockCache::OwnerId next_cache_id_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace strata::engine

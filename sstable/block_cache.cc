@@ -14,7 +14,7 @@ struct BlockCache::Entry {
   Entry* next_hash = nullptr;  // chain in the shard's table
   std::unique_ptr<Block> block;
   size_t charge = 0;
-  TenantId tenant = kNoTenant;
+  OwnerId owner = kNoOwner;
   bool resident = false;
   bool in_cache = false;
   uint32_t refs = 0;
@@ -138,13 +138,13 @@ class BlockCache::Shard {
   }
 
   Entry* Insert(const Key& key, uint64_t hash, std::unique_ptr<Block> block, size_t charge,
-                TenantId tenant, bool resident) LOCKS_EXCLUDED(mu_) {
+                OwnerId owner, bool resident) LOCKS_EXCLUDED(mu_) {
     auto* e = new Entry;
     e->key = key;
     e->hash = hash;
     e->block = std::move(block);
     e->charge = charge;
-    e->tenant = tenant;
+    e->owner = owner;
     e->resident = resident;
     e->in_cache = true;
     e->refs = 2;  // the shard's and the returned Handle's
@@ -161,7 +161,7 @@ class BlockCache::Shard {
     }
     usage_ += charge;
     pinned_ += charge;
-    tenant_usage_[tenant] += charge;
+    owner_usage_[owner] += charge;
     if (Entry* old = table_.Insert(e)) RemoveFromCache(old);
     EvictLocked();
     return e;
@@ -211,10 +211,10 @@ class BlockCache::Shard {
     MutexLock l(&mu_);
     return table_.size();
   }
-  size_t TenantUsage(TenantId tenant) const LOCKS_EXCLUDED(mu_) {
+  size_t OwnerUsage(OwnerId owner) const LOCKS_EXCLUDED(mu_) {
     MutexLock l(&mu_);
-    auto it = tenant_usage_.find(tenant);
-    return it == tenant_usage_.end() ? 0 : it->second;
+    auto it = owner_usage_.find(owner);
+    return it == owner_usage_.end() ? 0 : it->second;
   }
 
  private:
@@ -247,9 +247,9 @@ class BlockCache::Shard {
       assert(!OnLru(e));
       usage_ -= e->charge;
       pinned_ -= e->charge;
-      auto it = tenant_usage_.find(e->tenant);
+      auto it = owner_usage_.find(e->owner);
       it->second -= e->charge;
-      if (it->second == 0) tenant_usage_.erase(it);
+      if (it->second == 0) owner_usage_.erase(it);
       delete e;
     } else if (e->refs == 1 && e->in_cache && !e->resident) {
       LruAppend(e);
@@ -277,7 +277,7 @@ class BlockCache::Shard {
   size_t pinned_ GUARDED_BY(mu_) = 0;  // charges of live entries not on the LRU list
   Entry lru_ GUARDED_BY(mu_);          // list head: lru_.next is the oldest
   EntryTable table_ GUARDED_BY(mu_);
-  std::unordered_map<TenantId, size_t> tenant_usage_ GUARDED_BY(mu_);
+  std::unordered_map<OwnerId, size_t> owner_usage_ GUARDED_BY(mu_);
 };
 
 BlockCache::Handle& BlockCache::Handle::operator=(Handle&& o) noexcept {
@@ -319,11 +319,11 @@ BlockCache::Shard& BlockCache::ShardFor(uint64_t hash) {
 }
 
 BlockCache::Handle BlockCache::Insert(const Key& key, std::unique_ptr<Block> block, size_t charge,
-                                      TenantId tenant, Priority priority) {
+                                      OwnerId owner, Priority priority) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   Entry* e =
-      shard.Insert(key, hash, std::move(block), charge, tenant, priority == Priority::kResident);
+      shard.Insert(key, hash, std::move(block), charge, owner, priority == Priority::kResident);
   return Handle(&shard, e);
 }
 
@@ -369,9 +369,9 @@ size_t BlockCache::pinned_usage() const {
   for (auto& s : shards_) r += s->pinned_usage();
   return r;
 }
-size_t BlockCache::TenantUsage(TenantId tenant) const {
+size_t BlockCache::OwnerUsage(OwnerId owner) const {
   size_t r = 0;
-  for (auto& s : shards_) r += s->TenantUsage(tenant);
+  for (auto& s : shards_) r += s->OwnerUsage(owner);
   return r;
 }
 size_t BlockCache::num_entries() const {

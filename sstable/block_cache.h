@@ -1,9 +1,9 @@
 // BlockCache: a sharded LRU cache of decoded blocks, shared by every table
-// reader of an engine, bounded by bytes and charged per tenant.
+// reader of an engine, bounded by bytes and charged per owner.
 //
 // Entries are keyed by (file number, block offset); file numbers must be
 // unique among all users of one cache. Each entry carries a charge (its
-// bytes) and the tenant it is charged to. A Handle returned by Insert or
+// bytes) and the owner it is charged to. A Handle returned by Insert or
 // Lookup pins its entry: a pinned entry is never evicted and its block stays
 // valid until the last Handle on it is gone, even if the entry is erased or
 // replaced meanwhile. Entries inserted with Priority::kResident (the blocks
@@ -15,7 +15,7 @@
 //            still pinned by a Handle);
 //   usage - pinned_usage == sum of the charges of the entries on the LRU
 //            list, which are exactly the cached, unpinned, non-resident ones;
-//   sum over tenants of TenantUsage == usage;
+//   sum over owners of OwnerUsage == usage;
 //   after any call returns, usage <= capacity unless pinned_usage > capacity
 //            (pinned and resident entries may push usage over capacity: a
 //            block a reader holds cannot be dropped).
@@ -36,9 +36,11 @@ namespace strata::sstable {
 
 class BlockCache {
  public:
-  using TenantId = uint32_t;
-  // The tenant of blocks nobody is charged for in particular.
-  static constexpr TenantId kNoTenant = 0;
+  // Whom an entry's bytes are charged to: an id the cache's user chooses
+  // (the engine gives each tenant one).
+  using OwnerId = uint32_t;
+  // The owner of blocks nobody is charged for in particular.
+  static constexpr OwnerId kNoOwner = 0;
 
   struct Key {
     uint64_t file_number = 0;
@@ -94,12 +96,12 @@ class BlockCache {
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
-  // Caches `block` under `key`, charged `charge` bytes to `tenant`, replacing
+  // Caches `block` under `key`, charged `charge` bytes to `owner`, replacing
   // any entry with that key, and returns a Handle pinning it. May evict
-  // unpinned entries of any tenant to make room. A kNormal insert over a
+  // unpinned entries of any owner to make room. A kNormal insert over a
   // resident entry keeps that entry (and drops `block`): a block once
   // resident stays so until erased.
-  Handle Insert(const Key& key, std::unique_ptr<Block> block, size_t charge, TenantId tenant,
+  Handle Insert(const Key& key, std::unique_ptr<Block> block, size_t charge, OwnerId owner,
                 Priority priority = Priority::kNormal);
   // A Handle on the cached block, or an empty Handle on a miss. kResident
   // makes a hit resident (for a reader of an in-memory group that finds a
@@ -120,8 +122,8 @@ class BlockCache {
   size_t usage() const;
   // Bytes of entries that cannot be evicted now: pinned by a Handle or resident.
   size_t pinned_usage() const;
-  // Bytes charged to one tenant.
-  size_t TenantUsage(TenantId tenant) const;
+  // Bytes charged to one owner.
+  size_t OwnerUsage(OwnerId owner) const;
   size_t num_entries() const;
   uint64_t hits() const {
     // Relaxed: statistics, read without ordering against the cache contents.

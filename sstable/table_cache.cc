@@ -30,7 +30,7 @@ std::string TableCache::FileName(uint64_t file_number) const {
 }
 
 Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
-                                                     BlockCache::TenantId tenant,
+                                                     BlockCache::OwnerId owner,
                                                      bool resident_blocks) {
   Shard& shard = ShardOf(file_number);
   {
@@ -47,7 +47,7 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
   // Open without the lock: opening reads three blocks and must not stall
   // other lookups. Two threads may race to open the same file; the first
   // to insert wins and the other's reader is dropped.
-  Result<std::shared_ptr<TableReader>> shared = Open(file_number, tenant, resident_blocks);
+  Result<std::shared_ptr<TableReader>> shared = Open(file_number, owner, resident_blocks);
   if (!shared.ok()) return shared.status();
 
   MutexLock l(&shard.mu);
@@ -70,8 +70,8 @@ Result<std::shared_ptr<TableReader>> TableCache::Get(uint64_t file_number,
 }
 
 Result<std::shared_ptr<TableReader>> TableCache::Pin(uint64_t file_number,
-                                                     BlockCache::TenantId tenant) {
-  Result<std::shared_ptr<TableReader>> reader = Open(file_number, tenant, /*resident_blocks=*/true);
+                                                     BlockCache::OwnerId owner) {
+  Result<std::shared_ptr<TableReader>> reader = Open(file_number, owner, /*resident_blocks=*/true);
   if (!reader.ok()) return reader.status();
   Shard& shard = ShardOf(file_number);
   MutexLock l(&shard.mu);
@@ -86,7 +86,7 @@ Result<std::shared_ptr<TableReader>> TableCache::Pin(uint64_t file_number,
 }
 
 Result<std::shared_ptr<TableReader>> TableCache::Open(uint64_t file_number,
-                                                      BlockCache::TenantId tenant,
+                                                      BlockCache::OwnerId owner,
                                                       bool resident_blocks) const {
   const std::string path = FileName(file_number);
   std::unique_ptr<RandomAccessFile> file;
@@ -95,7 +95,7 @@ Result<std::shared_ptr<TableReader>> TableCache::Open(uint64_t file_number,
   if (!size.ok()) return size.status();
   TableReaderOptions ropts;
   ropts.block_cache = options_.block_cache;
-  ropts.tenant = tenant;
+  ropts.owner = owner;
   ropts.resident_blocks = resident_blocks;
   ropts.file_number = file_number;
   Result<std::unique_ptr<TableReader>> reader =

@@ -52,19 +52,19 @@ class TableCache {
   TableCache(const TableCache&) = delete;
   TableCache& operator=(const TableCache&) = delete;
 
-  // The reader of table `file_number`, opened on a miss with `tenant` and
+  // The reader of table `file_number`, opened on a miss with `owner` and
   // `resident_blocks` as its TableReaderOptions (a reader already open keeps
   // the options it was opened with). Errors of the open are returned and
   // nothing is cached.
   Result<std::shared_ptr<TableReader>> Get(uint64_t file_number,
-                                           BlockCache::TenantId tenant = BlockCache::kNoTenant,
+                                           BlockCache::OwnerId owner = BlockCache::kNoOwner,
                                            bool resident_blocks = false);
   // Opens the table with resident blocks and keeps its reader open until
   // Evict, outside the LRU and its max_open_tables bound: for in-memory
   // locality groups, whose reads must never wait for the file system. A
   // reader already open for it is replaced (its users keep it).
   Result<std::shared_ptr<TableReader>> Pin(uint64_t file_number,
-                                           BlockCache::TenantId tenant = BlockCache::kNoTenant);
+                                           BlockCache::OwnerId owner = BlockCache::kNoOwner);
   // Drops the reader of a file, pinned or not (e.g. once the file is obsolete).
   void Evict(uint64_t file_number);
 
@@ -87,7 +87,7 @@ class TableCache {
   };
 
   Shard& ShardOf(uint64_t file_number) const { return shards_[file_number % num_shards_]; }
-  Result<std::shared_ptr<TableReader>> Open(uint64_t file_number, BlockCache::TenantId tenant,
+  Result<std::shared_ptr<TableReader>> Open(uint64_t file_number, BlockCache::OwnerId owner,
                                             bool resident_blocks) const;
 
   const TableCacheOptions options_;

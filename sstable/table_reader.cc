@@ -321,7 +321,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
     return Status::OK();
   }
   const size_t charge = (*block)->size() + sizeof(Block);
-  *cached = cache->Insert(key, std::move(*block), charge, options_.tenant, priority);
+  *cached = cache->Insert(key, std::move(*block), charge, options_.owner, priority);
   return Status::OK();
 }
 

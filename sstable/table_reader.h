@@ -33,7 +33,7 @@ struct TableReaderOptions {
   // Where data blocks are cached; nullptr reads every block from the file.
   BlockCache* block_cache = nullptr;
   // Who the cached blocks are charged to.
-  BlockCache::TenantId tenant = BlockCache::kNoTenant;
+  BlockCache::OwnerId owner = BlockCache::kNoOwner;
   // Cache data blocks as resident (never evicted): for in-memory locality
   // groups. Whoever deletes the file calls BlockCache::EraseFile.
   bool resident_blocks = false;

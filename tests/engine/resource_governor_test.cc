@@ -34,7 +34,7 @@ TEST(ResourceGovernorTest, SharesFollowWeightsAndMembership) {
   EXPECT_EQ(a->share(), 1000u / 7);
   EXPECT_EQ(c->share(), 1000u / 7 * 6 + 1000u % 7 * 6 / 7);
   // Cache ids are distinct and never the block cache's "no tenant".
-  EXPECT_NE(a->cache_id(), sstable::BlockCache::kNoTenant);
+  EXPECT_NE(a->cache_id(), sstable::BlockCache::kNoOwner);
   EXPECT_NE(a->cache_id(), b->cache_id());
   EXPECT_NE(b->cache_id(), c->cache_id());
 }

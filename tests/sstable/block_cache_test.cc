@@ -101,11 +101,11 @@ TEST(BlockCacheTest, ResidentEntriesStayUntilErased) {
   EXPECT_EQ(cache.pinned_usage(), 60u);
   for (int i = 0; i < 50; i++) cache.Insert(K(i), MakeBlock(i), 10, 1);
   for (int i = 0; i < 3; i++) EXPECT_TRUE(cache.Lookup(K(i, 9))) << i;
-  EXPECT_EQ(cache.TenantUsage(7), 60u);
+  EXPECT_EQ(cache.OwnerUsage(7), 60u);
   EXPECT_LE(cache.usage(), 100u);
   EXPECT_EQ(cache.pinned_usage(), 60u);
   cache.EraseFile(9);
-  EXPECT_EQ(cache.TenantUsage(7), 0u);
+  EXPECT_EQ(cache.OwnerUsage(7), 0u);
   EXPECT_EQ(cache.pinned_usage(), 0u);
   for (int i = 0; i < 3; i++) EXPECT_FALSE(cache.Lookup(K(i, 9)));
 }
@@ -127,23 +127,23 @@ TEST(BlockCacheTest, ResidentEntriesAreNeverDowngraded) {
   cache.SetCapacity(0);
   EXPECT_TRUE(cache.Lookup(K(1)));
   EXPECT_TRUE(cache.Lookup(K(2)));
-  EXPECT_EQ(cache.TenantUsage(7), 40u);
+  EXPECT_EQ(cache.OwnerUsage(7), 40u);
   cache.EraseFile(1);
   EXPECT_EQ(cache.usage(), 0u);
   EXPECT_EQ(cache.pinned_usage(), 0u);
 }
 
-TEST(BlockCacheTest, PerTenantCharges) {
+TEST(BlockCacheTest, PerOwnerCharges) {
   BlockCache cache(10000, 2);
   for (int i = 0; i < 30; i++) cache.Insert(K(i), MakeBlock(i), 10 + i % 3, 1 + i % 3);
   size_t want[4] = {0, 0, 0, 0};
   for (int i = 0; i < 30; i++) want[1 + i % 3] += 10 + i % 3;
-  for (int t = 1; t <= 3; t++) EXPECT_EQ(cache.TenantUsage(t), want[t]) << t;
-  EXPECT_EQ(cache.TenantUsage(4), 0u);
+  for (int t = 1; t <= 3; t++) EXPECT_EQ(cache.OwnerUsage(t), want[t]) << t;
+  EXPECT_EQ(cache.OwnerUsage(4), 0u);
   EXPECT_EQ(cache.usage(), want[1] + want[2] + want[3]);
   cache.SetCapacity(0);  // evicts everything unpinned
   EXPECT_EQ(cache.usage(), 0u);
-  for (int t = 1; t <= 3; t++) EXPECT_EQ(cache.TenantUsage(t), 0u);
+  for (int t = 1; t <= 3; t++) EXPECT_EQ(cache.OwnerUsage(t), 0u);
 }
 
 TEST(BlockCacheTest, ConcurrentUse) {
@@ -158,9 +158,9 @@ TEST(BlockCacheTest, ConcurrentUse) {
       std::vector<BlockCache::Handle> held;
       for (int i = 0; i < kOps; i++) {
         const int id = static_cast<int>(rnd.Uniform(500));
-        const auto tenant = static_cast<BlockCache::TenantId>(id % 4);
+        const auto owner = static_cast<BlockCache::OwnerId>(id % 4);
         BlockCache::Handle h = cache.Lookup(K(id));
-        if (!h) h = cache.Insert(K(id), MakeBlock(id), 64, tenant);
+        if (!h) h = cache.Insert(K(id), MakeBlock(id), 64, owner);
         if (IdOf(h) != id) bad++;
         if (rnd.OneIn(10)) held.push_back(std::move(h));
         if (held.size() > 8) held.erase(held.begin());
@@ -173,7 +173,7 @@ TEST(BlockCacheTest, ConcurrentUse) {
   EXPECT_EQ(cache.pinned_usage(), 0u);
   EXPECT_LE(cache.usage(), cache.capacity());
   size_t sum = 0;
-  for (BlockCache::TenantId t = 0; t < 4; t++) sum += cache.TenantUsage(t);
+  for (BlockCache::OwnerId t = 0; t < 4; t++) sum += cache.OwnerUsage(t);
   EXPECT_EQ(sum, cache.usage());
   EXPECT_EQ(cache.usage(), cache.num_entries() * 64);
 }
