@@ -10,21 +10,20 @@
 //   b_with_4_a_flooding A floods from 4 threads, so that A's writes queue
 //                       for the log behind one another and share its groups
 //                       with B's
-//   b_with_a_flooding_bg_nice
+//   b_with_a_flooding_bg_low
 //                       A floods from one thread, with the engine's flush and
-//                       compaction threads at nice 19
-//                       (EngineOptions::background_nice)
-//   b_with_a_flooding_no_sched_batch
+//                       compaction threads at nice 19 as well as under
+//                       SCHED_BATCH (EngineOptions::background_priority kLow)
+//   b_with_a_flooding_bg_normal
 //                       A floods from one thread, with the engine's flush and
 //                       compaction threads scheduled like any other (not
-//                       under SCHED_BATCH: EngineOptions::
-//                       background_sched_batch off), so their wakeups may
-//                       preempt B
+//                       under SCHED_BATCH: background_priority kNormal), so
+//                       their wakeups may preempt B
 //   b_alone_sync, b_with_a_flooding_sync
 //                       the first two with sync on for both tenants: B's
 //                       writes wait for an fdatasync, and share it with A's
-//   b_with_a_flooding_sync_no_sched_batch
-//                       the same flood with background_sched_batch off (a
+//   b_with_a_flooding_sync_bg_normal
+//                       the same flood with background_priority kNormal (a
 //                       flush's log sync may lead a group of B's writes)
 //
 // Writes are unsynced on both sides except in the *_sync cases (the
@@ -73,8 +72,7 @@ struct Case {
   Neighbour neighbour = Neighbour::kNone;
   int a_threads = 1;  // flooding threads of tenant A
   bool sync = false;  // WriteOptions::sync of both tenants
-  int background_nice = 0;  // EngineOptions::background_nice
-  bool sched_batch = true;  // EngineOptions::background_sched_batch
+  strata::BackgroundPriority background = strata::BackgroundPriority::kBatch;
 };
 
 std::string BenchDir() {
@@ -107,8 +105,7 @@ void BM_NoisyNeighbour(benchmark::State& state, Case c) {
   strata::EngineOptions options;
   options.write_buffer_size = 2 << 20;
   options.total_write_buffer_size = 16 << 20;
-  options.background_nice = c.background_nice;
-  options.background_sched_batch = c.sched_batch;
+  options.background_priority = c.background;
   auto opened = strata::Engine::Open(dir, options);
   if (!opened.ok()) {
     state.SkipWithError(opened.status().ToString().c_str());
@@ -228,17 +225,17 @@ BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding, Case{Neighbour::kFloodin
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_limited, Case{Neighbour::kLimited})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_4_a_flooding, Case{Neighbour::kFlooding, 4})
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_bg_nice,
-                  Case{Neighbour::kFlooding, 1, false, 19})
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_bg_low,
+                  Case{Neighbour::kFlooding, 1, false, strata::BackgroundPriority::kLow})
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_no_sched_batch,
-                  Case{Neighbour::kFlooding, 1, false, 0, false})
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_bg_normal,
+                  Case{Neighbour::kFlooding, 1, false, strata::BackgroundPriority::kNormal})
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_alone_sync, Case{Neighbour::kNone, 1, true})->UseRealTime();
 BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync, Case{Neighbour::kFlooding, 1, true})
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync_no_sched_batch,
-                  Case{Neighbour::kFlooding, 1, true, 0, false})
+BENCHMARK_CAPTURE(BM_NoisyNeighbour, b_with_a_flooding_sync_bg_normal,
+                  Case{Neighbour::kFlooding, 1, true, strata::BackgroundPriority::kNormal})
     ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -25,6 +25,8 @@ namespace {
 constexpr const char* kLockFileName = "LOCK";
 constexpr const char* kLogDirName = "wal";
 constexpr const char* kTableDirName = "sst";
+// The nice value of background threads under BackgroundPriority::kLow.
+constexpr int kLowPriorityNice = 19;
 
 wal::RecoveryMode ToWalMode(WalRecoveryMode m) {
   switch (m) {
@@ -1003,8 +1005,12 @@ void EngineCore::StartBackgroundThread(const char* name) const {
   SetCurrentThreadName(name);
   // Best effort: raising a thread's nice value, or moving it to SCHED_BATCH,
   // needs no privilege.
-  if (options_.background_nice > 0) (void)SetCurrentThreadNice(options_.background_nice);
-  if (options_.background_sched_batch) (void)SetCurrentThreadBatchScheduling();
+  if (options_.background_priority == BackgroundPriority::kLow) {
+    (void)SetCurrentThreadNice(kLowPriorityNice);
+  }
+  if (options_.background_priority != BackgroundPriority::kNormal) {
+    (void)SetCurrentThreadBatchScheduling();
+  }
 }
 
 FlushJob::Context EngineCore::FlushContext() {

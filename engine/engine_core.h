@@ -277,8 +277,7 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
 
   // ---- Background work ----
 
-  // Names the calling background thread and applies background_nice and
-  // background_sched_batch.
+  // Names the calling background thread and applies background_priority.
   void StartBackgroundThread(const char* name) const;
   // One thread flushes; max_background_compactions threads compact; one
   // splits tablets that have grown past tablet_split_size.

@@ -44,9 +44,15 @@ Status ValidateEngineOptions(const EngineOptions& options) {
         std::to_string(options.level0_slowdown_trigger) + ", " +
         std::to_string(options.level0_stop_trigger) + ")");
   }
-  if (options.background_nice < 0 || options.background_nice > 19) {
-    return Status::InvalidArgument("background_nice must be in [0, 19] (got " +
-                                   std::to_string(options.background_nice) + ")");
+  switch (options.background_priority) {
+    case BackgroundPriority::kNormal:
+    case BackgroundPriority::kBatch:
+    case BackgroundPriority::kLow:
+      break;
+    default:
+      return Status::InvalidArgument(
+          "background_priority must be kNormal, kBatch or kLow (got " +
+          std::to_string(static_cast<int>(options.background_priority)) + ")");
   }
   if (options.max_background_compactions < 1 || options.max_background_compactions > 64) {
     return Status::InvalidArgument("max_background_compactions must be in [1, 64] (got " +

@@ -47,10 +47,10 @@ std::map<std::string, std::vector<ThreadSched>> ThreadsByName() {
   return by_name;
 }
 
-// The background threads carry names; background_nice sets their nice value
-// and background_sched_batch (on by default) their policy. Off, they keep
-// what they inherit from the thread that opened the engine. A nice value
-// outside 0..19 is refused.
+// The background threads carry names; background_priority sets their policy
+// to SCHED_BATCH (kBatch, the default, and kLow) and their nice value to 19
+// (kLow). Otherwise they keep what they inherit from the thread that opened
+// the engine. A value outside the enum is refused.
 TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
   ScratchDir dir("threads");
   const int caller_policy = sched_getscheduler(0);
@@ -59,16 +59,17 @@ TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
   // and a caller under another policy keeps it).
   bool batch_allowed = false;
   std::thread([&] { batch_allowed = SetCurrentThreadBatchScheduling().ok(); }).join();
-  for (const bool on : {true, false}) {
-    SCOPED_TRACE(on ? "on" : "off");
+  for (const BackgroundPriority priority :
+       {BackgroundPriority::kLow, BackgroundPriority::kBatch, BackgroundPriority::kNormal}) {
+    SCOPED_TRACE(static_cast<int>(priority));
     EngineOptions options;
-    options.background_nice = on ? 19 : 0;
-    options.background_sched_batch = on;
+    options.background_priority = priority;
     options.max_background_compactions = 2;
     auto engine = Engine::Open(dir.path(), options);
     ASSERT_OK(engine);
-    const ThreadSched want{on ? 19 : caller_nice,
-                           on && batch_allowed ? SCHED_BATCH : caller_policy};
+    const bool batch = priority != BackgroundPriority::kNormal;
+    const ThreadSched want{priority == BackgroundPriority::kLow ? 19 : caller_nice,
+                           batch && batch_allowed ? SCHED_BATCH : caller_policy};
     const std::map<std::string, size_t> threads = {
         {"strata-flush", 1}, {"strata-compact", 2}, {"strata-split", 1}};
     // The threads set their name, nice value and policy as they start.
@@ -96,8 +97,8 @@ TEST(EngineThreadsTest, BackgroundThreadsAreNamedNicedAndBatchScheduled) {
   }
 
   EngineOptions options;
-  for (int bad : {-1, 20}) {
-    options.background_nice = bad;
+  for (int bad : {3, 255}) {
+    options.background_priority = static_cast<BackgroundPriority>(bad);
     EXPECT_TRUE(Engine::Open(dir.path(), options).status().IsInvalidArgument()) << bad;
   }
 }
