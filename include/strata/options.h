@@ -15,7 +15,7 @@
 namespace strata {
 
 class CompactionFilter;
-class FileSystem;
+class FileSystem;  // strata/file_system.h
 
 // Timestamps 0 and UINT64_MAX are reserved; a cell's timestamp lies in
 // [kMinTimestamp, kMaxTimestamp]. Pass kMaxTimestamp to a range delete to
@@ -143,8 +143,8 @@ struct EngineOptions {
   size_t max_qualifier_size = 16 << 10;
   size_t max_value_size = 16 << 20;
 
-  // File system for every file the engine touches; nullptr = the local POSIX
-  // one. Must outlive the engine.
+  // The file system of every file the engine touches (strata/file_system.h);
+  // nullptr = the local POSIX one. Must outlive the engine.
   FileSystem* file_system = nullptr;
 };
 
