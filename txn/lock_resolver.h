@@ -25,16 +25,9 @@
 #include "strata/status.h"
 #include "txn/liveness_registry.h"
 #include "txn/records.h"
+#include "txn/table_resolver.h"
 
 namespace strata::txn {
-
-// Transactional tables by name.
-class TableResolver {
- public:
-  virtual ~TableResolver() = default;
-  // The table's store; NotFound when there is no such table.
-  virtual Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) = 0;
-};
 
 // One user column of one row of one table.
 struct TxnKey {

@@ -10,6 +10,7 @@
 #include "common/thread_util.h"
 #include "strata/slice.h"
 #include "strata/table.h"
+#include "txn/table_resolver.h"
 
 namespace strata::txn {
 
@@ -1083,41 +1084,6 @@ Status TransactionImpl::Rollback() {
   state_ = State::kAborted;
   return Status::OK();
 }
-
-// ---- Engine tables ----
-
-class TenantTables final : public TableResolver {
- public:
-  explicit TenantTables(Tenant tenant) : tenant_(std::move(tenant)) {}
-
-  // The store of the table now under the name: a cached one whose table was
-  // dropped gives way to the table created again under it, if any.
-  Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
-    {
-      MutexLock l(&mu_);
-      auto it = stores_.find(table);
-      if (it != stores_.end() && !it->second.table.dropped()) return it->second.store;
-    }
-    STRATA_ASSIGN_OR_RETURN(Table t, tenant_.OpenTable(table));
-    Cached fresh{t, NewTableRowStore(t)};
-    MutexLock l(&mu_);
-    auto [it, inserted] = stores_.try_emplace(std::string(table), fresh);
-    // A racing call may have cached the same table, or a stale one.
-    if (!inserted && it->second.table.dropped()) it->second = std::move(fresh);
-    return it->second.store;
-  }
-
-  Tenant& tenant() { return tenant_; }
-
- private:
-  struct Cached {
-    Table table;
-    std::shared_ptr<RowStore> store;
-  };
-  Tenant tenant_;
-  Mutex mu_;
-  std::map<std::string, Cached, std::less<>> stores_ GUARDED_BY(mu_);
-};
 
 }  // namespace
 
