@@ -109,6 +109,7 @@
 #include "strata/table.h"
 #include "strata/transaction.h"
 #include "txn/transaction_db.h"
+#include "txn/transaction_services.h"
 
 #ifdef STRATA_HAVE_ROCKSDB
 #include <rocksdb/cache.h>

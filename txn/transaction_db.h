@@ -37,8 +37,6 @@
 #include "common/mutex.h"
 #include "strata/transaction.h"
 #include "txn/liveness_registry.h"
-#include "txn/local_liveness_registry.h"
-#include "txn/local_timestamp_oracle.h"
 #include "txn/lock_resolver.h"
 #include "txn/timestamp_oracle.h"
 
@@ -60,20 +58,6 @@ const char* FailPointName(FailPoint point);
 // third of the shorter of the lock TTL and the registry's liveness timeout,
 // so that a beat may be missed, but at most a second and at least 1 ms.
 uint64_t HeartbeatIntervalMicros(uint64_t lock_ttl_millis, uint64_t liveness_timeout_micros);
-
-// The oracle and the registry of TransactionServices.
-class TxnServicesImpl {
- public:
-  TxnServicesImpl(std::unique_ptr<LocalTimestampOracle> oracle,
-                  std::unique_ptr<LocalLivenessRegistry> registry)
-      : oracle_(std::move(oracle)), registry_(std::move(registry)) {}
-  TimestampOracle* oracle() const { return oracle_.get(); }
-  LivenessRegistry* registry() const { return registry_.get(); }
-
- private:
-  std::unique_ptr<LocalTimestampOracle> oracle_;
-  std::unique_ptr<LocalLivenessRegistry> registry_;
-};
 
 struct TxnDBConfig {
   TransactionDBOptions options;

@@ -34,6 +34,7 @@
 #include "strata/transaction.h"
 #include "txn/records.h"
 #include "txn/transaction_db.h"
+#include "txn/transaction_services.h"
 #include "bank_workload.h"
 #include "txn_test_util.h"
 #include "util/status_matchers.h"

@@ -1,0 +1,37 @@
+// What a TransactionServices (strata/transaction.h) holds: the timestamp
+// oracle and the liveness registry of one directory, one per process and
+// shared by every TransactionDB of it.
+//
+// Thread-safe: the oracle and the registry are, and TxnServicesImpl does not
+// change after it is made.
+#ifndef STRATA_TXN_TRANSACTION_SERVICES_H_
+#define STRATA_TXN_TRANSACTION_SERVICES_H_
+
+#include <memory>
+#include <utility>
+
+#include "strata/transaction.h"
+#include "txn/liveness_registry.h"
+#include "txn/local_liveness_registry.h"
+#include "txn/local_timestamp_oracle.h"
+#include "txn/timestamp_oracle.h"
+
+namespace strata::txn {
+
+// The oracle and the registry of TransactionServices.
+class TxnServicesImpl {
+ public:
+  TxnServicesImpl(std::unique_ptr<LocalTimestampOracle> oracle,
+                  std::unique_ptr<LocalLivenessRegistry> registry)
+      : oracle_(std::move(oracle)), registry_(std::move(registry)) {}
+  TimestampOracle* oracle() const { return oracle_.get(); }
+  LivenessRegistry* registry() const { return registry_.get(); }
+
+ private:
+  std::unique_ptr<LocalTimestampOracle> oracle_;
+  std::unique_ptr<LocalLivenessRegistry> registry_;
+};
+
+}  // namespace strata::txn
+
+#endif  // STRATA_TXN_TRANSACTION_SERVICES_H_
