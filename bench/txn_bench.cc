@@ -562,8 +562,8 @@ class StrataBank final : public Bank {
     // As TransactionDB::Open wires it, plus the fail-point hook.
     strata::txn::TxnDBConfig config;
     config.options = o;
-    config.oracle = g_services->impl()->oracle();
-    config.registry = g_services->impl()->registry();
+    config.oracle = strata::txn::TransactionServicesAccess::oracle(*g_services);
+    config.registry = strata::txn::TransactionServicesAccess::registry(*g_services);
     config.tables = std::make_shared<BenchTables>(tenant_);
     config.single_log = true;  // every table of the engine shares its one log
     config.fail_point = &MarkFailPoint;

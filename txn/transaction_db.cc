@@ -1406,8 +1406,8 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
   auto tables = std::make_shared<txn::TenantTables>(std::move(tenant));
   txn::TxnDBConfig config;
   config.options = options;
-  config.oracle = services->impl()->oracle();
-  config.registry = services->impl()->registry();
+  config.oracle = txn::TransactionServicesAccess::oracle(*services);
+  config.registry = txn::TransactionServicesAccess::registry(*services);
   config.tables = tables;
   config.single_log = true;  // every table of an engine shares its one log
   config.create_table = [tables](std::string_view name,

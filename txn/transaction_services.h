@@ -1,6 +1,7 @@
 // What a TransactionServices (strata/transaction.h) holds: the timestamp
 // oracle and the liveness registry of one directory, one per process and
-// shared by every TransactionDB of it.
+// shared by every TransactionDB of it; and TransactionServicesAccess, the
+// library's way to them, which the public header does not offer.
 //
 // Thread-safe: the oracle and the registry are, and TxnServicesImpl does not
 // change after it is made.
@@ -30,6 +31,18 @@ class TxnServicesImpl {
  private:
   std::unique_ptr<LocalTimestampOracle> oracle_;
   std::unique_ptr<LocalLivenessRegistry> registry_;
+};
+
+// The oracle and the registry of a TransactionServices, for TransactionDB::Open
+// and for tests and benchmarks that wire a TxnDB (txn/transaction_db.h)
+// themselves. Not API: a friend of TransactionServices.
+struct TransactionServicesAccess {
+  static TimestampOracle* oracle(const TransactionServices& services) {
+    return services.impl_->oracle();
+  }
+  static LivenessRegistry* registry(const TransactionServices& services) {
+    return services.impl_->registry();
+  }
 };
 
 }  // namespace strata::txn

@@ -56,6 +56,7 @@ namespace strata {
 
 namespace txn {
 class TxnServicesImpl;
+struct TransactionServicesAccess;
 }  // namespace txn
 
 struct TransactionServicesOptions {
@@ -87,10 +88,8 @@ class TransactionServices {
   // A fresh timestamp: above every timestamp handed out before.
   Result<uint64_t> GetTimestamp();
 
-  // The library's own access to the oracle and the registry; not API.
-  txn::TxnServicesImpl* impl() const { return impl_.get(); }
-
  private:
+  friend struct txn::TransactionServicesAccess;  // the library's own access
   explicit TransactionServices(std::unique_ptr<txn::TxnServicesImpl> impl);
   std::unique_ptr<txn::TxnServicesImpl> impl_;
 };

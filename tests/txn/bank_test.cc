@@ -269,8 +269,8 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
       ASSERT_OK(services.status());
       auto tables = std::make_shared<EngineTables>(*engine_->OpenTenant("t"));
       for (const std::string& t : bank_.tables) ASSERT_OK(tables->Create(t));
-      config.oracle = (*services)->impl()->oracle();
-      config.registry = (*services)->impl()->registry();
+      config.oracle = TransactionServicesAccess::oracle(**services);
+      config.registry = TransactionServicesAccess::registry(**services);
       config.single_log = true;
       config.keep_alive = *services;
       base = tables;
