@@ -1,23 +1,16 @@
 // TxnDB: the TransactionDB of strata/transaction.h, built on any stores
 // behind the row-store seam (a TableResolver), a TimestampOracle and a
 // LivenessRegistry. TransactionDB::Open wires it to an engine's tenant; tests
-// wire it to in-memory stores, fake clocks and fail points.
-//
-// The commit protocol (Percolator's, see txn/FORMAT.md for the cells):
-//   1. prewrite the primary's row (alone, or in the first batch of its
-//      table): data and locks at start_ts, if no write
-//      record at or after start_ts and no lock (conflicts are resolved as
-//      lock_resolver.h says: an older live lock aborts us, a younger one is
-//      rolled back);
-//   2. prewrite the other rows, in batches per table (CheckAndMutateBatch);
-//   3. take commit_ts from the oracle;
-//   4. commit the primary: its write records at commit_ts and its locks
-//      erased, if its lock is still the one we wrote (the commit point);
-//   5. commit the other rows, in the foreground or on a background thread.
-// A fail point between any two steps stops the coordinator as a crash would:
-// nothing more is written, and its owner dies, so its locks can be resolved.
+// wire it to in-memory stores, fake clocks and fail points. It begins the
+// transactions (txn/transaction.h, which says how they commit), keeps their
+// owners and primary locks alive with a heartbeat thread, and commits their
+// secondaries on a background thread.
 //
 // Thread-safe; a Transaction is used by one thread at a time.
+//
+// Invariants: a TxnDB is shared by the caller's handle and every transaction
+// begun on it, and stays closed once closed; Close lets the queued
+// background commits finish before it stops the threads.
 #ifndef STRATA_TXN_TRANSACTION_DB_H_
 #define STRATA_TXN_TRANSACTION_DB_H_
 

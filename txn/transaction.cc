@@ -1,0 +1,997 @@
+#include "txn/transaction.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+namespace strata::txn {
+
+namespace {
+
+// How often a conflict-resolving step may find the key changed again before
+// the call gives up (each round means another transaction moved).
+constexpr int kMaxRounds = 32;
+// How often a prewrite is sent again after the store failed it.
+constexpr int kMaxStoreRetries = 2;
+
+std::pair<std::string, std::string> Col(std::string_view family, std::string_view column) {
+  return {std::string(family), std::string(column)};
+}
+
+Status CheckKeyInput(std::string_view table, std::string_view row, std::string_view column) {
+  if (table.empty()) return Status::InvalidArgument("empty table name");
+  if (row.empty()) return Status::InvalidArgument("empty row key");
+  if (column.empty()) return Status::InvalidArgument("empty column name");
+  return Status::OK();
+}
+
+}  // namespace
+
+// ---- Buffering and state ----
+
+TransactionImpl::~TransactionImpl() {
+  if (hb_ != nullptr) db_->StopHeartbeat(hb_);
+}
+
+Result<std::string> TransactionImpl::Get(std::string_view table, std::string_view row,
+                                         std::string_view column) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
+  TxnKey key{std::string(table), std::string(row), std::string(column)};
+  auto it = writes_.find(key);
+  if (it != writes_.end() && it->second.kind == MutationKind::kPut) return it->second.value;
+  if (it != writes_.end() && it->second.kind == MutationKind::kDelete) {
+    return Status::NotFound("erased by this transaction: " + key.ToString());
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(key.table));
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> value, ReadCommitted(*store, key));
+  if (!value.has_value()) return Status::NotFound("no value at " + key.ToString());
+  return std::move(*value);
+}
+
+Result<std::vector<std::optional<std::string>>> TransactionImpl::BatchGet(
+    std::string_view table, const std::vector<Key>& keys) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  for (const Key& k : keys) {
+    Result<std::string> r = Get(table, k.row, k.column);
+    if (r.ok()) {
+      out.emplace_back(std::move(r).value());
+    } else if (r.status().code() == Status::Code::kNotFound &&
+               error_.kind == TransactionError::Kind::kNone) {
+      out.emplace_back(std::nullopt);
+    } else {
+      return std::move(r).status();
+    }
+  }
+  return out;
+}
+
+Result<std::string> TransactionImpl::GetForUpdate(std::string_view table, std::string_view row,
+                                                  std::string_view column) {
+  Result<std::string> value = Get(table, row, column);
+  if (!value.ok() && value.status().code() != Status::Code::kNotFound) return value;
+  if (!value.ok() && error_.kind != TransactionError::Kind::kNone) return value;
+  TxnKey key{std::string(table), std::string(row), std::string(column)};
+  if (writes_.find(key) == writes_.end()) {
+    writes_.emplace(std::move(key), PendingWrite{MutationKind::kLock, {}});
+  }
+  return value;
+}
+
+Status TransactionImpl::Set(std::string_view table, std::string_view row, std::string_view column,
+                            std::string_view value) {
+  return Buffer(table, row, column, MutationKind::kPut, value);
+}
+
+Status TransactionImpl::Erase(std::string_view table, std::string_view row,
+                              std::string_view column) {
+  return Buffer(table, row, column, MutationKind::kDelete, {});
+}
+
+Status TransactionImpl::CleanUpLockKind(const TxnKey& key, const LockRecord& lock) {
+  if (!lock_kind_checked_.insert(lock.start_ts).second) return Status::OK();
+  return db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, start_ts_).status();
+}
+
+Status TransactionImpl::CheckOpen() {
+  if (state_ != State::kOpen) {
+    return Status::InvalidArgument(
+        "the transaction is no longer open (it committed, rolled "
+        "back, failed or stopped)");
+  }
+  if (db_->closed()) return Status::InvalidArgument("the TransactionDB is closed");
+  if (start_ts_ < db_->safepoint()) {
+    return Fail(TransactionError::Kind::kTooOld, nullptr, 0, 0,
+                Status::Aborted("transaction too old: start_ts " + std::to_string(start_ts_) +
+                                " is below the GC safepoint " + std::to_string(db_->safepoint())));
+  }
+  return Status::OK();
+}
+
+Status TransactionImpl::Buffer(std::string_view table, std::string_view row,
+                               std::string_view column, MutationKind kind, std::string_view value) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
+  STRATA_RETURN_IF_ERROR(StoreFor(std::string(table)).status());
+  PendingWrite& w = writes_[TxnKey{std::string(table), std::string(row), std::string(column)}];
+  w.kind = kind;
+  w.value.assign(value.data(), value.size());
+  return Status::OK();
+}
+
+Status TransactionImpl::Fail(TransactionError::Kind kind, const TxnKey* key, uint64_t other_start,
+                             uint64_t other_commit, Status status) {
+  error_.kind = kind;
+  if (key != nullptr) {
+    error_.table = key->table;
+    error_.row = key->row;
+    error_.column = key->column;
+  }
+  error_.other_start_ts = other_start;
+  error_.other_commit_ts = other_commit;
+  if (state_ == State::kOpen) state_ = State::kAborted;
+  return status;
+}
+
+// ---- Reads ----
+
+Result<std::shared_ptr<RowStore>> TransactionImpl::StoreFor(const std::string& table) {
+  auto it = stores_.find(table);
+  if (it != stores_.end()) return it->second;
+  Result<std::shared_ptr<RowStore>> store = db_->config().tables->Resolve(table);
+  if (!store.ok()) {
+    if (store.status().code() == Status::Code::kNotFound) {
+      return Status::InvalidArgument("unknown table " + table + ": " +
+                                     std::string(store.status().message()));
+    }
+    return store.status();
+  }
+  stores_.emplace(table, *store);
+  return std::move(store).value();
+}
+
+Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& store,
+                                                                   const TxnKey& key,
+                                                                   uint64_t commit_ts,
+                                                                   WriteRecord record) {
+  uint64_t ts = commit_ts;
+  // Rollback and lock records change no value: look further back.
+  while (record.kind == WriteKind::kRollback || record.kind == WriteKind::kLock) {
+    if (ts <= kMinTimestamp) return std::optional<std::string>();
+    RowFilter filter;
+    filter.columns = {Col(kWriteFamily, key.column)};
+    filter.max_timestamp = ts - 1;
+    filter.max_versions = 16;
+    STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), key.row, filter));
+    if (cells.empty()) return std::optional<std::string>();
+    bool found = false;
+    for (const Cell& cell : cells) {
+      STRATA_RETURN_IF_ERROR(DecodeWrite(cell.value, &record));
+      ts = cell.timestamp;
+      if (record.kind == WriteKind::kPut || record.kind == WriteKind::kDelete) {
+        found = true;
+        break;
+      }
+    }
+    if (!found && cells.size() < filter.max_versions) return std::optional<std::string>();
+  }
+  if (record.kind == WriteKind::kDelete) return std::optional<std::string>();
+  if (record.has_inline_value) return std::optional<std::string>(std::move(record.inline_value));
+  RowFilter filter;
+  filter.columns = {Col(kDataFamily, key.column)};
+  filter.min_timestamp = record.start_ts;
+  filter.max_timestamp = record.start_ts;
+  STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), key.row, filter));
+  if (cells.empty()) {
+    return Status::Corruption("the value of " + key.ToString() + " committed at " +
+                              std::to_string(ts) + " (start_ts " + std::to_string(record.start_ts) +
+                              ") is missing from data");
+  }
+  return std::optional<std::string>(std::move(cells[0].value));
+}
+
+Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& store,
+                                                                  const TxnKey& key) {
+  const uint64_t wait_until = db_->resolver()->NowMillis() + options_.lock_wait_millis;
+  uint64_t backoff_micros = 500;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    RowFilter filter;
+    filter.columns = {Col(kLockFamily, key.column), Col(kWriteFamily, key.column)};
+    filter.max_timestamp = start_ts_;
+    filter.max_versions = 1;
+    STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), key.row, filter));
+    const Cell* write = nullptr;
+    bool blocked = false;
+    for (const Cell& cell : cells) {
+      if (cell.family == kWriteFamily) {
+        write = &cell;
+        continue;
+      }
+      LockRecord lock;
+      STRATA_RETURN_IF_ERROR(DecodeLock(cell.value, &lock));
+      if (lock.kind == MutationKind::kLock) {
+        STRATA_RETURN_IF_ERROR(CleanUpLockKind(key, lock));
+        continue;
+      }
+      if (!LockBlocksRead(lock)) continue;
+      if (options_.lock_wait_millis > 0 && db_->resolver()->NowMillis() < wait_until) {
+        STRATA_ASSIGN_OR_RETURN(
+            LockResolver::Resolution res,
+            db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, start_ts_));
+        if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
+          db_->clock()->SleepMicros(backoff_micros);
+          backoff_micros = std::min<uint64_t>(backoff_micros * 2, 50'000);
+          // Waiting is bounded by wait_until, not by the rounds: only
+          // rounds in which the key changed count.
+          --round;
+        }
+        blocked = true;
+        break;
+      }
+      STRATA_ASSIGN_OR_RETURN(
+          LockResolver::Resolution res,
+          db_->resolver()->Resolve(key, lock, LockResolver::Intent::kRead, start_ts_));
+      if (res.outcome == LockResolver::Resolution::Outcome::kPushed) {
+        // The writer will commit above start_ts: this read may ignore it.
+        pushed_.insert(lock.start_ts);
+        continue;
+      }
+      blocked = true;  // rolled forward or back: read the key again
+      break;
+    }
+    if (blocked) continue;
+    if (write == nullptr) return std::optional<std::string>();
+    WriteRecord record;
+    STRATA_RETURN_IF_ERROR(DecodeWrite(write->value, &record));
+    if (record.kind != WriteKind::kRollback && lock_floors_.size() < kMaxLockFloors) {
+      lock_floors_[key] = write->timestamp;
+    }
+    return ValueFromWrite(store, key, write->timestamp, std::move(record));
+  }
+  return Fail(TransactionError::Kind::kKeyLocked, &key, 0, 0,
+              Status::Busy("reading " + key.ToString() + ": its lock kept changing"));
+}
+
+// ---- Scans ----
+
+// Walks the store's rows of the range (write and lock families, newest
+// version at or below start_ts) and the transaction's own buffered writes,
+// merged in (row, column) order.
+class TxnIterator final : public TransactionIterator {
+ public:
+  TxnIterator(TransactionImpl* txn, std::shared_ptr<RowStore> store, std::string table,
+              std::unique_ptr<RowIterator> rows, WriteRef buffered, WriteRef buffered_end,
+              std::vector<std::string> columns)
+      : txn_(txn),
+        store_(std::move(store)),
+        table_(std::move(table)),
+        rows_(std::move(rows)),
+        buffered_(buffered),
+        buffered_end_(buffered_end),
+        columns_(std::move(columns)) {
+    FillStoreRow();
+    Settle();
+  }
+
+  bool Valid() const override { return valid_; }
+  void Next() override {
+    Advance();
+    Settle();
+  }
+  std::string_view row() const override { return row_; }
+  std::string_view column() const override { return column_; }
+  std::string_view value() const override { return value_; }
+  Status status() const override { return status_; }
+
+ private:
+  struct Entry {
+    std::string column;
+    std::string value;
+  };
+
+  bool WantColumn(const std::string& column) const {
+    return columns_.empty() ||
+           std::find(columns_.begin(), columns_.end(), column) != columns_.end();
+  }
+
+  // Loads the next store row that has a visible value into store_row_.
+  void FillStoreRow() {
+    store_entries_.clear();
+    store_pos_ = 0;
+    while (status_.ok() && rows_->Valid()) {
+      store_row_.assign(rows_->row());
+      const std::vector<Cell>& cells = rows_->cells();
+      // Cells come grouped by family (lock before write? by schema order:
+      // data, write, lock), so collect per column first.
+      std::map<std::string, std::pair<const Cell*, const Cell*>> by_column;  // write, lock
+      for (const Cell& cell : cells) {
+        auto& slot = by_column[cell.qualifier];
+        if (cell.family == kWriteFamily) slot.first = &cell;
+        if (cell.family == kLockFamily) slot.second = &cell;
+      }
+      for (auto& [column, slot] : by_column) {
+        TxnKey key{table_, store_row_, column};
+        Result<std::optional<std::string>> value = std::optional<std::string>();
+        bool reread = false;
+        if (slot.second != nullptr) {
+          LockRecord lock;
+          Status s = DecodeLock(slot.second->value, &lock);
+          if (!s.ok()) {
+            status_ = s;
+            return;
+          }
+          if (lock.kind == MutationKind::kLock) {
+            s = txn_->CleanUpLockKind(key, lock);
+            if (!s.ok()) {
+              status_ = s;
+              return;
+            }
+          }
+          reread = txn_->LockBlocksRead(lock);
+        }
+        if (reread) {
+          value = txn_->ReadCommitted(*store_, key);
+        } else if (slot.first != nullptr) {
+          WriteRecord record;
+          Status s = DecodeWrite(slot.first->value, &record);
+          if (!s.ok()) {
+            status_ = s;
+            return;
+          }
+          value = txn_->ValueFromWrite(*store_, key, slot.first->timestamp, std::move(record));
+        }
+        if (!value.ok()) {
+          status_ = value.status();
+          return;
+        }
+        if (value->has_value()) store_entries_.push_back(Entry{column, std::move(**value)});
+      }
+      rows_->Next();
+      if (!store_entries_.empty()) return;
+    }
+    if (status_.ok()) status_ = rows_->status();
+    store_row_.clear();
+  }
+
+  bool StoreValid() const { return store_pos_ < store_entries_.size(); }
+  bool BufferedValid() const { return buffered_ != buffered_end_; }
+
+  // Picks the smaller of the two streams; skips what the buffer erased.
+  void Settle() {
+    valid_ = false;
+    while (status_.ok() && (StoreValid() || BufferedValid())) {
+      int cmp;
+      if (!StoreValid()) {
+        cmp = 1;
+      } else if (!BufferedValid()) {
+        cmp = -1;
+      } else {
+        const TxnKey& b = buffered_->first;
+        cmp = store_row_.compare(b.row);
+        if (cmp == 0) cmp = store_entries_[store_pos_].column.compare(b.column);
+        cmp = cmp < 0 ? -1 : (cmp > 0 ? 1 : 0);
+      }
+      if (cmp < 0) {
+        row_ = store_row_;
+        column_ = store_entries_[store_pos_].column;
+        value_ = store_entries_[store_pos_].value;
+        from_ = kStore;
+        valid_ = true;
+        return;
+      }
+      const PendingWrite& w = buffered_->second;
+      if (!WantColumn(buffered_->first.column) || w.kind == MutationKind::kDelete ||
+          (w.kind == MutationKind::kLock && cmp != 0)) {
+        // Erased here (hide the stored value too), or not a value.
+        if (cmp == 0 && w.kind == MutationKind::kDelete) StepStore();
+        ++buffered_;
+        continue;
+      }
+      row_ = buffered_->first.row;
+      column_ = buffered_->first.column;
+      if (w.kind == MutationKind::kLock) {
+        value_ = store_entries_[store_pos_].value;  // cmp == 0: the stored value
+      } else {
+        value_ = w.value;
+      }
+      from_ = cmp == 0 ? kBoth : kBuffer;
+      valid_ = true;
+      return;
+    }
+  }
+
+  void StepStore() {
+    if (++store_pos_ >= store_entries_.size()) FillStoreRow();
+  }
+
+  void Advance() {
+    if (from_ == kStore || from_ == kBoth) StepStore();
+    if (from_ == kBuffer || from_ == kBoth) ++buffered_;
+  }
+
+  enum From { kStore, kBuffer, kBoth };
+  TransactionImpl* const txn_;
+  std::shared_ptr<RowStore> store_;
+  const std::string table_;
+  std::unique_ptr<RowIterator> rows_;
+  WriteRef buffered_;
+  const WriteRef buffered_end_;
+  const std::vector<std::string> columns_;
+  std::string store_row_;
+  std::vector<Entry> store_entries_;
+  size_t store_pos_ = 0;
+  bool valid_ = false;
+  From from_ = kStore;
+  std::string row_;
+  std::string column_;
+  std::string value_;
+  Status status_;
+};
+
+Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
+    std::string_view table, std::string_view start_row, std::string_view end_row,
+    const std::vector<std::string>& columns) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  if (table.empty()) return Status::InvalidArgument("empty table name");
+  if (!end_row.empty() && start_row > end_row) {
+    return Status::InvalidArgument("scan start row is after its end row");
+  }
+  for (const std::string& c : columns) {
+    if (c.empty()) return Status::InvalidArgument("empty column name in a scan");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(std::string(table)));
+  ScanSpec spec;
+  spec.start_row = std::string(start_row);
+  spec.end_row = std::string(end_row);
+  if (columns.empty()) {
+    spec.filter.families = {std::string(kWriteFamily), std::string(kLockFamily)};
+  } else {
+    for (const std::string& c : columns) {
+      spec.filter.columns.push_back(Col(kWriteFamily, c));
+      spec.filter.columns.push_back(Col(kLockFamily, c));
+    }
+  }
+  spec.filter.max_timestamp = start_ts_;
+  spec.filter.max_versions = 1;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowIterator> rows, store->Scan(ReadOptions(), spec));
+  auto lo = writes_.lower_bound(TxnKey{std::string(table), std::string(start_row), ""});
+  auto hi = end_row.empty()
+                ? writes_.lower_bound(TxnKey{std::string(table) + '\0', "", ""})
+                : writes_.lower_bound(TxnKey{std::string(table), std::string(end_row), ""});
+  return std::unique_ptr<TransactionIterator>(new TxnIterator(
+      this, std::move(store), std::string(table), std::move(rows), lo, hi, columns));
+}
+
+// ---- Commit ----
+
+LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
+  LockRecord lock;
+  lock.kind = w.kind;
+  lock.start_ts = start_ts_;
+  lock.wall_millis = lock_wall_millis_;
+  lock.ttl_millis = db_->config().options.lock_ttl_millis;
+  lock.min_commit_ts = start_ts_ + 1;
+  lock.owner = hb_->owner;
+  lock.primary_table = primary_->table;
+  lock.primary_row = primary_->row;
+  lock.primary_column = primary_->column;
+  const uint32_t max_inline = db_->config().options.max_inline_value;
+  if (w.kind == MutationKind::kPut && max_inline > 0 && w.value.size() <= max_inline) {
+    lock.has_inline_value = true;
+    lock.inline_value = w.value;
+  }
+  return lock;
+}
+
+ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw, PrewriteState* state) const {
+  ConditionalMutation cm;
+  cm.row = rw.row;
+  state->condition_keys.clear();
+  for (size_t i = 0; i < rw.keys.size(); ++i) {
+    if (state->done[i]) continue;
+    const TxnKey& key = rw.keys[i]->first;
+    const PendingWrite& w = rw.keys[i]->second;
+    // No write record at or after start_ts, except other transactions'
+    // rollback records seen before, which must still be exactly there.
+    uint64_t from = start_ts_;
+    for (const auto& [ts, bytes] : state->rollbacks[i]) {
+      if (ts > from) {
+        cm.conditions.push_back(Condition::NoCellInRange(kWriteFamily, key.column, from, ts - 1));
+        state->condition_keys.emplace_back(i, true);
+      }
+      cm.conditions.push_back(Condition::ValueEquals(kWriteFamily, key.column, ts, bytes));
+      state->condition_keys.emplace_back(i, true);
+      from = ts + 1;
+    }
+    cm.conditions.push_back(
+        Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp));
+    state->condition_keys.emplace_back(i, true);
+    // No lock: none at or above the newest commit record read in the column
+    // (lock_floors_), below which every lock is erased.
+    const auto floor = lock_floors_.find(key);
+    cm.conditions.push_back(Condition::NoCellInRange(
+        kLockFamily, key.column, floor == lock_floors_.end() ? kMinTimestamp : floor->second,
+        kMaxTimestamp));
+    state->condition_keys.emplace_back(i, false);
+    LockRecord lock = MakeLock(w);
+    if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
+      cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
+    }
+    cm.mutation.Put(kLockFamily, key.column, start_ts_, EncodeLock(lock));
+  }
+  return cm;
+}
+
+RowMutation TransactionImpl::CommitOf(const RowWrites& rw, uint64_t commit_ts) const {
+  RowMutation m;
+  for (WriteRef ref : rw.keys) AddCommit(&m, ref->first.column, MakeLock(ref->second), commit_ts);
+  return m;
+}
+
+Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
+                                              const CheckAndMutateResult& result,
+                                              PrewriteState* state) {
+  const std::vector<std::pair<size_t, bool>> condition_keys = state->condition_keys;
+  // Write records first: they end the transaction whatever the locks say.
+  for (const ConditionFailure& f : result.failures) {
+    if (f.index >= condition_keys.size() || !condition_keys[f.index].second) continue;
+    const size_t i = condition_keys[f.index].first;
+    const TxnKey& key = rw.keys[i]->first;
+    for (const Cell& cell : f.cells) {
+      WriteRecord record;
+      STRATA_RETURN_IF_ERROR(DecodeWrite(cell.value, &record));
+      if (record.start_ts == start_ts_ && record.kind == WriteKind::kRollback) {
+        if (record.rolled_back_by != 0) {
+          return Fail(
+              TransactionError::Kind::kAbortedByOlder, &key, record.rolled_back_by, 0,
+              Status::Aborted("aborted by the older transaction " +
+                              std::to_string(record.rolled_back_by) + " at " + key.ToString()));
+        }
+        return Fail(TransactionError::Kind::kRolledBack, &key, 0, 0,
+                    Status::Aborted("rolled back by a lock resolver at " + key.ToString() +
+                                    " (its lock outlived its TTL or its owner)"));
+      }
+      if (record.kind == WriteKind::kRollback) {
+        // Another transaction's rollback: it changes no value and only keeps
+        // that transaction's late prewrite out. Prewrite around it.
+        // A record may be rewritten (a victim's own undo after a wound puts
+        // rolled_back_by 0 where the wound put the older start_ts): the
+        // newest bytes seen at a timestamp replace the older ones.
+        auto& seen = state->rollbacks[i];
+        auto at = std::find_if(seen.begin(), seen.end(),
+                               [&](const auto& r) { return r.first == cell.timestamp; });
+        if (at != seen.end()) {
+          at->second = cell.value;
+        } else {
+          seen.emplace_back(cell.timestamp, cell.value);
+          std::sort(seen.begin(), seen.end());
+        }
+        continue;
+      }
+      return Fail(
+          TransactionError::Kind::kWriteConflict, &key, record.start_ts, cell.timestamp,
+          Status::Aborted("write conflict at " + key.ToString() + ": transaction " +
+                          std::to_string(record.start_ts) + " committed at " +
+                          std::to_string(cell.timestamp) + ", after this transaction's start_ts " +
+                          std::to_string(start_ts_)));
+    }
+  }
+  for (const ConditionFailure& f : result.failures) {
+    if (f.index >= condition_keys.size() || condition_keys[f.index].second) continue;
+    const size_t i = condition_keys[f.index].first;
+    const TxnKey& key = rw.keys[i]->first;
+    for (const Cell& cell : f.cells) {
+      LockRecord lock;
+      STRATA_RETURN_IF_ERROR(DecodeLock(cell.value, &lock));
+      if (lock.start_ts == start_ts_) {
+        state->done[i] = true;  // ours, from an earlier attempt
+        continue;
+      }
+      const bool older = lock.start_ts < start_ts_;
+      STRATA_ASSIGN_OR_RETURN(
+          LockResolver::Resolution res,
+          db_->resolver()->Resolve(
+              key, lock, older ? LockResolver::Intent::kCheck : LockResolver::Intent::kWound,
+              start_ts_));
+      if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
+        // An older transaction is committing: wait for it if the options
+        // allow, else give way at once (older transactions win).
+        const uint64_t now = db_->resolver()->NowMillis();
+        if (state->wait_until == 0) state->wait_until = now + options_.lock_wait_millis;
+        if (now < state->wait_until) {
+          db_->clock()->SleepMicros(state->backoff_micros);
+          state->backoff_micros = std::min<uint64_t>(state->backoff_micros * 2, 20'000);
+          state->waited = true;
+          return Status::OK();
+        }
+        return Fail(TransactionError::Kind::kKeyLocked, &key, lock.start_ts, 0,
+                    Status::Aborted("key locked: " + key.ToString() +
+                                    " is locked by the older transaction " +
+                                    std::to_string(lock.start_ts)));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status TransactionImpl::PrewriteRow(RowStore& store, const RowWrites& rw,
+                                    const CheckAndMutateResult* first, PrewriteState* state) {
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync && !db_->config().single_log;
+  CheckAndMutateResult result;
+  if (first != nullptr) result = *first;
+  int errors = 0;
+  // Whether the last round failed knowing that none of its locks was
+  // written (not after an unknown outcome, whose retry must find the locks
+  // it may have written byte for byte).
+  bool known_failure = first != nullptr;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    if (round > 0 || first == nullptr) {
+      // A lock's TTL runs from its wall time: after waiting for an older
+      // lock, which may take longer than the TTL, the time is taken anew,
+      // so the lock is not written with its TTL spent. Only while no key of
+      // the row is done, so that the row's locks carry one time.
+      if (known_failure &&
+          std::none_of(state->done.begin(), state->done.end(), [](bool d) { return d; })) {
+        lock_wall_millis_ = db_->resolver()->NowMillis();
+      }
+      known_failure = false;
+      ConditionalMutation cm = PrewriteOf(rw, state);
+      if (cm.mutation.empty()) return Status::OK();
+      Result<CheckAndMutateResult> r = store.CheckAndMutate(wo, rw.row, cm.conditions, cm.mutation);
+      if (!r.ok()) {
+        // The outcome is unknown; a retry finds our own locks if it applied.
+        if (++errors <= kMaxStoreRetries && r.status().code() != Status::Code::kInvalidArgument) {
+          continue;
+        }
+        return Fail(TransactionError::Kind::kStorage, &rw.keys[0]->first, 0, 0, r.status());
+      }
+      result = std::move(r).value();
+    }
+    if (result.applied) return Status::OK();
+    STRATA_RETURN_IF_ERROR(HandlePrewriteFailure(rw, result, state));
+    known_failure = true;
+    if (state->waited) {
+      state->waited = false;
+      --round;
+    }
+    if (std::all_of(state->done.begin(), state->done.end(), [](bool d) { return d; })) {
+      return Status::OK();
+    }
+  }
+  return Fail(TransactionError::Kind::kKeyLocked, &rw.keys[0]->first, 0, 0,
+              Status::Busy("prewriting row of " + rw.keys[0]->first.ToString() +
+                           ": its locks kept changing"));
+}
+
+Status TransactionImpl::CommitPrimary(RowStore& store, const RowWrites& rw) {
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync;
+  const TxnKey& pk = *primary_;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::string expected;
+    uint64_t min_commit_ts = 0;
+    {
+      MutexLock l(&hb_->mu);
+      expected = hb_->primary_lock_bytes;
+      min_commit_ts = hb_->primary_lock.min_commit_ts;
+    }
+    // The lock we commit against may carry a reader's push, taken over by
+    // the heartbeat or by the previous round: commit above it.
+    while (commit_ts_ < min_commit_ts) {
+      Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+      if (!ts.ok()) return Fail(TransactionError::Kind::kStorage, &pk, 0, 0, ts.status());
+      commit_ts_ = *ts;
+    }
+    Result<CheckAndMutateResult> r = store.CheckAndMutate(
+        wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, start_ts_, expected)},
+        CommitOf(rw, commit_ts_));
+    if (r.ok() && r->applied) return Status::OK();
+    // Not applied, or the outcome is unknown: the primary says what happened.
+    Result<TxnStatus> status = ReadTxnStatus(store, pk.row, pk.column, start_ts_);
+    if (!status.ok()) {
+      return Fail(TransactionError::Kind::kUnknownOutcome, &pk, 0, 0,
+                  r.ok() ? status.status() : r.status());
+    }
+    if (status->state == TxnStatus::State::kCommitted) {
+      commit_ts_ = status->commit_ts;
+      return Status::OK();
+    }
+    if (status->state == TxnStatus::State::kRolledBack) {
+      const uint64_t by = status->record.rolled_back_by;
+      return Fail(
+          by != 0 ? TransactionError::Kind::kAbortedByOlder : TransactionError::Kind::kRolledBack,
+          &pk, by, 0,
+          Status::Aborted(by != 0 ? "aborted by the older transaction " + std::to_string(by) +
+                                        " before commit"
+                                  : "rolled back by a lock resolver before commit (the "
+                                    "lock outlived its TTL or its owner)"));
+    }
+    if (!r.ok()) {
+      return Fail(TransactionError::Kind::kUnknownOutcome, &pk, 0, 0, r.status());
+    }
+    // Still locked by us: a reader pushed min_commit_ts or the heartbeat
+    // refreshed the TTL.
+    {
+      MutexLock l(&hb_->mu);
+      hb_->primary_lock = status->lock;
+      hb_->primary_lock_bytes = status->lock_bytes;
+    }
+  }
+  return Fail(TransactionError::Kind::kKeyLocked, &pk, 0, 0,
+              Status::Busy("committing the primary " + pk.ToString() + ": it kept changing"));
+}
+
+void TransactionImpl::UndoPrewrites() {
+  WriteOptions wo;
+  wo.sync = false;
+  if (primary_prewritten_) {
+    std::string expected;
+    {
+      MutexLock l(&hb_->mu);
+      expected = hb_->primary_lock_bytes;
+    }
+    for (int round = 0; round < kMaxRounds; ++round) {
+      Result<TxnStatus> s = db_->resolver()->RollbackPrimary(
+          *primary_store_, primary_->row, primary_->column, start_ts_, 0, expected);
+      if (!s.ok() || s->state != TxnStatus::State::kLocked) break;
+      expected = s->lock_bytes;
+    }
+  }
+  // The other prewritten keys follow the primary; undoing them now only
+  // saves readers the trip to it. That includes the primary row's other
+  // keys, prewritten with it.
+  if (primary_row_ != nullptr && primary_row_->keys.size() > 1) {
+    RowMutation m;
+    for (WriteRef ref : primary_row_->keys) {
+      if (&ref->first != primary_) AddRollback(&m, ref->first.column, start_ts_, 0);
+    }
+    (void)primary_store_->Mutate(wo, primary_row_->row, m);
+  }
+  for (auto& [store, rw] : prewritten_) {
+    RowMutation m;
+    for (WriteRef ref : rw->keys) AddRollback(&m, ref->first.column, start_ts_, 0);
+    (void)store->Mutate(wo, rw->row, m);
+  }
+}
+
+void TransactionImpl::Finish(State state) {
+  state_ = state;
+  if (hb_ == nullptr) return;
+  db_->StopHeartbeat(hb_);
+  if (hb_->owner.instance_id != 0) (void)db_->config().registry->Unregister(hb_->owner);
+}
+
+Status TransactionImpl::StopAt(FailPoint point) {
+  error_.kind = TransactionError::Kind::kStorage;
+  Finish(State::kStopped);  // the owner dies with the coordinator
+  return Status::Aborted(std::string("stopped at fail point ") + FailPointName(point));
+}
+
+Status TransactionImpl::Commit() {
+  if (state_ == State::kCommitted) return Status::OK();
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  if (writes_.empty()) {
+    commit_ts_ = start_ts_;
+    state_ = State::kCommitted;
+    return Status::OK();
+  }
+  // Group the keys by table and row; the primary is the first key.
+  primary_ = &writes_.begin()->first;
+  std::vector<std::pair<std::string, std::vector<RowWrites>>> tables;
+  for (WriteRef it = writes_.begin(); it != writes_.end(); ++it) {
+    if (tables.empty() || tables.back().first != it->first.table) {
+      tables.emplace_back(it->first.table, std::vector<RowWrites>());
+    }
+    std::vector<RowWrites>& rows = tables.back().second;
+    if (rows.empty() || rows.back().row != it->first.row)
+      rows.push_back(RowWrites{it->first.row, {}});
+    rows.back().keys.push_back(it);
+  }
+  const RowWrites& primary_row = tables[0].second[0];
+  // Every store first: past this point only Finish ends the commit.
+  for (const auto& [table, rows] : tables) STRATA_RETURN_IF_ERROR(StoreFor(table).status());
+  primary_store_ = stores_.at(primary_->table);
+
+  Result<Owner> owner = db_->config().registry->Register();
+  if (!owner.ok()) return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, owner.status());
+  hb_ = std::make_shared<HeartbeatState>();
+  hb_->owner = *owner;
+  hb_->primary = *primary_;
+  lock_wall_millis_ = db_->resolver()->NowMillis();
+  // The owner is kept alive from now on, and the primary's lock from the
+  // moment it is written: a prewrite may wait for older locks long before
+  // the first batch is done.
+  db_->StartHeartbeat(hb_);
+
+  // 1–2. Prewrite: the primary's row first, on its own or in the first batch
+  // of its table, then the other rows in batches per table.
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync && !db_->config().single_log;
+  const size_t max_rows = std::max<uint32_t>(1, db_->config().options.max_batch_rows);
+  Status s;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const std::shared_ptr<RowStore> store = stores_.at(tables[t].first);  // resolved above
+    const std::vector<RowWrites>& rows = tables[t].second;
+    for (size_t begin = 0; begin < rows.size();) {
+      const bool with_primary = t == 0 && begin == 0;
+      size_t end = std::min(rows.size(), begin + max_rows);
+      if (with_primary && db_->config().options.prewrite_primary_alone) end = 1;
+      std::vector<ConditionalMutation> batch;
+      std::vector<PrewriteState> states;
+      states.reserve(end - begin);
+      for (size_t i = begin; i < end; ++i) {
+        states.emplace_back(rows[i].keys.size());
+        batch.push_back(PrewriteOf(rows[i], &states.back()));
+      }
+      // One row goes alone (PrewriteRow); more go as one batch.
+      Result<std::vector<CheckAndMutateResult>> results = std::vector<CheckAndMutateResult>();
+      if (end - begin > 1) results = store->CheckAndMutateBatch(wo, batch);
+      const bool have_results = results.ok() && results->size() == end - begin;
+      auto prewritten = [&](size_t i) {
+        if (with_primary && i == 0) {
+          primary_prewritten_ = true;
+          primary_row_ = &rows[i];
+          MutexLock l(&hb_->mu);
+          hb_->prewritten = true;
+          hb_->primary_lock = MakeLock(writes_.begin()->second);
+          hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
+        } else {
+          prewritten_.emplace_back(store, &rows[i]);
+        }
+      };
+      // What applied first, so that an abort below undoes all of it.
+      for (size_t i = begin; have_results && i < end; ++i) {
+        if ((*results)[i - begin].applied) prewritten(i);
+      }
+      if (!results.ok() && results.status().code() == Status::Code::kInvalidArgument) {
+        s = Fail(TransactionError::Kind::kStorage, &rows[begin].keys[0]->first, 0, 0,
+                 results.status());
+      }
+      // Rows that met a conflict, or a failed batch, go again row by row.
+      for (size_t i = begin; i < end && s.ok(); ++i) {
+        const CheckAndMutateResult* first = have_results ? &(*results)[i - begin] : nullptr;
+        if (first != nullptr && first->applied) continue;
+        s = PrewriteRow(*store, rows[i], first, &states[i - begin]);
+        if (s.ok()) {
+          prewritten(i);
+        } else if (error_.kind == TransactionError::Kind::kNone) {
+          // Resolving a lock on the way failed (a store error, or a lock
+          // that kept changing): say so in error() too.
+          s = Fail(
+              s.IsBusy() ? TransactionError::Kind::kKeyLocked : TransactionError::Kind::kStorage,
+              &rows[i].keys[0]->first, 0, 0, s);
+        }
+      }
+      if (!s.ok()) {
+        UndoPrewrites();
+        Finish(State::kAborted);
+        return s;
+      }
+      begin = end;
+      if (with_primary) {
+        if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
+          return StopAt(FailPoint::kAfterPrimaryPrewrite);
+        }
+      } else if (db_->FailPointHit(FailPoint::kAfterSecondaryBatch, start_ts_)) {
+        return StopAt(FailPoint::kAfterSecondaryBatch);
+      }
+    }
+  }
+
+  // 3. commit_ts.
+  Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+  if (!ts.ok()) {
+    UndoPrewrites();
+    Finish(State::kAborted);
+    return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, ts.status());
+  }
+  commit_ts_ = *ts;
+  if (db_->FailPointHit(FailPoint::kAfterCommitTs, start_ts_)) {
+    return StopAt(FailPoint::kAfterCommitTs);
+  }
+  {
+    MutexLock l(&hb_->mu);
+    hb_->finished = true;  // no more heartbeats: they would only race the commit
+    if (hb_->owner_dead) {
+      s = Fail(TransactionError::Kind::kCoordinatorDead, primary_, 0, 0,
+               Status::Aborted("the liveness registry declared this coordinator dead; its "
+                               "locks may have been rolled back"));
+    }
+  }
+  if (s.ok() && start_ts_ < db_->safepoint()) {
+    s = Fail(TransactionError::Kind::kTooOld, primary_, 0, 0,
+             Status::Aborted("transaction too old: start_ts " + std::to_string(start_ts_) +
+                             " fell below the GC safepoint"));
+  }
+  if (!s.ok()) {
+    UndoPrewrites();
+    Finish(State::kAborted);
+    return s;
+  }
+
+  // 4. The commit point.
+  s = CommitPrimary(*primary_store_, primary_row);
+  if (!s.ok()) {
+    if (error_.kind != TransactionError::Kind::kUnknownOutcome) UndoPrewrites();
+    Finish(State::kAborted);
+    return s;
+  }
+  if (db_->FailPointHit(FailPoint::kAfterPrimaryCommit, start_ts_)) {
+    return StopAt(FailPoint::kAfterPrimaryCommit);
+  }
+  Finish(State::kCommitted);
+
+  // 5. The secondaries.
+  TxnDB::SecondaryJob job;
+  job.start_ts = start_ts_;
+  job.commit_ts = commit_ts_;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    std::vector<ConditionalMutation> rows;
+    for (size_t i = (t == 0 ? 1 : 0); i < tables[t].second.size(); ++i) {
+      rows.push_back(ConditionalMutation{
+          tables[t].second[i].row, {}, CommitOf(tables[t].second[i], commit_ts_)});
+    }
+    if (!rows.empty()) job.tables.emplace_back(tables[t].first, std::move(rows));
+  }
+  if (job.tables.empty()) return Status::OK();
+  if (db_->config().options.commit_secondaries_in_background) {
+    db_->EnqueueSecondaries(std::move(job));
+    return Status::OK();
+  }
+  Status secondary_status;
+  if (!db_->CommitSecondaries(job, &secondary_status)) {
+    state_ = State::kStopped;
+    return Status::Aborted(std::string("stopped at fail point ") +
+                           FailPointName(FailPoint::kAfterSecondaryCommit));
+  }
+  // A secondary that failed to commit is rolled forward by its next reader;
+  // the transaction is committed either way.
+  return Status::OK();
+}
+
+Status TransactionImpl::Rollback() {
+  if (state_ == State::kCommitted) {
+    return Status::InvalidArgument("the transaction has committed; it cannot roll back");
+  }
+  if (state_ != State::kOpen) return Status::OK();
+  // The buffered writes stay (unused) until the transaction goes: an open
+  // scan iterator walks them.
+  state_ = State::kAborted;
+  return Status::OK();
+}
+
+}  // namespace strata::txn
+
+// ---- The public entry points ----
+
+namespace strata {
+
+const char* TransactionErrorKindName(TransactionError::Kind kind) {
+  using K = TransactionError::Kind;
+  switch (kind) {
+    case K::kNone:
+      return "none";
+    case K::kWriteConflict:
+      return "write conflict";
+    case K::kKeyLocked:
+      return "key locked";
+    case K::kAbortedByOlder:
+      return "aborted by an older transaction";
+    case K::kRolledBack:
+      return "rolled back by a lock resolver";
+    case K::kTooOld:
+      return "transaction too old";
+    case K::kCoordinatorDead:
+      return "coordinator declared dead";
+    case K::kUnknownOutcome:
+      return "unknown outcome";
+    case K::kStorage:
+      return "storage error";
+  }
+  return "unknown";
+}
+
+}  // namespace strata

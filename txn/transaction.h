@@ -1,0 +1,193 @@
+// TransactionImpl: the Transaction of strata/transaction.h, one Percolator
+// transaction begun on a TxnDB (txn/transaction_db.h). Reads see the
+// snapshot at start_ts, resolving the locks they meet (lock_resolver.h);
+// writes are buffered until Commit.
+//
+// The commit protocol (Percolator's, see txn/FORMAT.md for the cells):
+//   1. prewrite the primary's row (alone, or in the first batch of its
+//      table): data and locks at start_ts, if no write
+//      record at or after start_ts and no lock (conflicts are resolved as
+//      lock_resolver.h says: an older live lock aborts us, a younger one is
+//      rolled back);
+//   2. prewrite the other rows, in batches per table (CheckAndMutateBatch);
+//   3. take commit_ts from the oracle;
+//   4. commit the primary: its write records at commit_ts and its locks
+//      erased, if its lock is still the one we wrote (the commit point);
+//   5. commit the other rows, in the foreground or on a background thread.
+// A fail point between any two steps stops the coordinator as a crash would:
+// nothing more is written, and its owner dies, so its locks can be resolved.
+//
+// Thread-compatible: a transaction is used by one thread at a time. It holds
+// its TxnDB, so it may outlive the caller's TransactionDB; its calls then
+// fail as on a closed one.
+//
+// Invariants: the state is kOpen until Commit, Rollback or a failure, and
+// never changes again once it is not; every key's lock names the primary,
+// the first buffered key in (table, row, column) order; a key prewritten is
+// recorded (primary_prewritten_, primary_row_, prewritten_) before anything
+// can abort the commit, so that an abort undoes every prewrite.
+#ifndef STRATA_TXN_TRANSACTION_H_
+#define STRATA_TXN_TRANSACTION_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "strata/row_store.h"
+#include "strata/status.h"
+#include "strata/transaction.h"
+#include "txn/lock_resolver.h"
+#include "txn/records.h"
+#include "txn/transaction_db.h"
+
+namespace strata::txn {
+
+// What a transaction intends for one key, buffered until Commit.
+struct PendingWrite {
+  MutationKind kind = MutationKind::kPut;
+  std::string value;  // kPut
+};
+
+using WriteMap = std::map<TxnKey, PendingWrite>;
+using WriteRef = WriteMap::const_iterator;
+
+// The keys of one row, in column order.
+struct RowWrites {
+  std::string row;
+  std::vector<WriteRef> keys;
+};
+
+class TransactionImpl final : public Transaction {
+ public:
+  TransactionImpl(std::shared_ptr<TxnDB> db, const TransactionOptions& options, uint64_t start_ts)
+      : db_(std::move(db)), options_(options), start_ts_(start_ts) {}
+  ~TransactionImpl() override;
+  TransactionImpl(const TransactionImpl&) = delete;
+  TransactionImpl& operator=(const TransactionImpl&) = delete;
+
+  uint64_t start_ts() const override { return start_ts_; }
+  uint64_t commit_ts() const override { return state_ == State::kCommitted ? commit_ts_ : 0; }
+  const TransactionError& error() const override { return error_; }
+
+  Result<std::string> Get(std::string_view table, std::string_view row,
+                          std::string_view column) override;
+  Result<std::vector<std::optional<std::string>>> BatchGet(std::string_view table,
+                                                           const std::vector<Key>& keys) override;
+  Result<std::unique_ptr<TransactionIterator>> Scan(
+      std::string_view table, std::string_view start_row, std::string_view end_row,
+      const std::vector<std::string>& columns) override;
+  Result<std::string> GetForUpdate(std::string_view table, std::string_view row,
+                                   std::string_view column) override;
+  Status Set(std::string_view table, std::string_view row, std::string_view column,
+             std::string_view value) override;
+  Status Erase(std::string_view table, std::string_view row, std::string_view column) override;
+
+  Status Commit() override;
+  Status Rollback() override;
+
+  // For the scan iterator (txn_iterator.h).
+
+  // Reads the committed value of `key` at start_ts, resolving locks in the
+  // way; std::nullopt when there is none (never written, or erased).
+  Result<std::optional<std::string>> ReadCommitted(RowStore& store, const TxnKey& key);
+  // The value the write record `record`, read at `commit_ts`, leads to,
+  // following it back past rollback and lock records.
+  Result<std::optional<std::string>> ValueFromWrite(RowStore& store, const TxnKey& key,
+                                                    uint64_t commit_ts, WriteRecord record);
+  // Whether a lock read at start_ts blocks this transaction's read.
+  bool LockBlocksRead(const LockRecord& lock) const {
+    return lock.kind != MutationKind::kLock && lock.min_commit_ts <= start_ts_ &&
+           pushed_.count(lock.start_ts) == 0;
+  }
+  Result<std::shared_ptr<RowStore>> StoreFor(const std::string& table);
+  const WriteMap& writes() const { return writes_; }
+  // A lock of kind kLock (GetForUpdate) hides no value, so reads never wait
+  // for one; but one left by a dead coordinator is resolved here, once per
+  // transaction, so that reading passes leave no dead lock behind.
+  Status CleanUpLockKind(const TxnKey& key, const LockRecord& lock);
+
+ private:
+  enum class State { kOpen, kCommitted, kAborted, kStopped };
+
+  Status CheckOpen();
+  Status Buffer(std::string_view table, std::string_view row, std::string_view column,
+                MutationKind kind, std::string_view value);
+  // Records why the transaction stopped and gives `status` back.
+  Status Fail(TransactionError::Kind kind, const TxnKey* key, uint64_t other_start,
+              uint64_t other_commit, Status status);
+
+  // The lock this transaction writes for `w` (every key's names the primary).
+  LockRecord MakeLock(const PendingWrite& w) const;
+  // What a prewrite of a row knows from earlier attempts: keys already
+  // locked by this transaction, and per key the rollback records of other
+  // transactions at or after start_ts (which do not conflict).
+  struct PrewriteState {
+    explicit PrewriteState(size_t n) : done(n, false), rollbacks(n) {}
+    std::vector<bool> done;
+    std::vector<std::vector<std::pair<uint64_t, std::string>>> rollbacks;
+    // Per condition of the last attempt: its key, and whether it is about
+    // the write column (else the lock column).
+    std::vector<std::pair<size_t, bool>> condition_keys;
+    // Waiting for an older transaction's lock (TransactionOptions::lock_wait_millis).
+    uint64_t wait_until = 0;
+    uint64_t backoff_micros = 200;
+    bool waited = false;  // the last failure was waited out: not a round
+  };
+  ConditionalMutation PrewriteOf(const RowWrites& rw, PrewriteState* state) const;
+  RowMutation CommitOf(const RowWrites& rw, uint64_t commit_ts) const;
+  // Prewrites one row, resolving conflicts; `first` is a result already in
+  // hand (from a batch) or nullptr.
+  Status PrewriteRow(RowStore& store, const RowWrites& rw, const CheckAndMutateResult* first,
+                     PrewriteState* state);
+  // Looks at why a prewrite of `rw` failed; OK to retry (after resolving what
+  // could be), else the error that ends the transaction.
+  Status HandlePrewriteFailure(const RowWrites& rw, const CheckAndMutateResult& result,
+                               PrewriteState* state);
+  Status CommitPrimary(RowStore& store, const RowWrites& rw);
+  // Undoes every prewrite done so far, primary first.
+  void UndoPrewrites();
+  Status StopAt(FailPoint point);
+  void Finish(State state);
+
+  const std::shared_ptr<TxnDB> db_;  // lives on, closed, if the caller's handle goes
+  const TransactionOptions options_;
+  const uint64_t start_ts_;
+  uint64_t commit_ts_ = 0;
+  State state_ = State::kOpen;
+  TransactionError error_;
+  WriteMap writes_;
+  std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed
+  // For each key read, the timestamp of the commit record the read found
+  // (a put, delete or lock record, not a rollback). No lock below it is
+  // alive (FORMAT.md, "How locks are erased"), so the prewrite's lock
+  // condition reads the column from there, not through a hot row's whole
+  // history of erased locks. At most kMaxLockFloors keys, so that a
+  // transaction reading many keys does not grow without bound; keys past
+  // that are searched whole.
+  static constexpr size_t kMaxLockFloors = 4096;
+  std::map<TxnKey, uint64_t> lock_floors_;
+  std::set<uint64_t> lock_kind_checked_;  // kLock locks' transactions looked at
+  std::map<std::string, std::shared_ptr<RowStore>, std::less<>> stores_;
+
+  // Commit state.
+  std::shared_ptr<HeartbeatState> hb_;
+  uint64_t lock_wall_millis_ = 0;
+  const TxnKey* primary_ = nullptr;
+  std::shared_ptr<RowStore> primary_store_;
+  bool primary_prewritten_ = false;
+  // The primary's row once prewritten (it may hold other keys); points into
+  // Commit's rows, like prewritten_.
+  const RowWrites* primary_row_ = nullptr;
+  std::vector<std::pair<std::shared_ptr<RowStore>, const RowWrites*>> prewritten_;
+};
+
+}  // namespace strata::txn
+
+#endif  // STRATA_TXN_TRANSACTION_H_
