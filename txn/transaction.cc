@@ -494,7 +494,7 @@ Status TransactionImpl::PrewriteRow(RowStore& store, const RowWrites& rw,
                            ": its locks kept changing"));
 }
 
-Status TransactionImpl::CommitPrimary(RowStore& store, const RowWrites& rw) {
+Status TransactionImpl::WritePrimaryCommit(RowStore& store, const RowWrites& rw) {
   WriteOptions wo;
   wo.sync = db_->config().options.sync;
   const TxnKey& pk = *primary_;
@@ -606,21 +606,37 @@ Status TransactionImpl::Commit() {
     state_ = State::kCommitted;
     return Status::OK();
   }
+  // The rows outlive every step: primary_row_ and prewritten_ point into them.
+  const std::vector<TableWrites> tables = GroupWrites();
+  STRATA_RETURN_IF_ERROR(StartCommit(tables));
+  size_t next_row = 0;
+  STRATA_RETURN_IF_ERROR(PrewritePrimary(tables, &next_row));     // 1.
+  STRATA_RETURN_IF_ERROR(PrewriteSecondaries(tables, next_row));  // 2.
+  STRATA_RETURN_IF_ERROR(TakeCommitTs());                         // 3.
+  STRATA_RETURN_IF_ERROR(CheckMayCommit());
+  STRATA_RETURN_IF_ERROR(CommitPrimary(tables[0].rows[0]));  // 4. The commit point.
+  return CommitSecondaries(tables);                          // 5.
+}
+
+std::vector<TableWrites> TransactionImpl::GroupWrites() {
   // Group the keys by table and row; the primary is the first key.
   primary_ = &writes_.begin()->first;
-  std::vector<std::pair<std::string, std::vector<RowWrites>>> tables;
+  std::vector<TableWrites> tables;
   for (WriteRef it = writes_.begin(); it != writes_.end(); ++it) {
-    if (tables.empty() || tables.back().first != it->first.table) {
-      tables.emplace_back(it->first.table, std::vector<RowWrites>());
+    if (tables.empty() || tables.back().table != it->first.table) {
+      tables.push_back(TableWrites{it->first.table, {}});
     }
-    std::vector<RowWrites>& rows = tables.back().second;
+    std::vector<RowWrites>& rows = tables.back().rows;
     if (rows.empty() || rows.back().row != it->first.row)
       rows.push_back(RowWrites{it->first.row, {}});
     rows.back().keys.push_back(it);
   }
-  const RowWrites& primary_row = tables[0].second[0];
+  return tables;
+}
+
+Status TransactionImpl::StartCommit(const std::vector<TableWrites>& tables) {
   // Every store first: past this point only Finish ends the commit.
-  for (const auto& [table, rows] : tables) STRATA_RETURN_IF_ERROR(StoreFor(table).status());
+  for (const TableWrites& tw : tables) STRATA_RETURN_IF_ERROR(StoreFor(tw.table).status());
   primary_store_ = stores_.at(primary_->table);
 
   Result<Owner> owner = db_->config().registry->Register();
@@ -633,83 +649,102 @@ Status TransactionImpl::Commit() {
   // moment it is written: a prewrite may wait for older locks long before
   // the first batch is done.
   db_->StartHeartbeat(hb_);
+  return Status::OK();
+}
 
-  // 1–2. Prewrite: the primary's row first, on its own or in the first batch
-  // of its table, then the other rows in batches per table.
-  WriteOptions wo;
-  wo.sync = db_->config().options.sync && !db_->config().single_log;
-  const size_t max_rows = std::max<uint32_t>(1, db_->config().options.max_batch_rows);
-  Status s;
+Status TransactionImpl::PrewritePrimary(const std::vector<TableWrites>& tables, size_t* next_row) {
+  const std::shared_ptr<RowStore> store = stores_.at(tables[0].table);  // resolved in StartCommit
+  const std::vector<RowWrites>& rows = tables[0].rows;
+  size_t end = std::min(rows.size(), MaxBatchRows());
+  if (db_->config().options.prewrite_primary_alone) end = 1;
+  STRATA_RETURN_IF_ERROR(PrewriteBatch(store, rows, 0, end, /*with_primary=*/true));
+  *next_row = end;
+  if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
+    return StopAt(FailPoint::kAfterPrimaryPrewrite);
+  }
+  return Status::OK();
+}
+
+Status TransactionImpl::PrewriteSecondaries(const std::vector<TableWrites>& tables,
+                                            size_t next_row) {
   for (size_t t = 0; t < tables.size(); ++t) {
-    const std::shared_ptr<RowStore> store = stores_.at(tables[t].first);  // resolved above
-    const std::vector<RowWrites>& rows = tables[t].second;
-    for (size_t begin = 0; begin < rows.size();) {
-      const bool with_primary = t == 0 && begin == 0;
-      size_t end = std::min(rows.size(), begin + max_rows);
-      if (with_primary && db_->config().options.prewrite_primary_alone) end = 1;
-      std::vector<ConditionalMutation> batch;
-      std::vector<PrewriteState> states;
-      states.reserve(end - begin);
-      for (size_t i = begin; i < end; ++i) {
-        states.emplace_back(rows[i].keys.size());
-        batch.push_back(PrewriteOf(rows[i], &states.back()));
-      }
-      // One row goes alone (PrewriteRow); more go as one batch.
-      Result<std::vector<CheckAndMutateResult>> results = std::vector<CheckAndMutateResult>();
-      if (end - begin > 1) results = store->CheckAndMutateBatch(wo, batch);
-      const bool have_results = results.ok() && results->size() == end - begin;
-      auto prewritten = [&](size_t i) {
-        if (with_primary && i == 0) {
-          primary_prewritten_ = true;
-          primary_row_ = &rows[i];
-          MutexLock l(&hb_->mu);
-          hb_->prewritten = true;
-          hb_->primary_lock = MakeLock(writes_.begin()->second);
-          hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
-        } else {
-          prewritten_.emplace_back(store, &rows[i]);
-        }
-      };
-      // What applied first, so that an abort below undoes all of it.
-      for (size_t i = begin; have_results && i < end; ++i) {
-        if ((*results)[i - begin].applied) prewritten(i);
-      }
-      if (!results.ok() && results.status().code() == Status::Code::kInvalidArgument) {
-        s = Fail(TransactionError::Kind::kStorage, &rows[begin].keys[0]->first, 0, 0,
-                 results.status());
-      }
-      // Rows that met a conflict, or a failed batch, go again row by row.
-      for (size_t i = begin; i < end && s.ok(); ++i) {
-        const CheckAndMutateResult* first = have_results ? &(*results)[i - begin] : nullptr;
-        if (first != nullptr && first->applied) continue;
-        s = PrewriteRow(*store, rows[i], first, &states[i - begin]);
-        if (s.ok()) {
-          prewritten(i);
-        } else if (error_.kind == TransactionError::Kind::kNone) {
-          // Resolving a lock on the way failed (a store error, or a lock
-          // that kept changing): say so in error() too.
-          s = Fail(
-              s.IsBusy() ? TransactionError::Kind::kKeyLocked : TransactionError::Kind::kStorage,
-              &rows[i].keys[0]->first, 0, 0, s);
-        }
-      }
-      if (!s.ok()) {
-        UndoPrewrites();
-        Finish(State::kAborted);
-        return s;
-      }
+    const std::shared_ptr<RowStore> store = stores_.at(tables[t].table);  // resolved above
+    const std::vector<RowWrites>& rows = tables[t].rows;
+    for (size_t begin = t == 0 ? next_row : 0; begin < rows.size();) {
+      const size_t end = std::min(rows.size(), begin + MaxBatchRows());
+      STRATA_RETURN_IF_ERROR(PrewriteBatch(store, rows, begin, end, /*with_primary=*/false));
       begin = end;
-      if (with_primary) {
-        if (db_->FailPointHit(FailPoint::kAfterPrimaryPrewrite, start_ts_)) {
-          return StopAt(FailPoint::kAfterPrimaryPrewrite);
-        }
-      } else if (db_->FailPointHit(FailPoint::kAfterSecondaryBatch, start_ts_)) {
+      if (db_->FailPointHit(FailPoint::kAfterSecondaryBatch, start_ts_)) {
         return StopAt(FailPoint::kAfterSecondaryBatch);
       }
     }
   }
+  return Status::OK();
+}
 
-  // 3. commit_ts.
+size_t TransactionImpl::MaxBatchRows() const {
+  return std::max<uint32_t>(1, db_->config().options.max_batch_rows);
+}
+
+Status TransactionImpl::PrewriteBatch(const std::shared_ptr<RowStore>& store,
+                                      const std::vector<RowWrites>& rows, size_t begin, size_t end,
+                                      bool with_primary) {
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync && !db_->config().single_log;
+  std::vector<ConditionalMutation> batch;
+  std::vector<PrewriteState> states;
+  states.reserve(end - begin);
+  for (size_t i = begin; i < end; ++i) {
+    states.emplace_back(rows[i].keys.size());
+    batch.push_back(PrewriteOf(rows[i], &states.back()));
+  }
+  // One row goes alone (PrewriteRow); more go as one batch.
+  Result<std::vector<CheckAndMutateResult>> results = std::vector<CheckAndMutateResult>();
+  if (end - begin > 1) results = store->CheckAndMutateBatch(wo, batch);
+  const bool have_results = results.ok() && results->size() == end - begin;
+  auto prewritten = [&](size_t i) {
+    if (with_primary && i == 0) {
+      primary_prewritten_ = true;
+      primary_row_ = &rows[i];
+      MutexLock l(&hb_->mu);
+      hb_->prewritten = true;
+      hb_->primary_lock = MakeLock(writes_.begin()->second);
+      hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
+    } else {
+      prewritten_.emplace_back(store, &rows[i]);
+    }
+  };
+  // What applied first, so that an abort below undoes all of it.
+  for (size_t i = begin; have_results && i < end; ++i) {
+    if ((*results)[i - begin].applied) prewritten(i);
+  }
+  Status s;
+  if (!results.ok() && results.status().code() == Status::Code::kInvalidArgument) {
+    s = Fail(TransactionError::Kind::kStorage, &rows[begin].keys[0]->first, 0, 0, results.status());
+  }
+  // Rows that met a conflict, or a failed batch, go again row by row.
+  for (size_t i = begin; i < end && s.ok(); ++i) {
+    const CheckAndMutateResult* first = have_results ? &(*results)[i - begin] : nullptr;
+    if (first != nullptr && first->applied) continue;
+    s = PrewriteRow(*store, rows[i], first, &states[i - begin]);
+    if (s.ok()) {
+      prewritten(i);
+    } else if (error_.kind == TransactionError::Kind::kNone) {
+      // Resolving a lock on the way failed (a store error, or a lock
+      // that kept changing): say so in error() too.
+      s = Fail(s.IsBusy() ? TransactionError::Kind::kKeyLocked : TransactionError::Kind::kStorage,
+               &rows[i].keys[0]->first, 0, 0, s);
+    }
+  }
+  if (!s.ok()) {
+    UndoPrewrites();
+    Finish(State::kAborted);
+    return s;
+  }
+  return Status::OK();
+}
+
+Status TransactionImpl::TakeCommitTs() {
   Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
   if (!ts.ok()) {
     UndoPrewrites();
@@ -720,6 +755,11 @@ Status TransactionImpl::Commit() {
   if (db_->FailPointHit(FailPoint::kAfterCommitTs, start_ts_)) {
     return StopAt(FailPoint::kAfterCommitTs);
   }
+  return Status::OK();
+}
+
+Status TransactionImpl::CheckMayCommit() {
+  Status s;
   {
     MutexLock l(&hb_->mu);
     hb_->finished = true;  // no more heartbeats: they would only race the commit
@@ -739,9 +779,11 @@ Status TransactionImpl::Commit() {
     Finish(State::kAborted);
     return s;
   }
+  return Status::OK();
+}
 
-  // 4. The commit point.
-  s = CommitPrimary(*primary_store_, primary_row);
+Status TransactionImpl::CommitPrimary(const RowWrites& primary_row) {
+  Status s = WritePrimaryCommit(*primary_store_, primary_row);
   if (!s.ok()) {
     if (error_.kind != TransactionError::Kind::kUnknownOutcome) UndoPrewrites();
     Finish(State::kAborted);
@@ -751,18 +793,20 @@ Status TransactionImpl::Commit() {
     return StopAt(FailPoint::kAfterPrimaryCommit);
   }
   Finish(State::kCommitted);
+  return Status::OK();
+}
 
-  // 5. The secondaries.
+Status TransactionImpl::CommitSecondaries(const std::vector<TableWrites>& tables) {
   TxnDB::SecondaryJob job;
   job.start_ts = start_ts_;
   job.commit_ts = commit_ts_;
   for (size_t t = 0; t < tables.size(); ++t) {
     std::vector<ConditionalMutation> rows;
-    for (size_t i = (t == 0 ? 1 : 0); i < tables[t].second.size(); ++i) {
-      rows.push_back(ConditionalMutation{
-          tables[t].second[i].row, {}, CommitOf(tables[t].second[i], commit_ts_)});
+    for (size_t i = (t == 0 ? 1 : 0); i < tables[t].rows.size(); ++i) {
+      rows.push_back(
+          ConditionalMutation{tables[t].rows[i].row, {}, CommitOf(tables[t].rows[i], commit_ts_)});
     }
-    if (!rows.empty()) job.tables.emplace_back(tables[t].first, std::move(rows));
+    if (!rows.empty()) job.tables.emplace_back(tables[t].table, std::move(rows));
   }
   if (job.tables.empty()) return Status::OK();
   if (db_->config().options.commit_secondaries_in_background) {

@@ -64,6 +64,12 @@ struct RowWrites {
   std::vector<WriteRef> keys;
 };
 
+// The rows of one table that a commit writes, in row order.
+struct TableWrites {
+  std::string table;
+  std::vector<RowWrites> rows;
+};
+
 class TransactionImpl final : public Transaction {
  public:
   TransactionImpl(std::shared_ptr<TxnDB> db, const TransactionOptions& options, uint64_t start_ts)
@@ -150,7 +156,43 @@ class TransactionImpl final : public Transaction {
   // could be), else the error that ends the transaction.
   Status HandlePrewriteFailure(const RowWrites& rw, const CheckAndMutateResult& result,
                                PrewriteState* state);
-  Status CommitPrimary(RowStore& store, const RowWrites& rw);
+  // Commits the primary's row `rw` against the primary's lock, taking a new
+  // commit_ts while a reader's push has left it too low.
+  Status WritePrimaryCommit(RowStore& store, const RowWrites& rw);
+
+  // Commit, step by step (the protocol above). A step that fails has ended
+  // the transaction (undone its prewrites, or stopped at a fail point)
+  // unless it says otherwise, and returns why.
+  //
+  // The buffered keys grouped by table and row, tables and rows in key
+  // order; sets primary_, the first key.
+  std::vector<TableWrites> GroupWrites();
+  // Resolves every table's store (an error leaves the transaction open),
+  // registers the owner and starts the heartbeat.
+  Status StartCommit(const std::vector<TableWrites>& tables);
+  // 1. Prewrites the primary's row, alone or with the first batch of its
+  // table; *next_row is then the first row of that table not prewritten.
+  Status PrewritePrimary(const std::vector<TableWrites>& tables, size_t* next_row);
+  // 2. Prewrites the other rows, in batches per table, from row `next_row`
+  // of the first table on.
+  Status PrewriteSecondaries(const std::vector<TableWrites>& tables, size_t next_row);
+  // Prewrites rows [begin, end) of `rows`: more than one as one batch, then
+  // row by row whatever did not apply.
+  Status PrewriteBatch(const std::shared_ptr<RowStore>& store, const std::vector<RowWrites>& rows,
+                       size_t begin, size_t end, bool with_primary);
+  size_t MaxBatchRows() const;
+  // 3. Takes commit_ts from the oracle.
+  Status TakeCommitTs();
+  // Stops the heartbeat's refreshes of the primary's lock (they would race
+  // the commit); aborts if the owner was declared dead meanwhile or start_ts
+  // fell below the GC safepoint.
+  Status CheckMayCommit();
+  // 4. Commits the primary's row: the commit point. Committed on success.
+  Status CommitPrimary(const RowWrites& primary_row);
+  // 5. Commits the other rows, on the background thread or here; one that
+  // fails to commit is rolled forward by its next reader.
+  Status CommitSecondaries(const std::vector<TableWrites>& tables);
+
   // Undoes every prewrite done so far, primary first.
   void UndoPrewrites();
   Status StopAt(FailPoint point);
