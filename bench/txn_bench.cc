@@ -139,7 +139,7 @@ struct Flags {
   bool fresh_hot = true;
   bool full_check = false;
   uint64_t backoff_us = 0;
-  uint64_t lock_buffer = strata::TransactionalTableOptions().lock_write_buffer_size;
+  uint64_t lock_buffer = strata::TransactionalTableOptions().lock_group.write_buffer_size;
   bool io_uring = strata::EngineOptions().use_io_uring;
   // On, as txn/README.md recommends for synced commits (the engine's default
   // is off).
@@ -166,8 +166,8 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
   --backoff_us=N     after the n-th abort in a row of one transfer, sleep a random
                      0..min(N, 10us << n) microseconds before retrying; 0 (default)
                      retries at once (after a yield), in every system alike
-  --lock_buffer=N    Strata's TransactionalTableOptions::lock_write_buffer_size in
-                     bytes (default 1048576; 0: the engine's write_buffer_size, 32 MiB)
+  --lock_buffer=N    Strata's TransactionalTableOptions::lock_group.write_buffer_size
+                     in bytes (default 1048576; 0: the engine's write_buffer_size, 32 MiB)
   --io_uring=0|1     Strata's EngineOptions::use_io_uring (default 1): 0 writes and
                      syncs the log with pwritev + fdatasync
   --apply_before_sync=0|1
@@ -507,7 +507,7 @@ class StrataBank final : public Bank {
     }
     bank->check_db_ = std::move(db).value();
     strata::TransactionalTableOptions to;  // no compression, bloom 10, 16 KiB blocks
-    to.lock_write_buffer_size = g_flags.lock_buffer;
+    to.lock_group.write_buffer_size = g_flags.lock_buffer;
     s = bank->check_db_->CreateTable(kTable, to);
     if (!s.ok()) {
       *error = StatusString("CreateTable", s);

@@ -53,23 +53,18 @@ Status GetHead(Slice* in, const char* what, uint8_t max_kind, uint8_t* kind, uin
 
 TableSchema TransactionalSchema(const TransactionalTableOptions& options) {
   TableSchema schema;
-  auto group = [&](std::string_view name, bool in_memory, uint64_t write_buffer_size = 0) {
-    LocalityGroupOptions g;
+  auto group = [&](std::string_view name, bool in_memory, const LocalityGroupOptions& from) {
+    LocalityGroupOptions g = from;
     g.name = std::string(name);
     g.in_memory = in_memory;
-    g.write_buffer_size = write_buffer_size;
-    g.compression = options.compression;
-    g.compression_level = options.compression_level;
-    g.block_size = options.block_size;
-    g.bloom_bits_per_key = options.bloom_bits_per_key;
     schema.locality_groups.push_back(g);
     schema.families.push_back(ColumnFamilyOptions{std::string(name), std::string(name)});
   };
-  group(kDataFamily, false);
-  group(kWriteFamily, false);
-  group(kLockFamily, true, options.lock_write_buffer_size);
-  group(kNotifyFamily, true);
-  group(kAckFamily, false);
+  group(kDataFamily, false, options.data_group);
+  group(kWriteFamily, false, options.data_group);
+  group(kLockFamily, true, options.lock_group);
+  group(kNotifyFamily, true, options.data_group);
+  group(kAckFamily, false, options.data_group);
   return schema;
 }
 

@@ -23,7 +23,8 @@ inline constexpr std::string_view kNotifyFamily = "notify";
 inline constexpr std::string_view kAckFamily = "ack";
 
 // The schema of a transactional table: one family per locality group of the
-// same name, `lock` and `notify` in memory.
+// same name, `lock` and `notify` in memory; `lock` takes options.lock_group,
+// the others options.data_group.
 TableSchema TransactionalSchema(const TransactionalTableOptions& options);
 // Whether `schema` is one TransactionalSchema made (any group options).
 bool IsTransactionalSchema(const TableSchema& schema);

@@ -94,20 +94,22 @@ class TransactionServices {
   std::unique_ptr<txn::TxnServicesImpl> impl_;
 };
 
+// The locality groups of a transactional table (txn/FORMAT.md). Each group
+// is named after its family and is in memory or not as the schema says: the
+// `name` and `in_memory` fields here are ignored.
 struct TransactionalTableOptions {
-  // Options of the locality group holding values (`data`); the `write`
-  // group uses them too, except in_memory. The `lock` and `notify` groups are
-  // always in memory.
-  Compression compression = Compression::kNone;
-  int compression_level = 3;
-  uint32_t block_size = 16 << 10;
-  int bloom_bits_per_key = 10;
-  // The write buffer size of the `lock` group
-  // (LocalityGroupOptions::write_buffer_size). Every transaction writes a
-  // lock and erases it, and a read of a column walks the lock versions and
-  // erase markers its memtable holds: a small memtable, flushed and
-  // compacted often, keeps that walk short on rows many transactions write.
-  uint64_t lock_write_buffer_size = 1 << 20;
+  // The `data`, `write`, `notify` and `ack` groups (only `notify` is in
+  // memory).
+  LocalityGroupOptions data_group;
+  // The `lock` group (in memory). Every transaction writes a lock and erases
+  // it, and a read of a column walks the locks and erase markers its memtable
+  // holds: a small write buffer, flushed and compacted often, keeps that walk
+  // short on rows many transactions write.
+  LocalityGroupOptions lock_group = [] {
+    LocalityGroupOptions g;
+    g.write_buffer_size = 1 << 20;
+    return g;
+  }();
 };
 
 struct TransactionDBOptions {
