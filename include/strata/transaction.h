@@ -65,11 +65,9 @@ struct TransactionServicesOptions {
   // the clock after a crash.
   uint64_t oracle_window_millis = 3000;
   // How long a coordinator stays alive without a heartbeat (microseconds).
-  // The TransactionDB heartbeats its live transactions every third of this or
-  // of TransactionDBOptions::lock_ttl_millis, whichever is shorter, but at
-  // least every second and at most every millisecond (so a timeout of a few
-  // milliseconds or less is too short to keep live coordinators alive).
-  // Longer: a hung coordinator blocks readers of its locks longer.
+  // Longer: a hung coordinator blocks readers of its locks longer; heartbeats
+  // come no more often than every millisecond (txn/README.md), so a few
+  // milliseconds is too short.
   uint64_t liveness_timeout_micros = 10'000'000;
 };
 
@@ -99,12 +97,12 @@ class TransactionServices {
 // `name` and `in_memory` fields here are ignored.
 struct TransactionalTableOptions {
   // The `data`, `write`, `notify` and `ack` groups (only `notify` is in
-  // memory).
+  // memory); LocalityGroupOptions says what each field trades.
   LocalityGroupOptions data_group;
-  // The `lock` group (in memory). Every transaction writes a lock and erases
-  // it, and a read of a column walks the locks and erase markers its memtable
-  // holds: a small write buffer, flushed and compacted often, keeps that walk
-  // short on rows many transactions write.
+  // The `lock` group (in memory). A read of a column walks the locks and
+  // erase markers its memtable holds, one of each per transaction: a small
+  // write buffer keeps that walk short on rows many transactions write, at
+  // the cost of more flushes.
   LocalityGroupOptions lock_group = [] {
     LocalityGroupOptions g;
     g.write_buffer_size = 1 << 20;
@@ -114,24 +112,26 @@ struct TransactionalTableOptions {
 
 struct TransactionDBOptions {
   static constexpr uint64_t kMaxLockTtlMillis = 24ull * 3600 * 1000;  // a day
-  // Wait for commits to be durable. Prewrites are never waited for on their
-  // own: the primary's synced commit, later in the engine's one log, makes
-  // them durable with it.
+  // Commit returns once the commit is durable (prewrites need no sync of
+  // their own: the primary's synced commit, later in the engine's one log,
+  // covers them). Off is faster, but a crash may lose commits that returned.
   bool sync = true;
-  // A lock's time to live (milliseconds of wall time). A lock older than this
-  // whose transaction has not refreshed it may be rolled back by anyone. Live
-  // transactions refresh it with a heartbeat every third of it (or of the
-  // liveness timeout, when that is shorter), at least every second. Between
-  // 1 and kMaxLockTtlMillis.
+  // A lock's time to live (milliseconds of wall time, 1 to kMaxLockTtlMillis):
+  // anyone may roll back a lock older than this that its transaction's
+  // heartbeat has not refreshed. Shorter: a stalled coordinator blocks
+  // readers for less time, but heartbeats come more often.
   uint64_t lock_ttl_millis = 3000;
   // Values up to this many bytes are stored in the commit record itself, so
-  // a read of them needs no second lookup. 0 stores every value in `data`.
+  // a read of them needs no second lookup; a larger limit makes the `write`
+  // group, which every read searches, bigger. 0 stores every value in `data`.
   uint32_t max_inline_value = 64;
   // Commit the secondaries on a background thread and return from Commit
   // once the primary is committed. Faster; readers that meet a secondary not
   // yet committed roll it forward themselves.
   bool commit_secondaries_in_background = true;
-  // Most rows one prewrite or commit batch carries.
+  // Most rows one prewrite or commit batch (one CheckAndMutateBatch, of one
+  // table) carries. Larger: fewer, longer store calls for a transaction of
+  // many rows.
   uint32_t max_batch_rows = 256;
   // Prewrite the primary's row on its own before any other row, as the
   // Percolator paper does. Off, the primary's row goes in the first batch of
@@ -140,17 +140,11 @@ struct TransactionDBOptions {
 };
 
 struct TransactionOptions {
-  // How long (milliseconds, with backoff) to wait for the lock of another
-  // transaction that is alive and undecided:
-  //   - a read waits for it to go away, then pushes the lock's
-  //     min_commit_ts above this transaction's start_ts (so the writer
-  //     commits after this snapshot) and reads on;
-  //   - a commit that meets the lock of an older transaction waits for it,
-  //     then aborts (kKeyLocked): older transactions win. (A younger
-  //     transaction's lock is rolled back at once.)
-  // 0 pushes or aborts at once; at most kMaxLockWaitMillis (a day), or Begin
-  // fails with InvalidArgument. Waiting trades latency for fewer retries
-  // when transactions contend for the same keys.
+  // How long (milliseconds, with backoff) to wait for an older, live,
+  // undecided transaction's lock before a read pushes that transaction's
+  // commit past its snapshot and reads on, or a commit aborts (kKeyLocked);
+  // 0 does so at once, and Begin rejects more than kMaxLockWaitMillis. Waiting
+  // trades latency for fewer retries on keys that transactions contend for.
   static constexpr uint64_t kMaxLockWaitMillis = 24ull * 3600 * 1000;
   uint64_t lock_wait_millis = 0;
 };
