@@ -21,11 +21,13 @@
 // its TxnDB, so it may outlive the caller's TransactionDB; its calls then
 // fail as on a closed one.
 //
-// Invariants: the state is kOpen until Commit, Rollback or a failure, and
-// never changes again once it is not; every key's lock names the primary,
-// the first buffered key in (table, row, column) order; a key prewritten is
-// recorded (primary_prewritten_, primary_row_, prewritten_) before anything
-// can abort the commit, so that an abort undoes every prewrite.
+// Invariants: the state is kOpen until Commit, Rollback or a failure ends
+// the transaction (only a fail point after the primary's commit changes it
+// again, from kCommitted to kStopped); every key's lock names the primary,
+// the first buffered key in (table, row, column) order; a row is recorded
+// as prewritten (primary_prewritten_, primary_row_, prewritten_) as soon as
+// its prewrite is known to have applied, so that an abort undoes it, and
+// those records point into Commit's rows, used only while Commit runs.
 #ifndef STRATA_TXN_TRANSACTION_H_
 #define STRATA_TXN_TRANSACTION_H_
 
