@@ -11,6 +11,7 @@
 
 #include "wal/internal/group_picker.h"
 #include "wal/internal/segment_io.h"
+#include "wal/internal/segment_manager.h"
 #include "wal/log_format.h"
 
 namespace strata::wal {
@@ -241,6 +242,10 @@ LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber 
       dir_(std::move(dir)),
       apply_(std::move(apply)),
       clock_(options.clock),
+      segments_(std::make_unique<SegmentManager>(
+          SegmentManager::Options{options.fs, options.segment_size, options.recycle_segments,
+                                  kMaxSpareSegments, options.segment_started},
+          dir_)),
       durable_cv_(&mu_),
       gather_cv_(&mu_),
       idle_cv_(&mu_),
@@ -261,64 +266,15 @@ Status LogWriter::Open(const LogOptions& options, const std::string& dir,
   if (options.max_group_bytes == 0) {
     return Status::InvalidArgument("log max_group_bytes must be positive");
   }
-  FileSystem* fs = options.fs;
-  STRATA_RETURN_IF_ERROR(fs->CreateDirIfMissing(dir));
-  std::vector<std::string> names;
-  STRATA_RETURN_IF_ERROR(fs->GetChildren(dir, &names));
-  std::vector<uint64_t> segments, spares;
-  uint64_t max_number = 0;
-  for (const auto& name : names) {
-    uint64_t number;
-    LogFileKind kind;
-    if (!ParseLogFileName(name, &number, &kind)) continue;
-    max_number = std::max(max_number, number);
-    (kind == LogFileKind::kSegment ? segments : spares).push_back(number);
-  }
-  std::sort(segments.begin(), segments.end());
-  std::sort(spares.begin(), spares.end());
-
   std::unique_ptr<LogWriter> w(new LogWriter(options, dir, next_sequence, std::move(apply)));
-  {
-    MutexLock l(&w->mu_);
-    // The headers of the segments already there tell ReleaseBefore which
-    // sequence numbers each holds. A segment whose header can't be read is
-    // bounded by the next readable one.
-    for (uint64_t number : segments) {
-      const std::string path = JoinPath(dir, SegmentFileName(number));
-      std::unique_ptr<RandomAccessFile> file;
-      STRATA_RETURN_IF_ERROR(fs->NewRandomAccessFile(path, &file));
-      char buf[kSegmentHeaderSize];
-      Slice got;
-      STRATA_RETURN_IF_ERROR(file->Read(0, sizeof(buf), &got, buf));
-      SegmentEntry e;
-      e.number = number;
-      SegmentHeader h;
-      if (DecodeSegmentHeader(got, &h).ok() && h.segment_number == number) {
-        if (h.first_sequence > next_sequence) {
-          return Status::InvalidArgument(
-              "log " + path + " holds records from sequence " + std::to_string(h.first_sequence) +
-              " but the writer was asked to continue at " + std::to_string(next_sequence));
-        }
-        e.first_sequence = h.first_sequence;
-        e.header_known = true;
-      }
-      w->segments_.push_back(e);
-    }
-    // Spares left by an earlier writer are reused; beyond the bound they go.
-    for (uint64_t number : spares) {
-      if (options.recycle_segments && w->spares_.size() < kMaxSpareSegments) {
-        w->spares_.push_back(number);
-      } else {
-        STRATA_RETURN_IF_ERROR(fs->DeleteFile(JoinPath(dir, SpareFileName(number))));
-      }
-    }
-  }
-  STRATA_RETURN_IF_ERROR(w->StartSegment(max_number + 1, next_sequence, /*announce=*/false));
-  w->first_segment_ = max_number + 1;
+  uint64_t first_segment = 0;
+  STRATA_RETURN_IF_ERROR(w->segments_->Load(next_sequence, &first_segment));
+  STRATA_RETURN_IF_ERROR(w->StartSegment(first_segment, next_sequence, /*announce=*/false));
+  w->first_segment_ = first_segment;
 
   const size_t capacity = std::min(
       kMaxFramingBuffer, options.max_group_bytes + options.max_group_bytes / 256 + 4 * kBlockSize);
-  if (options.use_io_uring && w->file_->fd() >= 0) {
+  if (options.use_io_uring && w->segments_->file()->fd() >= 0) {
     std::string why;
     w->io_ = NewUringSegmentIo(capacity, &why);
   }
@@ -644,7 +600,9 @@ Status LogWriter::LeadGroup(Waiter* self) {
 }
 
 void LogWriter::CatchUpDurable() {
-  if (unsynced_ && synced_segment_ == segment_number_ && synced_end_ == offset_) unsynced_ = false;
+  if (unsynced_ && synced_segment_ == segments_->number() && synced_end_ == offset_) {
+    unsynced_ = false;
+  }
 }
 
 void LogWriter::SyncedGroupDone(const Group& group, uint64_t took) {
@@ -708,10 +666,10 @@ Status LogWriter::RunGroup(Waiter* self, const Group& group, bool last, const St
   Status s = stopped.ok() ? WriteGroup(group.members, sync && !sync_after_apply) : stopped;
   // What the fdatasync after the apply syncs. No segment switch can close it
   // meanwhile: a switch waits for the sync (WriteGroup).
-  WritableFile* const sync_file = sync_after_apply ? file_.get() : nullptr;
-  const std::string sync_path = sync_after_apply ? file_path_ : std::string();
+  WritableFile* const sync_file = sync_after_apply ? segments_->file() : nullptr;
+  const std::string sync_path = sync_after_apply ? segments_->path() : std::string();
   const uint64_t sync_end = offset_;
-  const uint64_t sync_segment = segment_number_;
+  const uint64_t sync_segment = segments_->number();
   // The fdatasync still to do after the apply.
   const bool deferred_sync = sync_after_apply && s.ok();
   const uint64_t write_nanos = deferred_sync ? clock_->NowNanos() - io_start : 0;
@@ -837,7 +795,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   }
   if (records == 0) {
     if (!sync || !unsynced_) return Status::OK();
-    STRATA_RETURN_IF_ERROR(io_->Sync(file_.get(), file_path_));
+    STRATA_RETURN_IF_ERROR(io_->Sync(segments_->file(), segments_->path()));
     unsynced_ = false;
     stat_syncs_.fetch_add(1, std::memory_order_relaxed);
     stat_groups_.fetch_add(1, std::memory_order_relaxed);
@@ -900,7 +858,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
       left -= n;
       const FragmentType type = first ? (left == 0 ? FragmentType::kFull : FragmentType::kFirst)
                                       : (left == 0 ? FragmentType::kLast : FragmentType::kMiddle);
-      FinishFragment(dst, type, durable_before, segment_number_ + segment_index, n);
+      FinishFragment(dst, type, durable_before, segments_->number() + segment_index, n);
       durable_before = false;
       pos = frag + kFragmentHeaderSize + n;
       first = false;
@@ -927,7 +885,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
     const Chunk& c = chunks_[i];
     if (c.new_segment) {
       STRATA_RETURN_IF_ERROR(
-          StartSegment(segment_number_ + 1, c.first_sequence, /*announce=*/true));
+          StartSegment(segments_->number() + 1, c.first_sequence, /*announce=*/true));
     }
     const bool last = i + 1 == chunks_.size();
     const size_t n = c.end - c.begin;
@@ -935,7 +893,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
     const bool do_sync = want_sync && (n > 0 || unsynced_);
     if (n == 0 && !do_sync) continue;
     STRATA_RETURN_IF_ERROR(
-        io_->Write(file_.get(), file_path_, c.offset, image + c.begin, n, do_sync));
+        io_->Write(segments_->file(), segments_->path(), c.offset, image + c.begin, n, do_sync));
     if (do_sync) syncs++;
     unsynced_ = !want_sync;
   }
@@ -950,109 +908,19 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
 }
 
 Status LogWriter::StartSegment(uint64_t number, SequenceNumber first_sequence, bool announce) {
-  FileSystem* fs = options_.fs;
-  if (file_ != nullptr) {
-    Status s = file_->Close();
-    file_.reset();
-    STRATA_RETURN_IF_ERROR(s);
-  }
-  bool recycled = false;
-  uint64_t spare = 0;
-  if (options_.recycle_segments) {
-    MutexLock l(&mu_);
-    if (!spares_.empty()) {
-      spare = spares_.back();
-      spares_.pop_back();
-      recycled = true;
-    }
-  }
-  // A new file is built under a spare name too: it becomes a segment only by
-  // the rename, once its header is durable, so a crash never leaves a segment
-  // without a valid header.
-  const std::string from = JoinPath(dir_, SpareFileName(recycled ? spare : number));
-  const std::string to = JoinPath(dir_, SegmentFileName(number));
-  FileOpenOptions keep;
-  keep.truncate = false;
-  std::unique_ptr<WritableFile> f;
-  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(from, keep, &f));
-  const uint64_t size = f->Size();
-  if (size > options_.segment_size) STRATA_RETURN_IF_ERROR(f->Truncate(options_.segment_size));
-  if (size < options_.segment_size) STRATA_RETURN_IF_ERROR(f->Allocate(0, options_.segment_size));
-  // The header and an all-zero fragment header after it: a recycled file's
-  // stale bytes must not look like the start of this segment's data.
-  char head[kSegmentHeaderSize + kFragmentHeaderSize] = {};
-  SegmentHeader h;
-  h.segment_number = number;
-  h.segment_size = options_.segment_size;
-  h.first_sequence = first_sequence;
-  EncodeSegmentHeader(h, head);
-  STRATA_RETURN_IF_ERROR(f->WriteAt(0, Slice(head, sizeof(head))));
-  STRATA_RETURN_IF_ERROR(f->Sync());
-  STRATA_RETURN_IF_ERROR(f->Close());
-  f.reset();
-  STRATA_RETURN_IF_ERROR(fs->RenameFile(from, to));
-  STRATA_RETURN_IF_ERROR(fs->SyncDir(dir_));
-  // Before segments_ has it: until then no older segment can be released on
-  // the strength of its header.
-  if (announce && options_.segment_started)
-    STRATA_RETURN_IF_ERROR(options_.segment_started(number));
-  STRATA_RETURN_IF_ERROR(fs->NewWritableFile(to, keep, &file_));
-  file_path_ = to;
-  segment_number_ = number;
+  STRATA_RETURN_IF_ERROR(segments_->Start(number, first_sequence, announce));
   offset_ = kSegmentHeaderSize;
   unsynced_ = false;
-  {
-    MutexLock l(&mu_);
-    segments_.push_back(SegmentEntry{number, first_sequence, true});
-  }
-  (recycled ? stat_recycled_ : stat_created_).fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
 Status LogWriter::ReleaseBefore(SequenceNumber sequence) {
   MutexLock release(&release_mu_);
-  std::vector<uint64_t> victims;
-  size_t spare_room = 0;
   {
     MutexLock l(&mu_);
     if (closed_) return Status::FailedPrecondition("log writer for " + dir_ + " is closed");
-    // Every record touching segment i uses sequence numbers below the
-    // first_sequence of any later segment, so i can go once the nearest later
-    // readable header is at or below `sequence`. The current segment stays.
-    std::vector<SequenceNumber> bound(segments_.size(), UINT64_MAX);
-    SequenceNumber b = UINT64_MAX;
-    for (size_t i = segments_.size(); i-- > 1;) {
-      if (segments_[i].header_known) b = segments_[i].first_sequence;
-      bound[i - 1] = b;
-    }
-    for (size_t i = 0; i + 1 < segments_.size() && bound[i] <= sequence; i++) {
-      victims.push_back(segments_[i].number);
-    }
-    if (options_.recycle_segments && spares_.size() < kMaxSpareSegments) {
-      spare_room = kMaxSpareSegments - spares_.size();
-    }
   }
-  // Oldest first, each made durable before the next, so a crash leaves the
-  // log a contiguous run of segments.
-  for (uint64_t number : victims) {
-    const bool keep = spare_room > 0;
-    STRATA_RETURN_IF_ERROR(ReleaseSegment(number, keep));
-    if (keep) spare_room--;
-  }
-  return Status::OK();
-}
-
-Status LogWriter::ReleaseSegment(uint64_t number, bool keep_as_spare) {
-  FileSystem* fs = options_.fs;
-  const std::string path = JoinPath(dir_, SegmentFileName(number));
-  STRATA_RETURN_IF_ERROR(keep_as_spare ? fs->RenameFile(path, JoinPath(dir_, SpareFileName(number)))
-                                       : fs->DeleteFile(path));
-  Status s = fs->SyncDir(dir_);
-  MutexLock l(&mu_);
-  assert(!segments_.empty() && segments_.front().number == number);
-  segments_.pop_front();
-  if (keep_as_spare) spares_.push_back(number);
-  return s;
+  return segments_->ReleaseBefore(sequence);
 }
 
 Status LogWriter::Close() {
@@ -1071,15 +939,12 @@ Status LogWriter::Close() {
   // No leader can exist any more: the leader state is ours. The barrier may
   // have gone in a group ahead of unsynced writes queued before it (groups
   // take turns by fairness key when the queue outgrows one): sync those too.
-  if (s.ok() && unsynced_ && file_ != nullptr && io_ != nullptr) {
-    s = io_->Sync(file_.get(), file_path_);
+  if (s.ok() && unsynced_ && segments_->file() != nullptr && io_ != nullptr) {
+    s = io_->Sync(segments_->file(), segments_->path());
     if (s.ok()) unsynced_ = false;
   }
-  if (file_ != nullptr) {
-    Status c = file_->Close();
-    file_.reset();
-    if (s.ok()) s = c;
-  }
+  Status c = segments_->CloseFile();
+  if (s.ok()) s = c;
   io_.reset();
   MutexLock l(&mu_);
   if (s.ok() && !error_.ok()) s = error_;
@@ -1098,8 +963,8 @@ LogWriter::Stats LogWriter::GetStats() const {
   st.groups = stat_groups_.load(std::memory_order_relaxed);
   st.syncs = stat_syncs_.load(std::memory_order_relaxed);
   st.bytes = stat_bytes_.load(std::memory_order_relaxed);
-  st.segments_created = stat_created_.load(std::memory_order_relaxed);
-  st.segments_recycled = stat_recycled_.load(std::memory_order_relaxed);
+  st.segments_created = segments_->created();
+  st.segments_recycled = segments_->recycled();
   MutexLock l(&mu_);
   st.queued = queue_.size();
   return st;

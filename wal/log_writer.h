@@ -155,6 +155,7 @@
 namespace strata::wal {
 
 class SegmentIo;
+class SegmentManager;
 
 struct LogOptions {
   FileSystem* fs = FileSystem::Default();
@@ -294,12 +295,6 @@ class LogWriter {
 
  private:
   struct Waiter;
-  struct SegmentEntry {
-    uint64_t number = 0;
-    // SegmentHeader::first_sequence, when the header could be read.
-    SequenceNumber first_sequence = 0;
-    bool header_known = false;
-  };
   struct Chunk;
 
   LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
@@ -374,16 +369,17 @@ class LogWriter {
   static uint64_t FairnessKey(const Waiter* w);
   // Frames and writes a group. Leader only.
   Status WriteGroup(const std::vector<Waiter*>& group, bool sync);
-  // Creates (or recycles a spare as) segment `number`, makes its header and
-  // directory entry durable, tells options_.segment_started when `announce`,
-  // and makes it current. Leader only.
+  // Starts segment `number` (SegmentManager::Start) and moves the write
+  // position to its first fragment. Leader only.
   Status StartSegment(uint64_t number, SequenceNumber first_sequence, bool announce);
-  Status ReleaseSegment(uint64_t number, bool keep_as_spare);
 
   const LogOptions options_;
   const std::string dir_;
   const ApplyFunction apply_;
   Clock* const clock_;
+  // The log's segment files. Its current segment (file, path, number) is
+  // leader state, like the fields at the end.
+  const std::unique_ptr<SegmentManager> segments_;
   bool using_io_uring_ = false;  // fixed once Open returns
   uint64_t first_segment_ = 0;   // fixed once Open returns
 
@@ -438,19 +434,12 @@ class LogWriter {
   Status error_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;
   Status close_status_ GUARDED_BY(mu_);
-  // Every segment of the log, oldest first; back() is the current one.
-  std::deque<SegmentEntry> segments_ GUARDED_BY(mu_);
-  std::vector<uint64_t> spares_ GUARDED_BY(mu_);
-
   Mutex release_mu_;  // serializes ReleaseBefore calls
 
   // Leader state: used only by the writer holding leadership (or by Open and
   // Close, when no leader can exist). The hand-off under mu_ orders one
   // leader's accesses before the next one's, so no lock guards them.
   std::unique_ptr<SegmentIo> io_;
-  std::unique_ptr<WritableFile> file_;
-  std::string file_path_;
-  uint64_t segment_number_ = 0;
   uint64_t offset_ = 0;  // where the next fragment may go in the current segment
   bool unsynced_ = false;
   std::vector<char> overflow_;  // framing space for groups larger than io_->capacity()
@@ -458,8 +447,7 @@ class LogWriter {
 
   // Counters for GetStats. Relaxed: each is a standalone tally read only for
   // reporting; no other data is published through them.
-  std::atomic<uint64_t> stat_records_{0}, stat_groups_{0}, stat_syncs_{0}, stat_bytes_{0},
-      stat_created_{0}, stat_recycled_{0};
+  std::atomic<uint64_t> stat_records_{0}, stat_groups_{0}, stat_syncs_{0}, stat_bytes_{0};
 };
 
 }  // namespace strata::wal
