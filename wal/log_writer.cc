@@ -27,9 +27,9 @@ constexpr size_t kRecordOverhead = kMaxRecordPrefixSize + kFragmentHeaderSize;
 constexpr size_t kMaxFramingBuffer = 2 << 20;
 // A heap framing buffer larger than this is freed after its group.
 constexpr size_t kKeepOverflowBytes = 16 << 20;
-// A new leader waits for the writers it expects (see "Gathering" in
-// log_writer.h) at most this fraction of the recent write + fdatasync time:
-// the wait is only worth it while it is short next to the sync it saves.
+// A new leader waits for the writers it expects (wal/README.md, "Gathering")
+// at most this fraction of the recent write + fdatasync time: the wait is only
+// worth it while it is short next to the sync it saves.
 constexpr uint64_t kGatherNumerator = 1;
 constexpr uint64_t kGatherDenominator = 2;
 // The recent sync time is a moving average; each group's weighs this much.
@@ -216,8 +216,9 @@ void LogWriter::Notify(Waiter* w, uint8_t state) {
 
 uint8_t LogWriter::Await(Waiter* w) {
   uint8_t s = Waiter::kWaiting;
-  if (!w->sync &&
-      SpinUntil([&] { return (s = w->state.load(std::memory_order_acquire)) != Waiter::kWaiting; })) {
+  if (!w->sync && SpinUntil([&] {
+        return (s = w->state.load(std::memory_order_acquire)) != Waiter::kWaiting;
+      })) {
     return s;
   }
   MutexLock l(&w->mu);
@@ -612,7 +613,7 @@ void LogWriter::SyncedGroupDone(const Group& group, uint64_t took) {
                     : (sync_nanos_ * (kSyncAverageWeight - 1) + took) / kSyncAverageWeight;
   last_group_done_ = now;
   // Every synced writer in this group, and every one that queued behind it
-  // meanwhile, is expected in the next one (see "Gathering" in the header).
+  // meanwhile, is expected in the next one (wal/README.md, "Gathering").
   size_t synced = 0;
   for (const Waiter* w : group.members) synced += w->sync ? 1 : 0;
   expected_writers_ = synced + queue_.size() - queued_unsynced_;

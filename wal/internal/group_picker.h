@@ -1,5 +1,5 @@
 // PickGroup: which queued log writes the next write group takes, when they do
-// not all fit in one group (wal/log_writer.h, "Forming a group").
+// not all fit in one group (wal/README.md, "Forming a group").
 //
 // The group is bounded by bytes, so that no writer waits behind a huge group;
 // within the bound, writers of different keys (the engine passes the tenant)

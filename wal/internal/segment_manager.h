@@ -1,5 +1,6 @@
 // SegmentManager: the segment files of one log directory, for LogWriter
-// (file names and the writer protocol: wal/FORMAT.md).
+// (file names and the writer protocol: wal/FORMAT.md; how segments are
+// started, released and recycled: wal/README.md, "Segments").
 //
 // It lists the directory when the writer opens, starts each new segment (a
 // spare reused, or a new file preallocated to segment_size, made a segment by
