@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
+#include "wal/internal/group_framer.h"
 #include "wal/internal/group_picker.h"
 #include "wal/internal/segment_io.h"
 #include "wal/internal/segment_manager.h"
@@ -117,63 +117,6 @@ bool SpinUntil(Done done) {
   return done_now;
 }
 
-// Positions are byte offsets from the start of the current segment file; the
-// k-th segment after it starts at k * segment_size. Blocks are aligned to the
-// start of every segment because segment_size is a multiple of kBlockSize.
-class Layout {
- public:
-  explicit Layout(uint64_t segment_size) : segment_size_(segment_size) {}
-
-  // The first position at or after `pos` where a fragment may start: past the
-  // header of a segment and past a block tail too short for a fragment.
-  uint64_t FragmentStart(uint64_t pos) const {
-    for (;;) {
-      const uint64_t in_segment = pos % segment_size_;
-      if (in_segment < kSegmentHeaderSize) {
-        pos += kSegmentHeaderSize - in_segment;
-        continue;
-      }
-      const uint64_t left = kBlockSize - pos % kBlockSize;
-      if (left < kMinFragmentSize) {
-        pos += left;
-        continue;
-      }
-      return pos;
-    }
-  }
-
-  // Where a record body of `body` bytes framed from `pos` ends.
-  uint64_t Advance(uint64_t pos, uint64_t body) const {
-    while (body > 0) {
-      pos = FragmentStart(pos);
-      const uint64_t n = std::min<uint64_t>(body, Room(pos));
-      pos += kFragmentHeaderSize + n;
-      body -= n;
-    }
-    return pos;
-  }
-
-  // Payload bytes a fragment starting at `pos` can hold.
-  static uint64_t Room(uint64_t pos) { return kBlockSize - pos % kBlockSize - kFragmentHeaderSize; }
-
-  // The end of the zero bytes written after a group ending at `pos`, so that a
-  // reader finds an all-zero fragment header where the next fragment would go
-  // (a recycled segment holds stale bytes there otherwise).
-  uint64_t MarkerEnd(uint64_t pos) const {
-    if (pos % segment_size_ == 0) return pos;  // the segment is full
-    const uint64_t left = kBlockSize - pos % kBlockSize;
-    if (left >= kMinFragmentSize) return pos + kFragmentHeaderSize;
-    pos += left;
-    if (pos % segment_size_ == 0) return pos;
-    return pos + kFragmentHeaderSize;
-  }
-
-  uint64_t segment_size() const { return segment_size_; }
-
- private:
-  const uint64_t segment_size_;
-};
-
 }  // namespace
 
 // A writer's request on its way through the log, on the writer's stack.
@@ -228,15 +171,6 @@ uint8_t LogWriter::Await(Waiter* w) {
   return s;
 }
 
-// The part of a group's image that goes to one segment.
-struct LogWriter::Chunk {
-  size_t begin = 0;  // image range to write
-  size_t end = 0;
-  uint64_t offset = 0;                // file offset of image[begin]
-  bool new_segment = false;           // the group starts this segment
-  SequenceNumber first_sequence = 0;  // its header's first_sequence
-};
-
 LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
                      ApplyFunction apply)
     : options_(options),
@@ -251,7 +185,8 @@ LogWriter::LogWriter(const LogOptions& options, std::string dir, SequenceNumber 
       gather_cv_(&mu_),
       idle_cv_(&mu_),
       next_sequence_(next_sequence),
-      apply_cv_(&mu_) {}
+      apply_cv_(&mu_),
+      framer_(std::make_unique<GroupFramer>(options.segment_size)) {}
 
 LogWriter::~LogWriter() { Close().PermitUncheckedError(); }  // callers that care call Close()
 
@@ -781,17 +716,13 @@ void LogWriter::AwaitApplyTurn(uint64_t ticket) {
 }
 
 Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
-  const Layout layout(options_.segment_size);
   const uint64_t segment_size = options_.segment_size;
   const uint64_t start = offset_;
   uint64_t end = start;
   size_t records = 0;
-  char prefix[kMaxRecordPrefixSize];
   for (const Waiter* w : group) {
     if (w->request == nullptr) continue;
-    const WriteRequest* r = w->request;
-    end = layout.Advance(
-        end, EncodeRecordPrefix(prefix, r->first_sequence, r->sequence_count) + r->payload.size());
+    end = framer_->RecordEnd(end, *w->request);
     records++;
   }
   if (records == 0) {
@@ -804,7 +735,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   }
 
   // Frame every record into one image of the log bytes [start, marker_end).
-  const uint64_t marker_end = layout.MarkerEnd(end);
+  const uint64_t marker_end = framer_->MarkerEnd(end);
   const size_t image_size = static_cast<size_t>(marker_end - start);
   char* image;
   if (image_size <= io_->capacity()) {
@@ -813,63 +744,14 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
     overflow_.resize(image_size);
     image = overflow_.data();
   }
-  chunks_.clear();
-  chunks_.push_back(Chunk{0, 0, start, false, 0});
-  uint64_t pos = start;
   // The group's first fragment says whether all the log before it is durable.
-  bool durable_before = !unsynced_;
+  framer_->Begin(image, start, /*durable_before=*/!unsynced_, segments_->number());
   for (const Waiter* w : group) {
-    if (w->request == nullptr) continue;
-    const WriteRequest* r = w->request;
-    const size_t prefix_len = EncodeRecordPrefix(prefix, r->first_sequence, r->sequence_count);
-    const Slice pieces[2] = {Slice(prefix, prefix_len), r->payload};
-    size_t piece = 0, piece_off = 0;
-    uint64_t left = prefix_len + r->payload.size();
-    bool first = true;
-    while (left > 0) {
-      const uint64_t frag = layout.FragmentStart(pos);
-      std::memset(image + (pos - start), 0, frag - pos);  // padding (and header space)
-      const size_t segment_index = frag / segment_size;
-      if (segment_index != chunks_.size() - 1) {
-        // The record goes on in a new segment; its header's first_sequence is
-        // one past every record that started before it.
-        chunks_.back().end = static_cast<size_t>(segment_index * segment_size - start);
-        Chunk c;
-        c.begin = static_cast<size_t>(segment_index * segment_size + kSegmentHeaderSize - start);
-        c.offset = kSegmentHeaderSize;
-        c.new_segment = true;
-        c.first_sequence = first ? r->first_sequence : r->first_sequence + r->sequence_count;
-        chunks_.push_back(c);
-      }
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, Layout::Room(frag)));
-      char* dst = image + (frag - start);
-      char* out = dst + kFragmentHeaderSize;
-      size_t copied = 0;
-      while (copied < n) {
-        const Slice& p = pieces[piece];
-        const size_t take = std::min(n - copied, p.size() - piece_off);
-        std::memcpy(out + copied, p.data() + piece_off, take);
-        copied += take;
-        piece_off += take;
-        if (piece_off == p.size()) {
-          piece++;
-          piece_off = 0;
-        }
-      }
-      left -= n;
-      const FragmentType type = first ? (left == 0 ? FragmentType::kFull : FragmentType::kFirst)
-                                      : (left == 0 ? FragmentType::kLast : FragmentType::kMiddle);
-      FinishFragment(dst, type, durable_before, segments_->number() + segment_index, n);
-      durable_before = false;
-      pos = frag + kFragmentHeaderSize + n;
-      first = false;
-    }
+    if (w->request != nullptr) framer_->Add(*w->request);
   }
-  assert(pos == end);
-  std::memset(image + (end - start), 0, marker_end - end);
-  chunks_.back().end = image_size;
+  const std::vector<GroupChunk>& chunks = framer_->Finish(end);
 
-  if (chunks_.size() > 1) {
+  if (chunks.size() > 1) {
     // The segment switch closes the current file: an fdatasync running on it
     // after its group's apply must finish first.
     MutexLock l(&mu_);
@@ -882,13 +764,13 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
   // One write per segment touched; every segment but the last is synced
   // before the next one is started, the last when any member asked.
   uint64_t syncs = 0;
-  for (size_t i = 0; i < chunks_.size(); i++) {
-    const Chunk& c = chunks_[i];
+  for (size_t i = 0; i < chunks.size(); i++) {
+    const GroupChunk& c = chunks[i];
     if (c.new_segment) {
       STRATA_RETURN_IF_ERROR(
           StartSegment(segments_->number() + 1, c.first_sequence, /*announce=*/true));
     }
-    const bool last = i + 1 == chunks_.size();
+    const bool last = i + 1 == chunks.size();
     const size_t n = c.end - c.begin;
     const bool want_sync = !last || sync;
     const bool do_sync = want_sync && (n > 0 || unsynced_);
@@ -898,7 +780,7 @@ Status LogWriter::WriteGroup(const std::vector<Waiter*>& group, bool sync) {
     if (do_sync) syncs++;
     unsynced_ = !want_sync;
   }
-  offset_ = end - (chunks_.size() - 1) * segment_size;
+  offset_ = end - (chunks.size() - 1) * segment_size;
   if (overflow_.capacity() > kKeepOverflowBytes) std::vector<char>().swap(overflow_);
 
   stat_records_.fetch_add(records, std::memory_order_relaxed);

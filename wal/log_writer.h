@@ -54,6 +54,7 @@
 
 namespace strata::wal {
 
+class GroupFramer;
 class SegmentIo;
 class SegmentManager;
 
@@ -191,7 +192,6 @@ class LogWriter {
 
  private:
   struct Waiter;
-  struct Chunk;
 
   LogWriter(const LogOptions& options, std::string dir, SequenceNumber next_sequence,
             ApplyFunction apply);
@@ -264,7 +264,7 @@ class LogWriter {
   bool GatherDone() const EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static size_t RequestBytes(const Waiter* w);
   static uint64_t FairnessKey(const Waiter* w);
-  // Frames and writes a group. Leader only.
+  // Frames a group (GroupFramer) and writes it. Leader only.
   Status WriteGroup(const std::vector<Waiter*>& group, bool sync);
   // Starts segment `number` (SegmentManager::Start) and moves the write
   // position to its first fragment. Leader only.
@@ -339,8 +339,8 @@ class LogWriter {
   std::unique_ptr<SegmentIo> io_;
   uint64_t offset_ = 0;  // where the next fragment may go in the current segment
   bool unsynced_ = false;
+  const std::unique_ptr<GroupFramer> framer_;
   std::vector<char> overflow_;  // framing space for groups larger than io_->capacity()
-  std::vector<Chunk> chunks_;
 
   // Counters for GetStats. Relaxed: each is a standalone tally read only for
   // reporting; no other data is published through them.
