@@ -38,7 +38,8 @@ class CompactionJob {
     RateLimiter* limiter = nullptr;
     // Set when the engine closes: the job stops early with Aborted.
     const std::atomic<bool>* closing = nullptr;
-    // Counters a job adds to once its result is shown. Relaxed.
+    // Counters a job adds to once its result is recorded and not orphaned by
+    // a drop (a split after the edit still counts). Relaxed.
     std::atomic<uint64_t>* compactions = nullptr;
     std::atomic<uint64_t>* trivial_moves = nullptr;
     std::atomic<uint64_t>* bytes_read = nullptr;
@@ -51,7 +52,10 @@ class CompactionJob {
   CompactionJob& operator=(const CompactionJob&) = delete;
 
   // Runs the compaction. OK without a result when the table was dropped or
-  // the tablet split away meanwhile; on an error no output is left shown.
+  // the tablet split away meanwhile. An error while writing the outputs
+  // leaves none of them on disk, a failed manifest append leaves them for
+  // the next open to judge, and a failure to pin them is returned after
+  // they are shown.
   Status Run();
 
  private:

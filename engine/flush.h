@@ -37,7 +37,8 @@ class FlushJob {
     wal::LogWriter* log = nullptr;
     // The engine's visible sequence (EngineCore::visible_sequence_).
     const std::atomic<SequenceNumber>* visible_sequence = nullptr;
-    // Counters a flush adds to once it is shown: flushes, and bytes written.
+    // Counters a flush adds to once it is recorded (shown, or orphaned by a
+    // drop that came after the edit): flushes, and bytes written.
     // Relaxed.
     std::atomic<uint64_t>* flushes = nullptr;
     std::atomic<uint64_t>* bytes_written = nullptr;

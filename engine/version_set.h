@@ -157,19 +157,24 @@ class VersionSet {
   // the level-0 file `meta` (meta.entries == 0: no file), pinned or not, with
   // `visible` as the last sequence, then shows it: the memtable leaves the
   // view and the file enters level 0. *recorded is false when the table was
-  // dropped or the tablet split away meanwhile (the file is discarded);
-  // *popped says whether the memtable left the view (a drop may have
-  // emptied it). A pin error is returned once the file is shown.
+  // dropped or the tablet split away before the edit (the file is
+  // discarded) or the edit failed (the file is kept for the next open to
+  // judge); *popped says whether the memtable left the view (a drop after
+  // the edit may have emptied it, and the file is discarded). A pin error is
+  // returned once the file is shown.
   Status InstallFlush(LocalityGroupState* group, const ImmutableMemTable& imm,
                       const FileMeta& meta, bool pinned, SequenceNumber visible, bool* recorded,
                       bool* popped) LOCKS_EXCLUDED(mu_);
   // Records a trivial move of the compaction's one input a level down and
-  // shows it. *moved is false when the table was dropped or the tablet
-  // split away (nothing happens).
+  // shows it. *moved is false when the table was dropped or the tablet split
+  // away: before the edit, nothing is recorded; after it, the emptied view
+  // is left as it is.
   Status InstallTrivialMove(const Compaction& c, bool* moved) LOCKS_EXCLUDED(mu_);
   // Records that `outputs` (pinned or not) replace the compaction's inputs,
   // and shows them. *installed is false when they belong to no table any
-  // more, or the edit failed; outputs nobody will keep are discarded.
+  // more, or the edit failed; outputs nobody will keep are discarded (those
+  // of a failed append stay for the next open to judge). A pin error is
+  // returned once the outputs are shown.
   Status InstallCompaction(const Compaction& c, const std::vector<FileMeta>& outputs,
                            bool pinned, bool* installed) LOCKS_EXCLUDED(mu_);
 
