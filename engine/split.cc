@@ -10,14 +10,6 @@ namespace strata::engine {
 
 namespace {
 
-// Whether every key of the file is a row in [start, end) (empty: unbounded).
-bool FileWithinRows(const FileMeta& f, const std::string& start, const std::string& end) {
-  const std::string lo = RowBound(start);
-  const std::string hi = RowBound(end);
-  return (lo.empty() || EncodedRowOf(f.smallest).compare(Slice(lo)) >= 0) &&
-         (hi.empty() || EncodedRowOf(f.largest).compare(Slice(hi)) < 0);
-}
-
 bool InsideTablet(const std::string& row, const TabletState& t) {
   return row > t.start_row && (t.end_row.empty() || row < t.end_row);
 }

@@ -97,4 +97,18 @@ Slice EncodedRowOf(const Slice& key) {
   return Slice(key.data(), key.size() - rest.size());
 }
 
+bool FileMeetsRows(const FileMeta& f, const std::string& start, const std::string& end) {
+  const std::string lo = RowBound(start);
+  const std::string hi = RowBound(end);
+  return (lo.empty() || EncodedRowOf(f.largest).compare(Slice(lo)) >= 0) &&
+         (hi.empty() || EncodedRowOf(f.smallest).compare(Slice(hi)) < 0);
+}
+
+bool FileWithinRows(const FileMeta& f, const std::string& start, const std::string& end) {
+  const std::string lo = RowBound(start);
+  const std::string hi = RowBound(end);
+  return (lo.empty() || EncodedRowOf(f.smallest).compare(Slice(lo)) >= 0) &&
+         (hi.empty() || EncodedRowOf(f.largest).compare(Slice(hi)) < 0);
+}
+
 }  // namespace strata::engine

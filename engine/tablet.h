@@ -200,6 +200,11 @@ bool RowInRange(const Slice& row, const std::string& start, const std::string& e
 // The smallest cell key of `row` (empty for an empty row: unbounded).
 std::string RowBound(const std::string& row);
 
+// Whether the file holds keys of rows in [start, end) (empty: unbounded).
+bool FileMeetsRows(const FileMeta& f, const std::string& start, const std::string& end);
+// Whether every key of the file is a row in [start, end) (empty: unbounded).
+bool FileWithinRows(const FileMeta& f, const std::string& start, const std::string& end);
+
 // The encoded row at the front of a cell key; encoded rows compare like
 // rows. A malformed key (never written by the engine) gives the whole key.
 Slice EncodedRowOf(const Slice& key);

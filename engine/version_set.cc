@@ -439,18 +439,6 @@ void VersionSet::ForEachTablet(const std::function<void(TabletState*)>& fn) cons
   for (const auto& [id, tablet] : tablets_by_id_) fn(tablet);
 }
 
-namespace {
-
-// Whether the file holds keys of rows in [start, end) (empty: unbounded).
-bool FileMeetsRows(const FileMeta& f, const std::string& start, const std::string& end) {
-  const std::string lo = RowBound(start);
-  const std::string hi = RowBound(end);
-  return (lo.empty() || EncodedRowOf(f.largest).compare(Slice(lo)) >= 0) &&
-         (hi.empty() || EncodedRowOf(f.smallest).compare(Slice(hi)) < 0);
-}
-
-}  // namespace
-
 Status VersionSet::SplitTablet(TabletState* tablet, const std::string& split_row, bool* split) {
   *split = false;
   TableState* table = tablet->table;
