@@ -14,6 +14,7 @@
 #include "engine/conditions.h"
 #include "engine/input_checks.h"
 #include "engine/point_read.h"
+#include "engine/recovery.h"
 #include "engine/split.h"
 #include "engine/test_hooks.h"
 #include "wal/log_reader.h"
@@ -27,15 +28,6 @@ constexpr const char* kLogDirName = "wal";
 constexpr const char* kTableDirName = "sst";
 // The nice value of background threads under BackgroundPriority::kLow.
 constexpr int kLowPriorityNice = 19;
-
-wal::RecoveryMode ToWalMode(WalRecoveryMode m) {
-  switch (m) {
-    case WalRecoveryMode::kTolerateTornTail: return wal::RecoveryMode::kTolerateTornTail;
-    case WalRecoveryMode::kAbsoluteConsistency: return wal::RecoveryMode::kAbsoluteConsistency;
-    case WalRecoveryMode::kPointInTime: return wal::RecoveryMode::kPointInTime;
-  }
-  return wal::RecoveryMode::kTolerateTornTail;
-}
 
 }  // namespace
 
@@ -109,41 +101,11 @@ Status EngineCore::Recover() {
   }
 
   const std::string log_dir = JoinPath(dir_, kLogDirName);
-  STRATA_RETURN_IF_ERROR(fs_->CreateDirIfMissing(log_dir));
-  STRATA_RETURN_IF_ERROR(versions_->CheckLogSegment(
-      log_dir, options_.wal_recovery_mode == WalRecoveryMode::kPointInTime));
-  wal::RecoveryInfo info;
-  const SequenceNumber log_floor = versions_->log_floor();
-  // Without a floor, the log must still hold everything from the first
-  // sequence number on: a missing oldest segment is corruption too. When
-  // recovery drops a tail with whole segments, the manifest first names the
-  // last one kept, so that a crash in between does not leave it naming one
-  // that is gone.
-  STRATA_RETURN_IF_ERROR(wal::RecoverLog(
-      fs_, log_dir, ToWalMode(options_.wal_recovery_mode), std::max<SequenceNumber>(log_floor, 1),
-      [this](SequenceNumber first, uint64_t count, Slice payload) {
-        return ReplayRecord(first, count, payload);
-      },
-      &info, [this](uint64_t last_kept) { return versions_->RecordKeptLogSegment(last_kept); }));
-  // Only now that the manifest and the log agree: a catalog that misses
-  // files must not cost them.
-  STRATA_RETURN_IF_ERROR(files_->DeleteUnlisted(versions_->LiveFileNumbers()));
-  // With records in the log, the writer continues right after them (the log
-  // was synced before any flush recorded a later sequence); an empty log
-  // continues after the last sequence the manifest saw.
-  const SequenceNumber next =
-      info.records > 0 || info.records_skipped > 0
-          ? info.next_sequence
-          : std::max<SequenceNumber>(versions_->last_sequence() + 1, 1);
+  SequenceNumber next = 0;
+  STRATA_RETURN_IF_ERROR(RecoverTablets(fs_, log_dir, options_.wal_recovery_mode,
+                                        versions_.get(), files_.get(), &next));
   // Relaxed: no other thread can see the core yet.
   visible_sequence_.store(next - 1, std::memory_order_relaxed);
-  // A log left without records (a point-in-time recovery dropped them all,
-  // or every one was flushed) needs nothing below `next` any more: say so,
-  // or the next open would want the records it no longer has.
-  if (info.records == 0 && info.records_skipped == 0 &&
-      next > std::max<SequenceNumber>(log_floor, 1)) {
-    STRATA_RETURN_IF_ERROR(versions_->RaiseLogFloor(next));
-  }
 
   wal::LogOptions lo;
   lo.fs = fs_;
@@ -163,51 +125,6 @@ Status EngineCore::Recover() {
     compaction_threads_.emplace_back([this] { CompactionThread(); });
   }
   if (options_.tablet_split_size > 0) split_thread_ = std::thread([this] { SplitThread(); });
-  return Status::OK();
-}
-
-Status EngineCore::ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload) {
-  std::vector<LoggedRow> rows;
-  LogRecordKind kind;
-  Status s = DecodeLogRecord(payload, &rows, &kind);
-  if (!s.ok()) return s.WithContext("record at sequence " + std::to_string(first_sequence));
-  if (kind == LogRecordKind::kSequenceSkip) return Status::OK();  // its numbers hold no data
-  uint64_t entries = 0;
-  for (const auto& r : rows) entries += r.entries.size();
-  if (entries != count) {
-    return Status::Corruption("log record at sequence " + std::to_string(first_sequence) +
-                              " holds " + std::to_string(entries) + " entries but uses " +
-                              std::to_string(count) + " sequence numbers");
-  }
-  SequenceNumber seq = first_sequence;
-  for (const auto& r : rows) {
-    bool retired = false;
-    TabletState* tablet = versions_->ReplayTablet(r.tablet_id, &retired);
-    if (retired) {
-      seq += r.entries.size();  // its table was dropped after this was logged
-      continue;
-    }
-    if (tablet == nullptr) {
-      // Tablets are never removed yet, so a record naming an unknown one means
-      // the log and the manifest disagree.
-      return Status::Corruption("log record at sequence " + std::to_string(seq) +
-                                " names unknown tablet " + std::to_string(r.tablet_id));
-    }
-    // Replay runs alone, before the core is shared: the schema is the last
-    // one the manifest holds. A family id it lacks but once gave out belongs
-    // to a family removed since, which held no data then: InsertEntries
-    // skips its entries, as it skips those logged before a family moved.
-    std::shared_ptr<const Schema> schema = tablet->table->schema();
-    for (const auto& e : r.entries) {
-      if (e.type != CellType::kDeleteRow && schema->FamilyById(e.family) == nullptr &&
-          (e.family == kRowMarkerFamily || e.family >= schema->next_family_id())) {
-        return Status::Corruption("log record at sequence " + std::to_string(seq) +
-                                  " names unknown family id " + std::to_string(e.family));
-      }
-    }
-    InsertEntries(*tablet, *schema, r.row, r.entries, seq, /*replay=*/true, nullptr);
-    seq += r.entries.size();
-  }
   return Status::OK();
 }
 
@@ -714,45 +631,6 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
   return Status::OK();
 }
 
-void EngineCore::InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
-                               const std::vector<CellEntry>& entries,
-                               SequenceNumber first_sequence, bool replay,
-                               std::vector<LocalityGroupState*>* touched) {
-  auto insert = [&](LocalityGroupState* g, SequenceNumber seq, const CellEntry& e,
-                    uint16_t family) NO_THREAD_SAFETY_ANALYSIS {
-    std::shared_ptr<const GroupView> view;
-    {
-      MutexLock l(&g->mu);
-      if (replay && seq <= g->flushed) return;  // already in the group's files
-      view = g->view;
-    }
-    view->mem->Add(seq, e.type, row, family, e.qualifier, e.timestamp, e.value);
-    if (touched != nullptr &&
-        std::find(touched->begin(), touched->end(), g) == touched->end()) {
-      touched->push_back(g);
-    }
-  };
-  SequenceNumber seq = first_sequence;
-  const size_t slots = std::min(schema.locality_groups().size(), tablet.groups.size());
-  for (const auto& e : entries) {
-    if (e.type == CellType::kDeleteRow) {
-      // A row marker goes to every group that holds a family, so each
-      // group's reads see it; it has nothing to hide in the others.
-      for (uint32_t g = 0; g < slots; g++) {
-        if (schema.GroupHasFamilies(g)) insert(tablet.groups[g].get(), seq, e, kRowMarkerFamily);
-      }
-    } else {
-      const FamilyInfo* f = schema.FamilyById(e.family);
-      // Only replay meets these: an entry of a family removed since, or
-      // logged before the family moved to its group (engine/schema.h).
-      if (f != nullptr && !(replay && seq <= f->moved_at)) {
-        insert(tablet.groups[f->locality_group].get(), seq, e, e.family);
-      }
-    }
-    seq++;
-  }
-}
-
 void EngineCore::ApplyGroup(wal::WriteRequest* const* requests, size_t n) {
   MutexLock apply(&apply_mu_);
   SequenceNumber last = 0;
@@ -1122,14 +1000,8 @@ void EngineCore::SplitThread() {
     uint64_t candidate_bytes = 0;
     if (bg_error_.ok()) {
       bg_mu_.Unlock();
-      versions_->ForEachTablet([&](TabletState* tablet) {
-        const uint64_t bytes = TabletBytes(*tablet);
-        if (bytes <= options_.tablet_split_size || bytes <= candidate_bytes) return;
-        auto it = stuck.find(tablet);
-        if (it != stuck.end() && bytes < it->second + it->second / 2) return;
-        candidate = tablet;
-        candidate_bytes = bytes;
-      });
+      candidate = PickSplitCandidate(*versions_, options_.tablet_split_size, stuck,
+                                     &candidate_bytes);
       bg_mu_.Lock();
     }
     if (candidate == nullptr || bg_stop_ || split_stop_) {

@@ -181,10 +181,9 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
 
   // ---- Open ----
 
-  // Recovers the catalog and the log, then opens the log for writing and
-  // starts the background threads.
+  // Recovers the catalog and the log (engine/recovery.h), then opens the log
+  // for writing and starts the background threads.
   Status Recover();
-  Status ReplayRecord(SequenceNumber first_sequence, uint64_t count, Slice payload);
   // After Recover: only a point-in-time recovery cuts the log below
   // sequences the manifest recorded (flushed data), and writes must go on
   // above those: a lower number would lose to the flushed version of its
@@ -241,13 +240,6 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
                             std::vector<CheckAndMutateResult>* results);
   // The log's apply function: inserts a group into memtables and publishes it.
   void ApplyGroup(wal::WriteRequest* const* requests, size_t n) LOCKS_EXCLUDED(apply_mu_);
-  // Inserts entries; groups that received some are added to *touched (when
-  // not null). With `replay`, entries a group already has in files are skipped.
-  // Family ids resolve through `schema`; a row marker goes to every group
-  // that holds a family.
-  static void InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
-                            const std::vector<CellEntry>& entries, SequenceNumber first_sequence,
-                            bool replay, std::vector<LocalityGroupState*>* touched);
   // Makes the group's memtable immutable and queues it for flushing.
   // REQUIRES: apply_mu_ held (no insert in progress).
   void SwitchMemTable(LocalityGroupState* group, SequenceNumber last_sequence)

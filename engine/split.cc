@@ -33,6 +33,22 @@ uint64_t TabletBytes(const TabletState& tablet) {
   return bytes;
 }
 
+TabletState* PickSplitCandidate(const VersionSet& versions, uint64_t split_size,
+                                const std::unordered_map<const TabletState*, uint64_t>& stuck,
+                                uint64_t* bytes) {
+  TabletState* candidate = nullptr;
+  *bytes = 0;
+  versions.ForEachTablet([&](TabletState* tablet) {
+    const uint64_t size = TabletBytes(*tablet);
+    if (size <= split_size || size <= *bytes) return;
+    auto it = stuck.find(tablet);
+    if (it != stuck.end() && size < it->second + it->second / 2) return;
+    candidate = tablet;
+    *bytes = size;
+  });
+  return candidate;
+}
+
 bool PickSplitRow(const TabletState& tablet, const std::vector<LocalityGroupState*>& groups,
                   sstable::TableCache* tables, std::string* row) {
   // The weighted middle of the largest group: every level counts, and

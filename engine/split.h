@@ -27,9 +27,11 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/tablet.h"
+#include "engine/version_set.h"
 #include "sstable/table_cache.h"
 
 namespace strata::engine {
@@ -38,6 +40,14 @@ namespace strata::engine {
 // with a split sibling. REQUIRES: the tablet's group list is stable (the
 // catalog mutex or the close gate held).
 uint64_t TabletBytes(const TabletState& tablet);
+
+// The live tablet of `versions` with the most SSTable bytes over
+// `split_size` (*bytes says how many), or null. A tablet in `stuck`, which
+// maps tablets that could not be split to their size then, is passed over
+// until it has grown by half.
+TabletState* PickSplitCandidate(const VersionSet& versions, uint64_t split_size,
+                                const std::unordered_map<const TabletState*, uint64_t>& stuck,
+                                uint64_t* bytes);
 
 // A row near the middle of the bytes of the largest of `groups` (the
 // tablet's), found through the files' indexes; false if none lies strictly

@@ -44,6 +44,44 @@ std::shared_ptr<const GroupView> EmptyGroupView() {
   return view;
 }
 
+void InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
+                   const std::vector<CellEntry>& entries, SequenceNumber first_sequence,
+                   bool replay, std::vector<LocalityGroupState*>* touched) {
+  auto insert = [&](LocalityGroupState* g, SequenceNumber seq, const CellEntry& e,
+                    uint16_t family) NO_THREAD_SAFETY_ANALYSIS {
+    std::shared_ptr<const GroupView> view;
+    {
+      MutexLock l(&g->mu);
+      if (replay && seq <= g->flushed) return;  // already in the group's files
+      view = g->view;
+    }
+    view->mem->Add(seq, e.type, row, family, e.qualifier, e.timestamp, e.value);
+    if (touched != nullptr &&
+        std::find(touched->begin(), touched->end(), g) == touched->end()) {
+      touched->push_back(g);
+    }
+  };
+  SequenceNumber seq = first_sequence;
+  const size_t slots = std::min(schema.locality_groups().size(), tablet.groups.size());
+  for (const auto& e : entries) {
+    if (e.type == CellType::kDeleteRow) {
+      // A row marker goes to every group that holds a family, so each
+      // group's reads see it; it has nothing to hide in the others.
+      for (uint32_t g = 0; g < slots; g++) {
+        if (schema.GroupHasFamilies(g)) insert(tablet.groups[g].get(), seq, e, kRowMarkerFamily);
+      }
+    } else {
+      const FamilyInfo* f = schema.FamilyById(e.family);
+      // Only replay meets these: an entry of a family removed since, or
+      // logged before the family moved to its group (engine/schema.h).
+      if (f != nullptr && !(replay && seq <= f->moved_at)) {
+        insert(tablet.groups[f->locality_group].get(), seq, e, e.family);
+      }
+    }
+    seq++;
+  }
+}
+
 TabletStats StatsOf(const TabletState& tablet) {
   TabletStats t;
   t.start_row = tablet.start_row;

@@ -25,6 +25,7 @@
 #include "common/cell_key.h"
 #include "common/mutex.h"
 #include "engine/file_meta.h"
+#include "engine/log_record.h"
 #include "engine/read_session.h"
 #include "engine/resource_governor.h"
 #include "engine/schema.h"
@@ -179,6 +180,17 @@ std::unique_ptr<LocalityGroupState> NewGroupState(TabletState* tablet, uint32_t 
 // split away: nothing in it, so memtables and files go as soon as no reader
 // holds the old view.
 std::shared_ptr<const GroupView> EmptyGroupView();
+
+// Inserts a row mutation's entries, the first at `first_sequence`, into the
+// active memtables of the tablet's groups, family ids resolved through
+// `schema`; a row marker goes to every group that holds a family. Groups
+// that received some are added to *touched (when not null). With `replay`,
+// entries a group already has in files are skipped, and so are entries of a
+// family removed since or logged before it moved (engine/schema.h).
+// REQUIRES: the engine's apply mutex held, or the engine not yet shared.
+void InsertEntries(const TabletState& tablet, const Schema& schema, const Slice& row,
+                   const std::vector<CellEntry>& entries, SequenceNumber first_sequence,
+                   bool replay, std::vector<LocalityGroupState*>* touched);
 
 // Tablet::GetTabletStats for one tablet: its range, memtable bytes and files
 // by level. REQUIRES: the tablet's group list is stable (the close gate held).
