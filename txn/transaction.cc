@@ -34,6 +34,20 @@ Status CheckKeyInput(std::string_view table, std::string_view row, std::string_v
 
 TransactionImpl::~TransactionImpl() {
   if (hb_ != nullptr) db_->StopHeartbeat(hb_);
+  End();
+}
+
+void TransactionImpl::SetState(State state) {
+  // A committed transaction ends once its secondaries are committed
+  // (CommitSecondaries).
+  if (state_ == State::kOpen && state != State::kOpen && state != State::kCommitted) End();
+  state_ = state;
+}
+
+void TransactionImpl::End() {
+  if (ended_) return;
+  ended_ = true;
+  db_->TransactionEnded(start_ts_);
 }
 
 Result<std::string> TransactionImpl::Get(std::string_view table, std::string_view row,
@@ -133,7 +147,7 @@ Status TransactionImpl::Fail(TransactionError::Kind kind, const TxnKey* key, uin
   }
   error_.other_start_ts = other_start;
   error_.other_commit_ts = other_commit;
-  if (state_ == State::kOpen) state_ = State::kAborted;
+  if (state_ == State::kOpen) SetState(State::kAborted);
   return status;
 }
 
@@ -586,7 +600,7 @@ void TransactionImpl::UndoPrewrites() {
 }
 
 void TransactionImpl::Finish(State state) {
-  state_ = state;
+  SetState(state);
   if (hb_ == nullptr) return;
   db_->StopHeartbeat(hb_);
   if (hb_->owner.instance_id != 0) (void)db_->config().registry->Unregister(hb_->owner);
@@ -603,7 +617,8 @@ Status TransactionImpl::Commit() {
   STRATA_RETURN_IF_ERROR(CheckOpen());
   if (writes_.empty()) {
     commit_ts_ = start_ts_;
-    state_ = State::kCommitted;
+    SetState(State::kCommitted);
+    End();
     return Status::OK();
   }
   // The rows outlive every step: primary_row_ and prewritten_ point into them.
@@ -808,14 +823,21 @@ Status TransactionImpl::CommitSecondaries(const std::vector<TableWrites>& tables
     }
     if (!rows.empty()) job.tables.emplace_back(tables[t].table, std::move(rows));
   }
-  if (job.tables.empty()) return Status::OK();
+  if (job.tables.empty()) {
+    End();
+    return Status::OK();
+  }
   if (db_->config().options.commit_secondaries_in_background) {
+    // The background thread ends the transaction once the rows are committed.
+    ended_ = true;
     db_->EnqueueSecondaries(std::move(job));
     return Status::OK();
   }
   Status secondary_status;
-  if (!db_->CommitSecondaries(job, &secondary_status)) {
-    state_ = State::kStopped;
+  const bool done = db_->CommitSecondaries(job, &secondary_status);
+  End();
+  if (!done) {
+    SetState(State::kStopped);
     return Status::Aborted(std::string("stopped at fail point ") +
                            FailPointName(FailPoint::kAfterSecondaryCommit));
   }
@@ -831,7 +853,7 @@ Status TransactionImpl::Rollback() {
   if (state_ != State::kOpen) return Status::OK();
   // The buffered writes stay (unused) until the transaction goes: an open
   // scan iterator walks them.
-  state_ = State::kAborted;
+  SetState(State::kAborted);
   return Status::OK();
 }
 

@@ -125,6 +125,14 @@ class TransactionImpl final : public Transaction {
   enum class State { kOpen, kCommitted, kAborted, kStopped };
 
   Status CheckOpen();
+  // Moves to `state`. Leaving kOpen, except for kCommitted, ends the
+  // transaction (End); a committed one ends once its secondaries are
+  // committed, so that the garbage collector's safepoint never passes a
+  // transaction whose secondaries may still be written.
+  void SetState(State state);
+  // Ends the transaction's hold on the safepoint (TxnDB::TransactionEnded),
+  // once.
+  void End();
   Status Buffer(std::string_view table, std::string_view row, std::string_view column,
                 MutationKind kind, std::string_view value);
   // Records why the transaction stopped and gives `status` back.
@@ -205,6 +213,9 @@ class TransactionImpl final : public Transaction {
   const uint64_t start_ts_;
   uint64_t commit_ts_ = 0;
   State state_ = State::kOpen;
+  // End has run, or the background thread will end it (its secondaries
+  // are queued).
+  bool ended_ = false;
   TransactionError error_;
   WriteMap writes_;
   std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <utility>
 
 #include "common/thread_util.h"
+#include "txn/records.h"
 #include "txn/table_resolver.h"
 #include "txn/transaction.h"
 #include "txn/transaction_services.h"
@@ -60,11 +63,18 @@ class TxnDBHandle final : public TransactionDB {
   void AdvanceSafepoint(uint64_t safepoint) override { db_->AdvanceSafepoint(safepoint); }
   Status Close() override { return db_->Close(); }
 
+  const std::shared_ptr<TxnDB>& db() const { return db_; }
+
  private:
   const std::shared_ptr<TxnDB> db_;
 };
 
 }  // namespace
+
+std::shared_ptr<TxnDB> TxnDBOf(TransactionDB& db) {
+  auto* handle = dynamic_cast<TxnDBHandle*>(&db);
+  return handle == nullptr ? nullptr : handle->db();
+}
 
 Result<std::unique_ptr<TransactionDB>> TxnDB::Make(TxnDBConfig config) {
   if (config.oracle == nullptr || config.registry == nullptr || config.tables == nullptr) {
@@ -98,8 +108,34 @@ Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& opti
                                    " is over the limit of " +
                                    std::to_string(TransactionOptions::kMaxLockWaitMillis));
   }
-  STRATA_ASSIGN_OR_RETURN(uint64_t start_ts, config_.oracle->GetTimestamp());
+  uint64_t start_ts;
+  {
+    // Registered before a garbage collector can take a floor that misses it
+    // (RunningFloor).
+    std::shared_lock<SharedGate> gate(begin_gate_);
+    Result<uint64_t> ts = config_.oracle->GetTimestamp();
+    if (!ts.ok()) return ts.status();
+    start_ts = *ts;
+    MutexLock l(&running_mu_);
+    running_.insert(start_ts);
+  }
   return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), options, start_ts));
+}
+
+Status TxnDB::RunningFloor(uint64_t* oldest, uint64_t* now) {
+  std::unique_lock<SharedGate> gate(begin_gate_);
+  Result<uint64_t> ts = config_.oracle->GetTimestamp();
+  if (!ts.ok()) return ts.status();
+  *now = *ts;
+  MutexLock l(&running_mu_);
+  *oldest = running_.empty() ? UINT64_MAX : *running_.begin();
+  return Status::OK();
+}
+
+void TxnDB::TransactionEnded(uint64_t start_ts) {
+  MutexLock l(&running_mu_);
+  auto it = running_.find(start_ts);
+  if (it != running_.end()) running_.erase(it);
 }
 
 void TxnDB::AdvanceSafepoint(uint64_t safepoint) {
@@ -246,6 +282,7 @@ void TxnDB::BackgroundThread() {
     Status s;
     CommitSecondaries(MergeJobs(jobs), &s);
     if (!s.ok()) stats_.background_failures.fetch_add(1, std::memory_order_relaxed);
+    for (const SecondaryJob& job : jobs) TransactionEnded(job.start_ts);
     mu_.Lock();
     job_running_ = false;
     jobs_cv_.SignalAll();
@@ -314,6 +351,30 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return tables->tenant().CreateTable(name, txn::TransactionalSchema(table_options));
   };
   config.keep_alive = services;
+  config.list_tables = [tables]() -> Result<std::vector<std::string>> {
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, tables->tenant().ListTables());
+    std::vector<std::string> transactional;
+    for (std::string& name : names) {
+      Result<Table> table = tables->tenant().OpenTable(name);
+      if (table.status().IsNotFound()) continue;  // dropped meanwhile
+      STRATA_RETURN_IF_ERROR(table.status());
+      Result<TableSchema> schema = table->GetSchema();
+      if (schema.status().IsNotFound()) continue;
+      STRATA_RETURN_IF_ERROR(schema.status());
+      if (txn::IsTransactionalSchema(*schema)) transactional.push_back(std::move(name));
+    }
+    return transactional;
+  };
+  config.split_rows = [tables](std::string_view name) -> Result<std::vector<std::string>> {
+    STRATA_ASSIGN_OR_RETURN(Table table, tables->tenant().OpenTable(name));
+    STRATA_ASSIGN_OR_RETURN(std::vector<TabletStats> tablets, table.GetTabletStats());
+    std::vector<std::string> rows;
+    for (const TabletStats& t : tablets) {
+      if (!t.start_row.empty()) rows.push_back(t.start_row);
+    }
+    return rows;
+  };
+  config.name = tables->tenant().name();
   return txn::TxnDB::Make(std::move(config));
 }
 

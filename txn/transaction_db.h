@@ -70,6 +70,14 @@ struct TxnDBConfig {
   std::function<bool(FailPoint, uint64_t)> fail_point;
   // Keeps services (or anything else) alive as long as the TxnDB.
   std::shared_ptr<void> keep_alive;
+
+  // For the garbage collector (gc/): the names of the transactional tables,
+  // and the rows that divide a table into ranges for its tasks (an engine
+  // table's tablet boundaries). nullptr: no tables listed; no boundaries.
+  std::function<Result<std::vector<std::string>>()> list_tables;
+  std::function<Result<std::vector<std::string>>(std::string_view table)> split_rows;
+  // The name the collector's state is kept under (the tenant's).
+  std::string name;
 };
 
 // What a transaction's heartbeat needs, shared with the DB's heartbeat thread.
@@ -99,6 +107,16 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   Result<std::unique_ptr<Transaction>> Begin(const TransactionOptions& options);
   void AdvanceSafepoint(uint64_t safepoint);
   Status Close();
+
+  // For the garbage collector: the lowest start_ts among the transactions
+  // begun here that have not ended (UINT64_MAX when none), and a fresh
+  // timestamp `now`, both taken with Begin held off: a transaction not
+  // counted in *oldest started, or will start, above *now.
+  Status RunningFloor(uint64_t* oldest, uint64_t* now);
+  // Called once per transaction when it can write no more: it rolled back,
+  // failed or stopped, or is destroyed open; or it committed and its
+  // secondaries are committed (by the background thread when queued there).
+  void TransactionEnded(uint64_t start_ts);
 
   // For the transactions.
   const TxnDBConfig& config() const { return config_; }
@@ -143,6 +161,13 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   LockResolver resolver_;
   std::atomic<uint64_t> safepoint_{0};
   std::atomic<bool> closed_{false};
+
+  // Begin takes it shared from its timestamp to its registration in
+  // running_; RunningFloor exclusively.
+  SharedGate begin_gate_;
+  Mutex running_mu_;
+  // The start_ts of every transaction begun here that has not ended.
+  std::multiset<uint64_t> running_ GUARDED_BY(running_mu_);
   Stats stats_;
 
   Mutex mu_;
@@ -155,6 +180,10 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   std::thread heartbeat_thread_;
   std::thread background_thread_;
 };
+
+// The TxnDB behind a TransactionDB that TxnDB::Make or TransactionDB::Open
+// made; null for any other.
+std::shared_ptr<TxnDB> TxnDBOf(TransactionDB& db);
 
 }  // namespace strata::txn
 

@@ -21,7 +21,7 @@ Result<std::shared_ptr<TransactionServices>> TransactionServices::Open(
   std::unique_ptr<txn::LocalLivenessRegistry> registry;
   STRATA_RETURN_IF_ERROR(txn::LocalLivenessRegistry::Open(dir, registry_options, &registry));
   return std::shared_ptr<TransactionServices>(new TransactionServices(
-      std::make_unique<txn::TxnServicesImpl>(std::move(oracle), std::move(registry))));
+      std::make_unique<txn::TxnServicesImpl>(dir, std::move(oracle), std::move(registry))));
 }
 
 Result<uint64_t> TransactionServices::GetTimestamp() { return impl_->oracle()->GetTimestamp(); }

@@ -9,6 +9,7 @@
 #define STRATA_TXN_TRANSACTION_SERVICES_H_
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "strata/transaction.h"
@@ -22,13 +23,16 @@ namespace strata::txn {
 // The oracle and the registry of TransactionServices.
 class TxnServicesImpl {
  public:
-  TxnServicesImpl(std::unique_ptr<LocalTimestampOracle> oracle,
+  TxnServicesImpl(std::string dir, std::unique_ptr<LocalTimestampOracle> oracle,
                   std::unique_ptr<LocalLivenessRegistry> registry)
-      : oracle_(std::move(oracle)), registry_(std::move(registry)) {}
+      : dir_(std::move(dir)), oracle_(std::move(oracle)), registry_(std::move(registry)) {}
+  // The directory the services keep their files in.
+  const std::string& dir() const { return dir_; }
   TimestampOracle* oracle() const { return oracle_.get(); }
   LivenessRegistry* registry() const { return registry_.get(); }
 
  private:
+  const std::string dir_;
   std::unique_ptr<LocalTimestampOracle> oracle_;
   std::unique_ptr<LocalLivenessRegistry> registry_;
 };
@@ -42,6 +46,9 @@ struct TransactionServicesAccess {
   }
   static LivenessRegistry* registry(const TransactionServices& services) {
     return services.impl_->registry();
+  }
+  static const std::string& dir(const TransactionServices& services) {
+    return services.impl_->dir();
   }
 };
 
