@@ -1,0 +1,137 @@
+// Collector: the garbage collector behind strata/gc.h, over a TxnDB's tables
+// reached through the row-store seam only (so any store behind it is
+// collected alike). A round:
+//   1. takes the candidate safepoint: the oracle's time less the life time,
+//      capped by the oldest running transaction of the TxnDB (taken with
+//      Begin held off, so none is missed) and by every service safepoint
+//      held, and never below the safepoint published before;
+//   2. publishes it: durable in the SafepointStore first, then raised in the
+//      TxnDB, so that transactions below it can no longer read or commit;
+//   3. resolves every lock below it, in every table, through the lock's
+//      primary (rolled forward when the primary committed, back otherwise),
+//      so that no secondary is left whose primary's record step 4 removes;
+//   4. collects: every row range of every table (workers take them), each
+//      column's versions at or below the safepoint cut as column_rules.h
+//      says, each row in one mutation.
+// gc/README.md gives the reasons; a failed round is done again by the next.
+//
+// Thread-safe: rounds run one at a time (round_mu_); stats and service
+// safepoints under mu_.
+#ifndef STRATA_GC_COLLECTOR_H_
+#define STRATA_GC_COLLECTOR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/mutex.h"
+#include "common/rate_limiter.h"
+#include "gc/safepoint_store.h"
+#include "strata/gc.h"
+#include "strata/row_store.h"
+#include "txn/lock_resolver.h"
+#include "txn/transaction_db.h"
+
+namespace strata::gc {
+
+// The points between the steps of a round (CollectorConfig::hook).
+enum class RoundStep {
+  kPublished,      // the safepoint is durable and raised in the TxnDB
+  kLocksResolved,  // no lock below it is left
+  kCollected,      // every table collected at it
+};
+
+struct CollectorConfig {
+  std::shared_ptr<txn::TxnDB> db;          // required
+  std::unique_ptr<SafepointStore> store;   // required
+  Clock* clock = nullptr;                  // service safepoints' TTLs; nullptr = default
+  GcOptions options;
+  // Called with the round's safepoint after each step (tests); may block.
+  std::function<void(RoundStep, uint64_t safepoint)> hook;
+};
+
+class Collector {
+ public:
+  // Raises the TxnDB to the stored safepoint and, unless
+  // options.interval_millis is 0, starts the background rounds.
+  static Result<std::unique_ptr<Collector>> Open(CollectorConfig config);
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  uint64_t safepoint() const { return published_.load(std::memory_order_acquire); }
+  // As GarbageCollector's.
+  Status HoldSafepoint(std::string_view id, uint64_t ts, uint64_t ttl_millis) LOCKS_EXCLUDED(mu_);
+  Status ReleaseSafepoint(std::string_view id) LOCKS_EXCLUDED(mu_);
+  Status RunRound() LOCKS_EXCLUDED(round_mu_);
+  GcStats GetStats() const LOCKS_EXCLUDED(mu_);
+  Status Close();
+
+ private:
+  struct Task {
+    std::string table;
+    std::string start_row;  // inclusive; empty: from the first
+    std::string end_row;    // exclusive; empty: through the last
+  };
+
+  explicit Collector(CollectorConfig config);
+
+  // Step 1: the candidate, and what held it back.
+  Result<uint64_t> Candidate(uint64_t* oldest_running, uint64_t* lowest_service)
+      EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Step 3.
+  Status ResolveLocksBelow(uint64_t safepoint);
+  Status ResolveLock(const txn::TxnKey& key, const txn::LockRecord& lock);
+  // Step 4.
+  Status CollectAll(uint64_t safepoint);
+  Status CollectRange(const Task& task, uint64_t safepoint);
+  // The stores of the TxnDB's transactional tables; a table dropped since it
+  // was listed is left out.
+  Result<std::vector<std::pair<std::string, std::shared_ptr<RowStore>>>> Tables();
+  bool closing() const { return closing_.load(std::memory_order_relaxed); }
+
+  void BackgroundLoop();
+  void WorkerLoop();
+
+  CollectorConfig config_;
+  Clock* const clock_;
+  std::unique_ptr<RateLimiter> limiter_;  // null when rows_per_second is 0
+
+  // Held by a round from start to end.
+  Mutex round_mu_;
+  // The published safepoint (step 2). Written under round_mu_; read with
+  // acquire anywhere, after the store and the TxnDB hold it.
+  std::atomic<uint64_t> published_{0};
+
+  mutable Mutex mu_;
+  CondVar cv_{&mu_};  // background loop, workers, task completion
+  struct Service {
+    uint64_t ts = 0;
+    uint64_t expires_micros = 0;  // clock_ time
+  };
+  std::map<std::string, Service, std::less<>> services_ GUARDED_BY(mu_);
+  GcStats stats_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::deque<Task> tasks_ GUARDED_BY(mu_);
+  uint64_t tasks_pending_ GUARDED_BY(mu_) = 0;  // queued or running
+  Status task_error_ GUARDED_BY(mu_);
+  uint64_t task_safepoint_ GUARDED_BY(mu_) = 0;
+  // stop_ for code that does not hold mu_ (a range being collected).
+  // Relaxed: a hint to stop early; Close joins the threads afterwards.
+  std::atomic<bool> closing_{false};
+  std::thread background_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace strata::gc
+
+#endif  // STRATA_GC_COLLECTOR_H_

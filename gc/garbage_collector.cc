@@ -1,0 +1,87 @@
+// GarbageCollector (strata/gc.h): a Collector over a TransactionDB::Open
+// database, its safepoint in a file of the TransactionServices' directory.
+#include <memory>
+#include <string>
+
+#include "common/file_system.h"
+#include "gc/collector.h"
+#include "gc/safepoint_store.h"
+#include "strata/gc.h"
+#include "txn/transaction_db.h"
+#include "txn/transaction_services.h"
+
+namespace strata {
+
+namespace {
+
+class GarbageCollectorImpl final : public GarbageCollector {
+ public:
+  GarbageCollectorImpl(std::shared_ptr<TransactionServices> services,
+                       std::unique_ptr<FileLock> lock, std::unique_ptr<gc::Collector> collector)
+      : services_(std::move(services)), lock_(std::move(lock)), collector_(std::move(collector)) {}
+  ~GarbageCollectorImpl() override { Close().PermitUncheckedError(); }
+
+  uint64_t safepoint() const override { return collector_->safepoint(); }
+  Status HoldSafepoint(std::string_view id, uint64_t ts, uint64_t ttl_millis) override {
+    return collector_->HoldSafepoint(id, ts, ttl_millis);
+  }
+  Status ReleaseSafepoint(std::string_view id) override {
+    return collector_->ReleaseSafepoint(id);
+  }
+  Status RunOnce() override { return collector_->RunRound(); }
+  GcStats GetStats() const override { return collector_->GetStats(); }
+  Status Close() override {
+    Status s = collector_->Close();
+    if (lock_ != nullptr) {
+      Status u = FileSystem::Default()->UnlockFile(std::move(lock_));
+      if (s.ok()) s = u;
+    }
+    return s;
+  }
+
+ private:
+  const std::shared_ptr<TransactionServices> services_;
+  std::unique_ptr<FileLock> lock_;
+  const std::unique_ptr<gc::Collector> collector_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
+    std::shared_ptr<TransactionServices> services, TransactionDB* db, const GcOptions& options) {
+  if (services == nullptr || db == nullptr) {
+    return Status::InvalidArgument("a garbage collector needs TransactionServices and a TransactionDB");
+  }
+  std::shared_ptr<txn::TxnDB> txn_db = txn::TxnDBOf(*db);
+  if (txn_db == nullptr || txn_db->config().name.empty()) {
+    return Status::InvalidArgument("the TransactionDB was not opened by TransactionDB::Open");
+  }
+  FileSystem* fs = FileSystem::Default();
+  const std::string& dir = txn::TransactionServicesAccess::dir(*services);
+  const std::string base = JoinPath(dir, "GC_SAFEPOINT-" + txn_db->config().name);
+  // One collector per tenant: two would write the same file in turn.
+  std::unique_ptr<FileLock> lock;
+  Status s = fs->LockFile(base + ".lock", &lock);
+  if (s.IsBusy()) {
+    return Status::Busy("tenant " + txn_db->config().name +
+                        " already has a garbage collector (" + std::string(s.message()) + ")");
+  }
+  STRATA_RETURN_IF_ERROR(s);
+  gc::CollectorConfig config;
+  config.db = std::move(txn_db);
+  config.options = options;
+  s = gc::OpenLocalSafepointStore(fs, base, &config.store);
+  if (!s.ok()) {
+    fs->UnlockFile(std::move(lock)).PermitUncheckedError();  // the open's error is the one
+    return s;
+  }
+  Result<std::unique_ptr<gc::Collector>> collector = gc::Collector::Open(std::move(config));
+  if (!collector.ok()) {
+    fs->UnlockFile(std::move(lock)).PermitUncheckedError();
+    return collector.status();
+  }
+  return std::unique_ptr<GarbageCollector>(new GarbageCollectorImpl(
+      std::move(services), std::move(lock), std::move(collector.value())));
+}
+
+}  // namespace strata
