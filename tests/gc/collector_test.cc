@@ -90,6 +90,19 @@ class CollectorTest : public ::testing::Test {
     ASSERT_EQ((*t)->commit_ts(), commit_ts);
   }
 
+  // A transaction at `start_ts` that sets bank/a/bal (its primary) and
+  // bank/b/bal to `value`, and whose coordinator stops at `stop`.
+  void CommitTwoRowsAndStop(uint64_t start_ts, const std::string& value, FailPoint stop) {
+    oracle_.SetNext(start_ts);
+    auto t = db_->Begin({});
+    ASSERT_OK(t);
+    ASSERT_OK((*t)->Set("bank", "a", "bal", value));
+    ASSERT_OK((*t)->Set("bank", "b", "bal", value));
+    hook_ = [stop](FailPoint p, uint64_t) { return p == stop; };
+    EXPECT_FALSE((*t)->Commit().ok());
+    hook_ = nullptr;
+  }
+
   // GC at exactly `safepoint`: a service safepoint caps the round.
   void CollectAt(uint64_t safepoint) {
     ASSERT_OK(collector_->HoldSafepoint("cap", safepoint, 1'000'000));
@@ -189,14 +202,8 @@ TEST_F(CollectorTest, ExampleHistoryKeepsEveryReadAtOrAboveTheSafepoint) {
 // the safepoint are rolled forward first.
 TEST_F(CollectorTest, SecondaryOfACommittedPrimaryStaysCommitted) {
   SetUpAll();
-  oracle_.SetNext(10);
-  auto t = db_->Begin({});
-  ASSERT_OK(t);
-  ASSERT_OK((*t)->Set("bank", "a", "bal", "1"));  // the primary (first key)
-  ASSERT_OK((*t)->Set("bank", "b", "bal", "1"));
-  hook_ = [&](FailPoint p, uint64_t ts) { return p == FailPoint::kAfterPrimaryCommit; };
-  EXPECT_FALSE((*t)->Commit().ok());  // stopped after the commit point
-  hook_ = nullptr;
+  // Stopped after the commit point.
+  CommitTwoRowsAndStop(10, "1", FailPoint::kAfterPrimaryCommit);
   EXPECT_EQ(test::CountLocks(Bank()), 1u);  // b's
   Commit("a", "bal", "2", 20, 21);          // hides t's record on a
   oracle_.SetNext(30);
@@ -214,14 +221,7 @@ TEST_F(CollectorTest, SecondaryOfACommittedPrimaryStaysCommitted) {
 TEST_F(CollectorTest, DeadCoordinatorsLocksAreRolledBackFirst) {
   SetUpAll();
   Commit("a", "bal", "old", 1, 2);
-  oracle_.SetNext(10);
-  auto t = db_->Begin({});
-  ASSERT_OK(t);
-  ASSERT_OK((*t)->Set("bank", "a", "bal", "new"));
-  ASSERT_OK((*t)->Set("bank", "b", "bal", "new"));
-  hook_ = [&](FailPoint p, uint64_t ts) { return p == FailPoint::kAfterCommitTs; };
-  EXPECT_FALSE((*t)->Commit().ok());
-  hook_ = nullptr;
+  CommitTwoRowsAndStop(10, "new", FailPoint::kAfterCommitTs);
   EXPECT_EQ(test::CountLocks(Bank()), 2u);
   oracle_.SetNext(30);
   ASSERT_OK(collector_->RunRound());
