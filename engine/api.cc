@@ -75,6 +75,11 @@ Status Tenant::AlterTable(std::string_view name, const TableSchema& new_schema) 
   return core_->AlterTable(*state_, name, new_schema);
 }
 
+Status Tenant::SetCompactionFilter(std::shared_ptr<CompactionFilter> filter) {
+  if (!state_) return EmptyHandle("tenant");
+  return core_->SetCompactionFilter(*state_, std::move(filter));
+}
+
 Result<Table> Tenant::OpenTable(std::string_view name) const {
   if (!state_) return EmptyHandle("tenant");
   Result<std::shared_ptr<engine::TableState>> t = core_->FindTable(*state_, name);

@@ -89,7 +89,7 @@ bool PickInputs(const GroupView& view, int level, const EngineOptions& options,
   // unless a filter must see its data, or it carries delete markers to the
   // bottom (checked in CompactionJob), where a rewrite drops them.
   c->trivial_move = c->inputs[0].size() == 1 && c->inputs[1].empty() &&
-                    options.compaction_filter == nullptr;
+                    CompactionFilterOf(*c->group->tablet->table, options) == nullptr;
   if (!c->bottommost && !c->trivial_move) {
     // A row that no deeper file holds is at the bottom all the same.
     c->deeper = std::make_shared<DeeperFiles>(view, level + 2, tables,

@@ -101,7 +101,9 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
       return deeper->MayHoldRow(row);
     };
   }
-  CompactionStream stream(c_->bottommost, ctx_.options->compaction_filter.get(),
+  // Held for the job: the tenant may install another filter meanwhile.
+  const std::shared_ptr<CompactionFilter> filter = CompactionFilterOf(*tablet.table, *ctx_.options);
+  CompactionStream stream(c_->bottommost, filter.get(),
                           FilterContextFor(tablet, group_options, c_->bottommost), schema.get(),
                           emit, std::move(older_may_hold_row));
   Status s;

@@ -215,6 +215,15 @@ Result<TenantStats> EngineCore::GetTenantStats(const TenantState& tenant) const 
   return s;
 }
 
+Status EngineCore::SetCompactionFilter(const TenantState& tenant,
+                                       std::shared_ptr<CompactionFilter> filter) {
+  std::shared_lock<SharedGate> gate(close_mu_);
+  if (closed_) return ClosedError();
+  STRATA_RETURN_IF_ERROR(CheckLive(tenant));
+  tenant.set_compaction_filter(std::move(filter));
+  return Status::OK();
+}
+
 Status EngineCore::DropTenant(std::string_view name) {
   // Exclusive, as in DropTable.
   std::unique_lock<SharedGate> gate(close_mu_);

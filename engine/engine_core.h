@@ -84,6 +84,8 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   Result<std::vector<std::string>> ListTenants() const;
   // Drops the tenant with all its tables.
   Status DropTenant(std::string_view name);
+  // Tenant::SetCompactionFilter.
+  Status SetCompactionFilter(const TenantState& tenant, std::shared_ptr<CompactionFilter> filter);
 
   Status CreateTable(const TenantState& tenant, std::string_view name, const TableSchema& schema);
   // Tenant::AlterTable (engine/alter_table.h says how).

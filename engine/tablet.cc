@@ -119,6 +119,13 @@ void ReleaseMemTableCharges(LocalityGroupState* group, const GroupView& view) {
   group->memtable_charge = 0;
 }
 
+std::shared_ptr<CompactionFilter> CompactionFilterOf(const TableState& table,
+                                                     const EngineOptions& options) {
+  std::shared_ptr<CompactionFilter> f =
+      table.tenant != nullptr ? table.tenant->compaction_filter() : nullptr;
+  return f != nullptr ? f : options.compaction_filter;
+}
+
 bool RowInRange(const Slice& row, const std::string& start, const std::string& end) {
   return (start.empty() || row.compare(start) >= 0) && (end.empty() || row.compare(end) < 0);
 }

@@ -31,6 +31,7 @@
 #include "engine/schema.h"
 #include "engine/table_file.h"
 #include "memtable/memtable.h"
+#include "strata/compaction_filter.h"
 #include "strata/engine.h"
 #include "strata/options.h"
 #include "strata/slice.h"
@@ -39,6 +40,7 @@ namespace strata::engine {
 
 struct TableState;
 struct TabletState;
+struct TenantState;
 
 // A memtable that no longer takes writes, waiting to be flushed.
 struct ImmutableMemTable {
@@ -137,6 +139,8 @@ struct TableState {
 
   // The tenant's budget; set at creation, never changed.
   std::shared_ptr<TenantBudget> budget;
+  // The tenant; set at creation, never changed.
+  std::shared_ptr<TenantState> tenant;
 
   // Set once, like TenantState::dropped; handles then get NotFound.
   std::atomic<bool> dropped{false};
@@ -153,7 +157,27 @@ struct TenantState {
   std::atomic<bool> dropped{false};
   // Set at creation, never changed; its options change through the governor.
   std::shared_ptr<TenantBudget> budget;
+
+  // Tenant::SetCompactionFilter's filter (null: none), in place of the
+  // engine's for the tenant's tables.
+  std::shared_ptr<CompactionFilter> compaction_filter() const LOCKS_EXCLUDED(filter_mu) {
+    MutexLock l(&filter_mu);
+    return filter;
+  }
+  // Const: the slot is synchronised on its own, apart from the tenant's
+  // fixed state.
+  void set_compaction_filter(std::shared_ptr<CompactionFilter> f) const LOCKS_EXCLUDED(filter_mu) {
+    MutexLock l(&filter_mu);
+    filter = std::move(f);
+  }
+  mutable Mutex filter_mu;
+  mutable std::shared_ptr<CompactionFilter> filter GUARDED_BY(filter_mu);
 };
+
+// The compaction filter of `table`'s compactions: its tenant's, else the
+// engine's `options.compaction_filter` (either may be null).
+std::shared_ptr<CompactionFilter> CompactionFilterOf(const TableState& table,
+                                                     const EngineOptions& options);
 
 // The size at which a group's memtables fill: its own write_buffer_size, or
 // the engine's.

@@ -76,7 +76,8 @@ Status VersionSet::Recover() {
     if (tenant == catalog_.tenants.end()) {
       return Status::Corruption(dir_ + "/MANIFEST: table " + table.name + " has no tenant");
     }
-    state->budget = tenants_.at(tenant->second.name)->budget;
+    state->tenant = tenants_.at(tenant->second.name);
+    state->budget = state->tenant->budget;
     for (const auto& tab : state->tablets) {
       tablets_by_id_[tab->id] = tab.get();
       for (auto& g : tab->groups) {
@@ -312,6 +313,8 @@ Status VersionSet::CreateTable(const TenantState& tenant, std::string_view name,
   STRATA_RETURN_IF_ERROR(LogAndApply(edit));
   auto state = MakeTable(t, {tab});
   state->budget = tenant.budget;
+  auto it = tenants_.find(tenant.name);
+  if (it != tenants_.end()) state->tenant = it->second;
   for (const auto& ts : state->tablets) tablets_by_id_[ts->id] = ts.get();
   tables_[{tenant.id, t.name}] = std::move(state);
   return Status::OK();

@@ -99,6 +99,11 @@ class Tenant {
   // family or group to be removed or moved holds data. An error loading an
   // in-memory group's files comes after the change is made and says so.
   Status AlterTable(std::string_view name, const TableSchema& new_schema);
+  // Installs `filter` (null: none) as the compaction filter of the tenant's
+  // tables, in place of EngineOptions::compaction_filter, from the next
+  // compaction on. Kept in memory only: install it again after each open.
+  // The MVCC garbage collector (strata/gc.h) installs its own.
+  Status SetCompactionFilter(std::shared_ptr<CompactionFilter> filter);
   // NotFound when there is no such table.
   Result<Table> OpenTable(std::string_view name) const;
   // Names of the tenant's tables, sorted.

@@ -88,6 +88,37 @@ TEST_F(EngineTest, CompactionFilterSeesColumnsNewestFirstAndDecides) {
   check();
 }
 
+// A tenant's own filter (Tenant::SetCompactionFilter) replaces the
+// engine's for its tables only, from the next compaction on; removing it
+// brings the engine's back.
+TEST_F(EngineTest, TenantsCompactionFilterReplacesTheEnginesForItsTables) {
+  auto engine_filter = std::make_shared<KeepNewest>(3);
+  options_.compaction_filter = engine_filter;
+  Reopen();
+  ASSERT_OK(engine_->CreateTenant("other"));
+  Tenant other = *engine_->OpenTenant("other");
+  ASSERT_OK(other.CreateTable("tab", test::TwoGroupSchema()));
+  Table other_table = *other.OpenTable("tab");
+  auto tenant_filter = std::make_shared<KeepNewest>(1);
+  ASSERT_OK(tenant_.SetCompactionFilter(tenant_filter));
+  for (uint64_t ts = 1; ts <= 4; ts++) {
+    RowMutation m;
+    m.Put("a", "x", ts, "v" + std::to_string(ts));
+    ASSERT_OK(table_.Mutate(WriteOptions(), "r", m));
+    ASSERT_OK(other_table.Mutate(WriteOptions(), "r", m));
+    ASSERT_OK(engine_->Flush());
+  }
+  ASSERT_OK(engine_->Compact());
+  EXPECT_EQ(Read("r").size(), 1u);  // the tenant's filter: the newest only
+  auto others = other_table.ReadRow(ReadOptions(), "r", RowFilter());
+  ASSERT_OK(others);
+  EXPECT_EQ(others->size(), 3u);  // the engine's filter: the newest three
+  EXPECT_GT(tenant_filter->calls_.load(), 0);
+
+  ASSERT_OK(tenant_.SetCompactionFilter(nullptr));
+  EXPECT_TRUE(Tenant().SetCompactionFilter(nullptr).IsInvalidArgument());
+}
+
 // Compaction reads its inputs past the block cache: one tenant's
 // compactions do not evict the blocks another tenant's readers use (the
 // block cache is engine-wide).
