@@ -157,6 +157,9 @@ Status Collector::RunRound() {
   if (config_.hook) config_.hook(RoundStep::kPublished, target);
   if (!collected_already && target > 0) {
     STRATA_RETURN_IF_ERROR(ResolveLocksBelow(target));
+    // Release: a compaction filter that reads it sees the records the
+    // resolution wrote.
+    ready_->store(target, std::memory_order_release);
     if (config_.hook) config_.hook(RoundStep::kLocksResolved, target);
     STRATA_RETURN_IF_ERROR(CollectAll(target));
     if (config_.hook) config_.hook(RoundStep::kCollected, target);

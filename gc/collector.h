@@ -69,6 +69,10 @@ class Collector {
   Collector& operator=(const Collector&) = delete;
 
   uint64_t safepoint() const { return published_.load(std::memory_order_acquire); }
+  // The ready safepoint: every lock below it is resolved (0 until a round
+  // has resolved them). What the compaction filter collects at; shared so
+  // that it outlives the collector while a compaction holds the filter.
+  std::shared_ptr<const std::atomic<uint64_t>> ready() const { return ready_; }
   // As GarbageCollector's.
   Status HoldSafepoint(std::string_view id, uint64_t ts, uint64_t ttl_millis) LOCKS_EXCLUDED(mu_);
   Status ReleaseSafepoint(std::string_view id) LOCKS_EXCLUDED(mu_);
@@ -111,6 +115,8 @@ class Collector {
   // The published safepoint (step 2). Written under round_mu_; read with
   // acquire anywhere, after the store and the TxnDB hold it.
   std::atomic<uint64_t> published_{0};
+  // Stored with release by a round once its locks are resolved.
+  const std::shared_ptr<std::atomic<uint64_t>> ready_ = std::make_shared<std::atomic<uint64_t>>(0);
 
   mutable Mutex mu_;
   CondVar cv_{&mu_};  // background loop, workers, task completion

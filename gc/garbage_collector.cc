@@ -5,8 +5,10 @@
 
 #include "common/file_system.h"
 #include "gc/collector.h"
+#include "gc/compaction_filter.h"
 #include "gc/safepoint_store.h"
 #include "strata/gc.h"
+#include "txn/table_resolver.h"
 #include "txn/transaction_db.h"
 #include "txn/transaction_services.h"
 
@@ -17,8 +19,13 @@ namespace {
 class GarbageCollectorImpl final : public GarbageCollector {
  public:
   GarbageCollectorImpl(std::shared_ptr<TransactionServices> services,
-                       std::unique_ptr<FileLock> lock, std::unique_ptr<gc::Collector> collector)
-      : services_(std::move(services)), lock_(std::move(lock)), collector_(std::move(collector)) {}
+                       std::unique_ptr<FileLock> lock, std::unique_ptr<gc::Collector> collector,
+                       Tenant tenant, std::shared_ptr<gc::GcCompactionFilter> filter)
+      : services_(std::move(services)),
+        lock_(std::move(lock)),
+        collector_(std::move(collector)),
+        tenant_(std::move(tenant)),
+        filter_(std::move(filter)) {}
   ~GarbageCollectorImpl() override { Close().PermitUncheckedError(); }
 
   uint64_t safepoint() const override { return collector_->safepoint(); }
@@ -29,9 +36,20 @@ class GarbageCollectorImpl final : public GarbageCollector {
     return collector_->ReleaseSafepoint(id);
   }
   Status RunOnce() override { return collector_->RunRound(); }
-  GcStats GetStats() const override { return collector_->GetStats(); }
+  GcStats GetStats() const override {
+    GcStats s = collector_->GetStats();
+    s.versions_dropped_in_compaction = filter_->dropped();
+    return s;
+  }
   Status Close() override {
     Status s = collector_->Close();
+    if (!closed_) {
+      closed_ = true;
+      // A compaction under way keeps the filter it started with. A tenant
+      // dropped meanwhile has no filter to remove.
+      Status f = tenant_.SetCompactionFilter(nullptr);
+      if (s.ok() && !f.IsNotFound() && !f.IsInvalidArgument()) s = f;
+    }
     if (lock_ != nullptr) {
       Status u = FileSystem::Default()->UnlockFile(std::move(lock_));
       if (s.ok()) s = u;
@@ -43,6 +61,9 @@ class GarbageCollectorImpl final : public GarbageCollector {
   const std::shared_ptr<TransactionServices> services_;
   std::unique_ptr<FileLock> lock_;
   const std::unique_ptr<gc::Collector> collector_;
+  Tenant tenant_;
+  const std::shared_ptr<gc::GcCompactionFilter> filter_;
+  bool closed_ = false;
 };
 
 }  // namespace
@@ -75,13 +96,27 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();  // the open's error is the one
     return s;
   }
+  auto* tables = dynamic_cast<txn::TenantTables*>(config.db->config().tables.get());
+  if (tables == nullptr) {
+    fs->UnlockFile(std::move(lock)).PermitUncheckedError();
+    return Status::InvalidArgument("the TransactionDB was not opened by TransactionDB::Open");
+  }
+  Tenant tenant = tables->tenant();
   Result<std::unique_ptr<gc::Collector>> collector = gc::Collector::Open(std::move(config));
   if (!collector.ok()) {
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();
     return collector.status();
   }
-  return std::unique_ptr<GarbageCollector>(new GarbageCollectorImpl(
-      std::move(services), std::move(lock), std::move(collector.value())));
+  auto filter = std::make_shared<gc::GcCompactionFilter>((*collector)->ready());
+  s = tenant.SetCompactionFilter(filter);
+  if (!s.ok()) {
+    (*collector)->Close().PermitUncheckedError();  // the filter's error is the one
+    fs->UnlockFile(std::move(lock)).PermitUncheckedError();
+    return s;
+  }
+  return std::unique_ptr<GarbageCollector>(
+      new GarbageCollectorImpl(std::move(services), std::move(lock), std::move(collector.value()),
+                               std::move(tenant), std::move(filter)));
 }
 
 }  // namespace strata

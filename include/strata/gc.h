@@ -67,15 +67,20 @@ struct GcStats {
   uint64_t rows_collected = 0;     // rows that lost versions
   uint64_t versions_dropped = 0;   // commit, rollback and lock records removed
   uint64_t data_cells_dropped = 0; // values removed with their records
+  // Records compactions removed on their way (the tenant's compaction
+  // filter), besides the rounds' own.
+  uint64_t versions_dropped_in_compaction = 0;
 };
 
 class GarbageCollector {
  public:
   // A collector of `db`'s tables (it must be a TransactionDB::Open one, and
   // outlive the collector). Its safepoint is kept in `services`' directory,
-  // one file per tenant; `db` is raised to it at once. A round runs at once
-  // in the background unless options.interval_millis is 0. InvalidArgument
-  // for bad options or a `db` not opened by TransactionDB::Open.
+  // one file per tenant; `db` is raised to it at once. It installs its
+  // compaction filter on the tenant (Tenant::SetCompactionFilter) until
+  // Close. A round runs at once in the background unless
+  // options.interval_millis is 0. InvalidArgument for bad options or a `db`
+  // not opened by TransactionDB::Open; Busy when the tenant has a collector.
   static Result<std::unique_ptr<GarbageCollector>> Open(
       std::shared_ptr<TransactionServices> services, TransactionDB* db,
       const GcOptions& options = {});

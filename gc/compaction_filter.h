@@ -1,0 +1,58 @@
+// GcCompactionFilter: the collection that compactions do on their way, as
+// the tenant's compaction filter (Tenant::SetCompactionFilter), with no read
+// or write of their own. It applies the rules of column_rules.h to the
+// versions of a `write` column that one compaction holds, at or below the
+// collector's ready safepoint (every lock below it resolved), and removes
+// only records that leave no value behind in `data`:
+//   - rollback and lock records, anywhere at or below the safepoint;
+//   - a put with its value inline, when a newer put or delete at or below
+//     the safepoint stays in the same output;
+//   - a delete under a newer put or delete that stays, likewise;
+//   - the newest delete at or below the safepoint, only in a bottommost
+//     compaction (no older data below it) and only when everything older in
+//     the column goes with it.
+// Puts whose values are in `data` stay, for the row-range tasks to remove
+// with their values (a compaction of the `write` group cannot reach the
+// `data` group's files, and a value left behind would never be found).
+// gc/README.md ("Inside compaction") says why each is safe.
+//
+// Thread-safe: compactions of different tablets call it at once.
+#ifndef STRATA_GC_COMPACTION_FILTER_H_
+#define STRATA_GC_COMPACTION_FILTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/compaction_filter.h"
+
+namespace strata::gc {
+
+class GcCompactionFilter final : public CompactionFilter {
+ public:
+  // `ready` is the collector's ready safepoint (0: none yet), read once per
+  // column; it is shared so that it outlives the collector while a
+  // compaction still holds the filter.
+  explicit GcCompactionFilter(std::shared_ptr<const std::atomic<uint64_t>> ready)
+      : ready_(std::move(ready)) {}
+
+  void FilterColumn(const Context& context, std::string_view row, std::string_view family,
+                    std::string_view qualifier, const std::vector<Version>& versions,
+                    std::vector<Decision>* decisions,
+                    std::vector<std::string>* new_values) override;
+
+  // Write records removed so far.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::shared_ptr<const std::atomic<uint64_t>> ready_;
+  // Relaxed: a statistic.
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace strata::gc
+
+#endif  // STRATA_GC_COMPACTION_FILTER_H_
