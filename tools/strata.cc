@@ -6,12 +6,16 @@
 // is ever changed (Manifest::Read, unlike an engine's open, rewrites nothing).
 //
 // The log itself is strata-wal's (`strata-wal verify <dir>` checks it as
-// recovery would); one SSTable's blocks and cells are strata-sst's.
+// recovery would); one SSTable's blocks and cells are strata-sst's. `strata
+// gc <services-dir>` reads the garbage collectors' safepoints from a
+// transaction-services directory (gc/README.md).
 //
 // Exit codes: 0 ok; 1 the catalog and the files disagree, or a file is
 // damaged (check); 2 bad arguments, a directory that cannot be read or is no
 // engine directory, or output that could not be written.
+#include <algorithm>
 #include <cinttypes>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +33,8 @@
 #include "sstable/table_cache.h"
 #include "sstable/table_reader.h"
 #include "tool_util.h"
+#include "txn/ceiling_file.h"
+#include "txn/timestamp.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
 
@@ -41,6 +47,7 @@ constexpr int kExitUsage = 2;
 
 const char kUsage[] =
     "usage: strata <command> [options] <engine-dir>\n"
+    "       strata gc <services-dir>\n"
     "\n"
     "Inspects an engine directory without opening an engine or changing any\n"
     "file. Safe on a directory an engine has open (it shows the catalog as of\n"
@@ -56,6 +63,9 @@ const char kUsage[] =
     "           records, and the log segment it names as the newest is in\n"
     "           <dir>/wal; table files the catalog does not name are listed\n"
     "           (an engine deletes them on open)\n"
+    "  gc       in a transaction-services directory (TransactionServices::Open),\n"
+    "           each tenant's garbage-collector safepoint: the timestamp and the\n"
+    "           wall-clock time it carries; reads below it may find versions gone\n"
     "\n"
     "options:\n"
     "  --files   catalog: one line per file (number, bytes, entries, sequence\n"
@@ -70,6 +80,9 @@ const char kUsage[] =
     "exit status: 0 ok; 1 the catalog and the files disagree, or a file is\n"
     "damaged; 2 bad arguments, an unreadable or non-engine directory, or\n"
     "output that could not be written\n";
+
+// The safepoint files' names: GC_SAFEPOINT-<tenant> (txn/FORMAT.md).
+constexpr char kSafepointPrefix[] = "GC_SAFEPOINT-";
 
 struct Args {
   std::string command;
@@ -101,10 +114,10 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
       positional.push_back(a);
     }
   }
-  if (positional.size() != 2) return Usage("expected a command and an engine directory");
+  if (positional.size() != 2) return Usage("expected a command and a directory");
   args->command = positional[0];
   args->dir = positional[1];
-  if (args->command != "catalog" && args->command != "check") {
+  if (args->command != "catalog" && args->command != "check" && args->command != "gc") {
     return Usage("unknown command '" + args->command + "'");
   }
   if (args->files && args->command != "catalog") return Usage("--files only goes with catalog");
@@ -332,10 +345,65 @@ int CmdCheck(FileSystem* fs, const engine::Catalog& c, const Args& args) {
   return kExitOk;
 }
 
+// A timestamp's wall-clock part as UTC ("2023-11-14 22:13:20.123").
+std::string WallTime(uint64_t ts) {
+  const uint64_t ms = txn::PhysicalMillis(ts);
+  const time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  char buf[64];
+  if (gmtime_r(&secs, &tm) == nullptr || std::strftime(buf, sizeof(buf), "%F %T", &tm) == 0) {
+    return "?";
+  }
+  char out[80];
+  std::snprintf(out, sizeof(out), "%s.%03u UTC", buf, static_cast<unsigned>(ms % 1000));
+  return out;
+}
+
+int CmdGc(FileSystem* fs, const Args& args) {
+  std::vector<std::string> names;
+  Status s = fs->GetChildren(args.dir, &names);
+  if (!s.ok()) {
+    std::fprintf(stderr, "strata: %s\n", s.ToString().c_str());
+    return kExitUsage;
+  }
+  std::sort(names.begin(), names.end());
+  int code = kExitOk;
+  size_t found = 0;
+  for (const std::string& name : names) {
+    const bool lock_file = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
+    if (name.rfind(kSafepointPrefix, 0) != 0 || name.size() <= sizeof(kSafepointPrefix) - 1 ||
+        lock_file) {
+      continue;
+    }
+    found++;
+    const std::string tenant = name.substr(sizeof(kSafepointPrefix) - 1);
+    const std::string path = JoinPath(args.dir, name);
+    std::string contents;
+    uint64_t safepoint = 0;
+    int slot = 0;
+    s = ReadFileToString(fs, path, &contents);
+    if (s.ok()) s = txn::CeilingFile::DecodeFile(contents, path, &safepoint, &slot);
+    if (!s.ok()) {
+      std::printf("tenant %s: %s\n", tenant.c_str(), s.ToString().c_str());
+      code = kExitProblem;
+      continue;
+    }
+    if (safepoint == 0) {
+      std::printf("tenant %s: no safepoint published yet\n", tenant.c_str());
+    } else {
+      std::printf("tenant %s: safepoint %" PRIu64 " (%s, logical %" PRIu64 ")\n", tenant.c_str(),
+                  safepoint, WallTime(safepoint).c_str(), txn::LogicalPart(safepoint));
+    }
+  }
+  if (found == 0) std::printf("no garbage collector's safepoint in %s\n", args.dir.c_str());
+  return code;
+}
+
 int Main(int argc, char** argv) {
   Args args;
   if (std::optional<int> code = ParseArgs(argc, argv, &args)) return *code;
   FileSystem* fs = FileSystem::Default();
+  if (args.command == "gc") return CmdGc(fs, args);
   engine::Catalog catalog;
   if (std::optional<int> code = ReadCatalog(fs, args.dir, &catalog)) return *code;
   if (args.command == "catalog") return CmdCatalog(catalog, args);

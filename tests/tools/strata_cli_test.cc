@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "strata/engine.h"
+#include "strata/gc.h"
+#include "strata/transaction.h"
 #include "tool_test_util.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
@@ -149,6 +151,51 @@ TEST_F(StrataCliTest, CheckFindsMissingResizedAndDamagedFiles) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(Contains(r.out, segments.back().filename().string() + " is missing")) << r.out;
   EXPECT_EQ(ReadAll(dir_.Join("MANIFEST")), manifest_);
+}
+
+// `strata gc` on a transaction-services directory: each tenant's published
+// safepoint with its wall-clock time; a damaged safepoint file is a problem.
+TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
+  test::ScratchDir dir("strata-cli-gc");
+  uint64_t safepoint = 0;
+  {
+    auto engine = Engine::Open(dir.Join("db"));
+    ASSERT_OK(engine);
+    ASSERT_OK((*engine)->CreateTenant("bank"));
+    auto services = TransactionServices::Open(dir.Join("services"));
+    ASSERT_OK(services);
+    auto db = TransactionDB::Open(*services, *(*engine)->OpenTenant("bank"));
+    ASSERT_OK(db);
+    auto gc = GarbageCollector::Open(*services, db->get(),
+                                     {.life_time_millis = 0, .interval_millis = 0});
+    ASSERT_OK(gc);
+    ASSERT_OK((*gc)->RunOnce());
+    safepoint = (*gc)->safepoint();
+    ASSERT_OK((*gc)->Close());
+    ASSERT_OK((*db)->Close());
+    ASSERT_OK((*engine)->Close());
+  }
+  RunResult r = RunTool("gc " + Quote(dir.Join("services")));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tenant bank: safepoint " + std::to_string(safepoint) + " (")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " UTC, logical ")) << r.out;
+
+  r = RunTool("gc " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "no garbage collector's safepoint")) << r.out;
+
+  const std::string file = dir.Join("services/GC_SAFEPOINT-bank");
+  std::string bytes = ReadAll(file);
+  ASSERT_EQ(bytes.size(), 8192u);
+  for (size_t i = 0; i < 20; i++) bytes[i] ^= 0x5a;  // both slots' records
+  for (size_t i = 4096; i < 4116; i++) bytes[i] ^= 0x5a;
+  WriteAll(file, bytes);
+  r = RunTool("gc " + Quote(dir.Join("services")));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tenant bank: Corruption")) << r.out;
+
+  r = RunTool("gc " + Quote(dir.Join("nothing-here")));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 
 }  // namespace
