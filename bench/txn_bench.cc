@@ -106,6 +106,7 @@
 
 #include "common/random.h"
 #include "strata/engine.h"
+#include "strata/gc.h"
 #include "strata/table.h"
 #include "strata/transaction.h"
 #include "txn/transaction_db.h"
@@ -144,6 +145,9 @@ struct Flags {
   // On, as txn/README.md recommends for synced commits (the engine's default
   // is off).
   bool apply_before_sync = true;
+  // Strata's garbage collector during each run: life time and round
+  // interval in milliseconds; 0: none.
+  uint64_t gc_ms = 0;
   std::string db;
   uint64_t seed = 301;
 };
@@ -176,6 +180,9 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
                      default is 0): 1 applies a synced commit before its
                      fdatasync, so prewrites do not wait for other transactions'
                      fdatasyncs (readers that meet it still do)
+  --gc_ms=N          run Strata's garbage collector during each run, versions kept N ms
+                     and a round every N ms (default 0: none); needs --split=0, since
+                     it collects a TransactionDB::Open database
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
@@ -542,6 +549,8 @@ class StrataBank final : public Bank {
   }
 
   ~StrataBank() override {
+    if (gc_ != nullptr) (void)gc_->Close();
+    gc_.reset();
     if (run_db_ != nullptr) (void)run_db_->Close();
     run_db_.reset();
     if (check_db_ != nullptr) (void)check_db_->Close();
@@ -557,6 +566,14 @@ class StrataBank final : public Bank {
       auto db = strata::TransactionDB::Open(g_services, tenant_, o);
       if (!db.ok()) return StatusString("TransactionDB::Open", db.status());
       run_db_ = std::move(db).value();
+      if (g_flags.gc_ms > 0) {
+        strata::GcOptions go;
+        go.life_time_millis = g_flags.gc_ms;
+        go.interval_millis = g_flags.gc_ms;
+        auto gc = strata::GarbageCollector::Open(g_services, run_db_.get(), go);
+        if (!gc.ok()) return StatusString("GarbageCollector::Open", gc.status());
+        gc_ = std::move(gc).value();
+      }
       return std::string();
     }
     // As TransactionDB::Open wires it, plus the fail-point hook.
@@ -579,6 +596,11 @@ class StrataBank final : public Bank {
   }
 
   std::string EndRun() override {
+    if (gc_ != nullptr) {
+      strata::Status g = gc_->Close();
+      gc_.reset();
+      if (!g.ok()) return StatusString("GarbageCollector::Close", g);
+    }
     strata::Status s = run_db_->Close();  // waits for the background commits
     run_db_.reset();
     return s.ok() ? std::string() : StatusString("TransactionDB::Close", s);
@@ -629,6 +651,7 @@ class StrataBank final : public Bank {
   strata::Tenant tenant_;
   std::unique_ptr<strata::TransactionDB> check_db_;  // loading and checking
   std::unique_ptr<strata::TransactionDB> run_db_;    // the current run's
+  std::unique_ptr<strata::GarbageCollector> gc_;     // the current run's, with --gc_ms
 };
 
 #ifdef STRATA_HAVE_ROCKSDB
@@ -1246,6 +1269,8 @@ void ParseFlags(int* argc, char** argv) {
       if (!ParseBit(value, &g_flags.io_uring)) Usage("bad " + arg);
     } else if (name == "--apply_before_sync") {
       if (!ParseBit(value, &g_flags.apply_before_sync)) Usage("bad " + arg);
+    } else if (name == "--gc_ms") {
+      if (!ParseUint(value, &g_flags.gc_ms)) Usage("bad " + arg);
     } else if (name == "--db") {
       if (value.empty()) Usage("bad " + arg);
       g_flags.db = value;
@@ -1312,17 +1337,18 @@ int main(int argc, char** argv) {
                                : std::getenv("STRATA_BENCH_DIR") != nullptr
                                    ? std::filesystem::path(std::getenv("STRATA_BENCH_DIR"))
                                    : std::filesystem::temp_directory_path();
+  if (g_flags.gc_ms > 0 && g_flags.split) Usage("--gc_ms needs --split=0");
   g_root = base / ("strata-bench-txn-" + std::to_string(::getpid()));
   std::filesystem::remove_all(g_root);
   std::filesystem::create_directories(g_root);
 
   std::printf("txn_bench: txn_seconds=%g accounts=%" PRIu64 " hot_accounts=%" PRIu64
               " fresh_hot=%d full_check=%d split=%d backoff_us=%" PRIu64 " lock_buffer=%" PRIu64
-              " io_uring=%d apply_before_sync=%d dir=%s\n",
+              " io_uring=%d apply_before_sync=%d gc_ms=%" PRIu64 " dir=%s\n",
               g_flags.seconds, g_flags.accounts, g_flags.hot_accounts, g_flags.fresh_hot ? 1 : 0,
               g_flags.full_check ? 1 : 0, g_flags.split ? 1 : 0, g_flags.backoff_us,
               g_flags.lock_buffer, g_flags.io_uring ? 1 : 0, g_flags.apply_before_sync ? 1 : 0,
-              g_root.string().c_str());
+              g_flags.gc_ms, g_root.string().c_str());
   std::printf("load average at start: %s\n", LoadAverage().c_str());
 #ifndef STRATA_HAVE_ROCKSDB
   std::printf("RocksDB was not found at build time: Strata only\n");
