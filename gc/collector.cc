@@ -27,7 +27,9 @@ uint64_t LifeFloor(uint64_t now, uint64_t life_millis) {
 
 Collector::Collector(CollectorConfig config)
     : config_(std::move(config)),
-      clock_(config_.clock != nullptr ? config_.clock : Clock::Default()) {
+      clock_(config_.clock != nullptr ? config_.clock : Clock::Default()),
+      progress_(std::move(config_.progress)),
+      keep_progress_(progress_ != nullptr) {
   if (config_.options.rows_per_second > 0) {
     limiter_ = std::make_unique<RateLimiter>(config_.options.rows_per_second, clock_);
   }
@@ -45,9 +47,25 @@ Result<std::unique_ptr<Collector>> Collector::Open(CollectorConfig config) {
   const uint64_t stored = c->config_.store->Get();
   c->published_.store(stored, std::memory_order_release);
   c->config_.db->AdvanceSafepoint(stored);
+  uint64_t collected = 0, resume = 0;
+  if (c->keep_progress_) {
+    MutexLock l(&c->progress_mu_);
+    const RoundProgress& p = c->progress_->progress();
+    // Both were published, so neither is above the stored safepoint unless
+    // its file was replaced; then the log is not trusted beyond it.
+    collected = std::min(p.collected, stored);
+    if (p.round <= stored) resume = p.round;
+  }
+  {
+    MutexLock l(&c->round_mu_);
+    c->resume_ = resume;
+  }
+  // Both rounds resolved their locks.
+  c->ready_->store(std::max(collected, resume), std::memory_order_release);
   {
     MutexLock l(&c->mu_);
     c->stats_.safepoint = stored;
+    c->stats_.collected_safepoint = collected;
   }
   for (int i = 0; i < c->config_.options.workers; i++) {
     c->workers_.emplace_back([p = c.get()] { p->WorkerLoop(); });
@@ -134,6 +152,13 @@ Result<uint64_t> Collector::Candidate(uint64_t* oldest_running, uint64_t* lowest
 
 Status Collector::RunRound() {
   MutexLock round(&round_mu_);
+  if (resume_ != 0) {
+    // Once: a resumed round that fails is not tried again, the next round
+    // collects at a newer safepoint anyway.
+    const uint64_t resume = resume_;
+    resume_ = 0;
+    STRATA_RETURN_IF_ERROR(ResumeRound(resume));
+  }
   uint64_t target = 0;
   bool collected_already = false;
   {
@@ -161,7 +186,9 @@ Status Collector::RunRound() {
     // resolution wrote.
     ready_->store(target, std::memory_order_release);
     if (config_.hook) config_.hook(RoundStep::kLocksResolved, target);
-    STRATA_RETURN_IF_ERROR(CollectAll(target));
+    STRATA_RETURN_IF_ERROR(RecordStart(target));
+    STRATA_RETURN_IF_ERROR(CollectAll(target, {}));
+    STRATA_RETURN_IF_ERROR(RecordFinish());
     if (config_.hook) config_.hook(RoundStep::kCollected, target);
   }
   Result<uint64_t> now = config_.db->config().oracle->GetTimestamp();
@@ -174,6 +201,41 @@ Status Collector::RunRound() {
     stats_.lag_millis = now_ms > target_ms ? now_ms - target_ms : 0;
   }
   return Status::OK();
+}
+
+Status Collector::ResumeRound(uint64_t safepoint) {
+  std::vector<RowRange> done;
+  {
+    MutexLock l(&progress_mu_);
+    done = progress_->progress().done;
+  }
+  STRATA_RETURN_IF_ERROR(CollectAll(safepoint, done));
+  STRATA_RETURN_IF_ERROR(RecordFinish());
+  {
+    MutexLock l(&mu_);
+    stats_.tasks_skipped += done.size();
+    stats_.collected_safepoint = std::max(stats_.collected_safepoint, safepoint);
+  }
+  if (config_.hook) config_.hook(RoundStep::kCollected, safepoint);
+  return Status::OK();
+}
+
+Status Collector::RecordStart(uint64_t safepoint) {
+  if (!keep_progress_) return Status::OK();
+  MutexLock l(&progress_mu_);
+  return progress_->StartRound(safepoint);
+}
+
+Status Collector::RecordRange(const Task& task) {
+  if (!keep_progress_) return Status::OK();
+  MutexLock l(&progress_mu_);
+  return progress_->RangeDone(task);
+}
+
+Status Collector::RecordFinish() {
+  if (!keep_progress_) return Status::OK();
+  MutexLock l(&progress_mu_);
+  return progress_->FinishRound();
 }
 
 Result<std::vector<std::pair<std::string, std::shared_ptr<RowStore>>>> Collector::Tables() {
@@ -254,7 +316,7 @@ Status Collector::ResolveLock(const txn::TxnKey& key, const txn::LockRecord& loc
 
 // ---- Step 4: collection ----
 
-Status Collector::CollectAll(uint64_t safepoint) {
+Status Collector::CollectAll(uint64_t safepoint, const std::vector<RowRange>& done) {
   STRATA_ASSIGN_OR_RETURN(auto tables, Tables());
   std::vector<Task> tasks;
   const txn::TxnDBConfig& db = config_.db->config();
@@ -275,6 +337,8 @@ Status Collector::CollectAll(uint64_t safepoint) {
     }
     tasks.push_back(Task{name, start, ""});
   }
+  // Tablets may have split since `done` was recorded: what is left of each.
+  if (!done.empty()) tasks = SubtractRanges(tasks, done);
   if (workers_.empty()) {
     for (const Task& t : tasks) STRATA_RETURN_IF_ERROR(CollectRange(t, safepoint));
     return Status::OK();
@@ -305,8 +369,29 @@ Status Collector::CollectRange(const Task& task, uint64_t safepoint) {
   STRATA_RETURN_IF_ERROR(it.status());
   GcStats local;
   std::vector<WriteVersion> versions;
+  // Each row's mutation is written once the next one is ready, so that the
+  // range's last can be synced when progress is kept: a synced write makes
+  // every earlier one durable too (wal/README.md), before the range is
+  // recorded as done. The rest are unsynced: a collection a crash loses is
+  // done again by a later round.
+  std::string pending_row;
+  RowMutation pending;
+  bool dropped = false;  // the table went meanwhile
+  auto write_pending = [&](bool sync) -> Status {
+    if (pending.empty()) return Status::OK();
+    WriteOptions wo;
+    wo.sync = sync;
+    Status ws = store.Mutate(wo, pending_row, pending);
+    pending = RowMutation();
+    if (ws.IsNotFound()) {
+      dropped = true;
+      return Status::OK();
+    }
+    if (ws.ok()) local.rows_collected++;
+    return ws;
+  };
   Status s;
-  for (; (*it)->Valid() && s.ok(); (*it)->Next()) {
+  for (; (*it)->Valid() && s.ok() && !dropped; (*it)->Next()) {
     if (closing()) {
       s = Status::Aborted("garbage collection stopped: closing");
       break;
@@ -342,20 +427,17 @@ Status Collector::CollectRange(const Task& task, uint64_t safepoint) {
       i = j;
     }
     if (!s.ok() || m.empty()) continue;
-    // Unsynced: a collection a crash loses is done again by the next round.
-    WriteOptions wo;
-    wo.sync = false;
-    s = store.Mutate(wo, (*it)->row(), m);
-    if (s.IsNotFound()) {  // dropped meanwhile
-      s = Status::OK();
-      break;
-    }
-    local.rows_collected++;
+    s = write_pending(/*sync=*/false);
+    pending_row.assign((*it)->row());
+    pending = std::move(m);
   }
-  if (s.ok()) {
+  if (s.ok() && !dropped) {
     Status is = (*it)->status();
     if (!is.IsNotFound()) s = is;
   }
+  if (s.ok()) s = write_pending(/*sync=*/keep_progress_);
+  // A dropped table has nothing left to collect: its range is done.
+  if (s.ok()) s = RecordRange(task);
   MutexLock l(&mu_);
   stats_.rows_examined += local.rows_examined;
   stats_.rows_collected += local.rows_collected;

@@ -14,6 +14,9 @@
 //      column's versions at or below the safepoint cut as column_rules.h
 //      says, each row in one mutation.
 // gc/README.md gives the reasons; a failed round is done again by the next.
+// With a ProgressLog, each range collected is recorded; the first round of
+// a collector opened on a log whose round was left unfinished first
+// finishes that round, at its safepoint, without the ranges it recorded.
 //
 // Thread-safe: rounds run one at a time (round_mu_); stats and service
 // safepoints under mu_.
@@ -35,6 +38,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/rate_limiter.h"
+#include "gc/progress_log.h"
 #include "gc/safepoint_store.h"
 #include "strata/gc.h"
 #include "strata/row_store.h"
@@ -47,12 +51,13 @@ namespace strata::gc {
 enum class RoundStep {
   kPublished,      // the safepoint is durable and raised in the TxnDB
   kLocksResolved,  // no lock below it is left
-  kCollected,      // every table collected at it
+  kCollected,      // every table collected at it (also for a resumed round)
 };
 
 struct CollectorConfig {
   std::shared_ptr<txn::TxnDB> db;          // required
   std::unique_ptr<SafepointStore> store;   // required
+  std::unique_ptr<ProgressLog> progress;   // optional: without it progress is not kept
   Clock* clock = nullptr;                  // service safepoints' TTLs; nullptr = default
   GcOptions options;
   // Called with the round's safepoint after each step (tests); may block.
@@ -81,11 +86,7 @@ class Collector {
   Status Close();
 
  private:
-  struct Task {
-    std::string table;
-    std::string start_row;  // inclusive; empty: from the first
-    std::string end_row;    // exclusive; empty: through the last
-  };
+  using Task = RowRange;
 
   explicit Collector(CollectorConfig config);
 
@@ -95,9 +96,15 @@ class Collector {
   // Step 3.
   Status ResolveLocksBelow(uint64_t safepoint);
   Status ResolveLock(const txn::TxnKey& key, const txn::LockRecord& lock);
-  // Step 4.
-  Status CollectAll(uint64_t safepoint);
+  // Step 4, without the ranges in `done`.
+  Status CollectAll(uint64_t safepoint, const std::vector<RowRange>& done);
   Status CollectRange(const Task& task, uint64_t safepoint);
+  // Finishes the round the progress log left unfinished at open.
+  Status ResumeRound(uint64_t safepoint) EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
+  // The progress log's calls, under progress_mu_; OK without a log.
+  Status RecordStart(uint64_t safepoint) LOCKS_EXCLUDED(progress_mu_);
+  Status RecordRange(const Task& task) LOCKS_EXCLUDED(progress_mu_);
+  Status RecordFinish() LOCKS_EXCLUDED(progress_mu_);
   // The stores of the TxnDB's transactional tables; a table dropped since it
   // was listed is left out.
   Result<std::vector<std::pair<std::string, std::shared_ptr<RowStore>>>> Tables();
@@ -112,6 +119,13 @@ class Collector {
 
   // Held by a round from start to end.
   Mutex round_mu_;
+  // The round the progress log left unfinished, finished by the next round
+  // (0: none).
+  uint64_t resume_ GUARDED_BY(round_mu_) = 0;
+  // Workers record their ranges in turn.
+  Mutex progress_mu_;
+  std::unique_ptr<ProgressLog> progress_ GUARDED_BY(progress_mu_);  // may be null
+  const bool keep_progress_;  // progress_ != nullptr
   // The published safepoint (step 2). Written under round_mu_; read with
   // acquire anywhere, after the store and the TxnDB hold it.
   std::atomic<uint64_t> published_{0};

@@ -1,11 +1,13 @@
 // GarbageCollector (strata/gc.h): a Collector over a TransactionDB::Open
-// database, its safepoint in a file of the TransactionServices' directory.
+// database, its safepoint and progress in files of the TransactionServices'
+// directory (gc/FORMAT.md).
 #include <memory>
 #include <string>
 
 #include "common/file_system.h"
 #include "gc/collector.h"
 #include "gc/compaction_filter.h"
+#include "gc/progress_log.h"
 #include "gc/safepoint_store.h"
 #include "strata/gc.h"
 #include "txn/table_resolver.h"
@@ -92,6 +94,10 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
   config.db = std::move(txn_db);
   config.options = options;
   s = gc::OpenLocalSafepointStore(fs, base, &config.store);
+  if (s.ok()) {
+    s = gc::ProgressLog::Open(fs, JoinPath(dir, "GC_PROGRESS-" + config.db->config().name),
+                              &config.progress);
+  }
   if (!s.ok()) {
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();  // the open's error is the one
     return s;

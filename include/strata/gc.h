@@ -47,8 +47,8 @@ struct GcStats {
   // versions below it may be gone: reads must be at or above it.
   uint64_t safepoint = 0;
   // Every version below it that the rules remove is gone (as of the last
-  // round that completed). At or below `safepoint`; below it while a round is
-  // under way or after one failed.
+  // round that completed; kept across restarts). At or below `safepoint`;
+  // below it while a round is under way or after one failed.
   uint64_t collected_safepoint = 0;
   // What holds the next safepoint back: the oldest running transaction's
   // start timestamp and the lowest service safepoint held (UINT64_MAX when
@@ -63,6 +63,9 @@ struct GcStats {
   uint64_t locks_resolved = 0;     // locks below a safepoint rolled forward or back
   uint64_t locks_unresolvable = 0; // locks whose primary's table is gone (left alone)
   uint64_t tasks_done = 0;         // row ranges collected
+  // Row ranges a round interrupted by a restart had collected, which the
+  // restarted collector did not collect again when it finished that round.
+  uint64_t tasks_skipped = 0;
   uint64_t rows_examined = 0;
   uint64_t rows_collected = 0;     // rows that lost versions
   uint64_t versions_dropped = 0;   // commit, rollback and lock records removed
@@ -75,8 +78,10 @@ struct GcStats {
 class GarbageCollector {
  public:
   // A collector of `db`'s tables (it must be a TransactionDB::Open one, and
-  // outlive the collector). Its safepoint is kept in `services`' directory,
-  // one file per tenant; `db` is raised to it at once. It installs its
+  // outlive the collector). Its safepoint and the progress of its rounds are
+  // kept in `services`' directory, in files of the tenant's own (gc/FORMAT.md);
+  // `db` is raised to the safepoint at once, and a round a restart
+  // interrupted is finished first, without the row ranges it had done. It installs its
   // compaction filter on the tenant (Tenant::SetCompactionFilter) until
   // Close. A round runs at once in the background unless
   // options.interval_millis is 0. InvalidArgument for bad options or a `db`

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gc/progress_log.h"
 #include "gc/safepoint_store.h"
 #include "txn/records.h"
 #include "txn_test_util.h"
@@ -56,10 +57,13 @@ class CollectorTest : public ::testing::Test {
     db_ = txn::TxnDBOf(*handle_);
   }
 
-  void OpenCollector(std::unique_ptr<SafepointStore> store = NewMemorySafepointStore()) {
+  void OpenCollector(std::unique_ptr<SafepointStore> store = NewMemorySafepointStore(),
+                     std::unique_ptr<ProgressLog> progress = nullptr) {
     CollectorConfig config;
     config.db = db_;
     config.store = std::move(store);
+    config.progress = std::move(progress);
+    config.hook = round_hook_;
     config.clock = &clock_;
     config.options = gc_options_;
     Result<std::unique_ptr<Collector>> c = Collector::Open(std::move(config));
@@ -160,6 +164,7 @@ class CollectorTest : public ::testing::Test {
   GcOptions gc_options_{.life_time_millis = 0, .interval_millis = 0, .workers = 0};
   std::vector<std::string> split_rows_;
   std::function<bool(FailPoint, uint64_t)> hook_;
+  std::function<void(RoundStep, uint64_t)> round_hook_;
   std::unique_ptr<TransactionDB> handle_;
   std::shared_ptr<txn::TxnDB> db_;
   std::unique_ptr<Collector> collector_;
@@ -352,6 +357,76 @@ TEST_F(CollectorTest, WorkersCollectEveryRowRange) {
               std::vector<uint64_t>{static_cast<uint64_t>(10 * i + 4)});
     EXPECT_EQ(Read(row, "c"), "new");
   }
+}
+
+// A round that stopped part way (here a damaged record in the second of
+// three row ranges) is finished by the next collector opened on its
+// progress file, at its own safepoint and without the range it had done;
+// then that collector's round goes on to a newer safepoint.
+TEST_F(CollectorTest, ARestartedCollectorFinishesTheInterruptedRound) {
+  split_rows_ = {"r3", "r6"};
+  OpenDb();
+  const std::string sp_path = dir_.Join("SAFEPOINT");
+  const std::string progress_path = dir_.Join("PROGRESS");
+  auto open = [&] {
+    std::unique_ptr<SafepointStore> store;
+    ASSERT_OK(OpenLocalSafepointStore(FileSystem::Default(), sp_path, &store));
+    std::unique_ptr<ProgressLog> progress;
+    ASSERT_OK(ProgressLog::Open(FileSystem::Default(), progress_path, &progress));
+    OpenCollector(std::move(store), std::move(progress));
+  };
+  open();
+  for (int i = 0; i < 9; i++) {
+    const std::string row = "r" + std::to_string(i);
+    Commit(row, "c", "old", 10 * i + 1, 10 * i + 2);
+    Commit(row, "c", "new", 10 * i + 3, 10 * i + 4);
+  }
+  RowMutation bad;
+  bad.Put(txn::kWriteFamily, "z", 95, "not a write record");
+  ASSERT_OK(Bank().Mutate(WriteOptions(), "r4", bad));
+  oracle_.SetNext(1000);
+  EXPECT_FALSE(collector_->RunRound().ok());
+  const uint64_t interrupted = collector_->safepoint();
+  EXPECT_GE(interrupted, 1000u);
+  EXPECT_EQ(collector_->GetStats().tasks_done, 1u);
+  EXPECT_EQ(collector_->GetStats().collected_safepoint, 0u);
+  ASSERT_OK(collector_->Close());
+  collector_.reset();
+  // The first range is collected, the rest not.
+  EXPECT_EQ(Timestamps("r0", txn::kWriteFamily, "c"), std::vector<uint64_t>{4});
+  EXPECT_EQ(Timestamps("r7", txn::kWriteFamily, "c"), (std::vector<uint64_t>{74, 72}));
+
+  RowMutation fix;
+  fix.DeleteColumn(txn::kWriteFamily, "z");
+  ASSERT_OK(Bank().Mutate(WriteOptions(), "r4", fix));
+  GcStats at_resumed_end;
+  round_hook_ = [&](RoundStep step, uint64_t sp) {
+    if (step == RoundStep::kCollected && sp == interrupted) at_resumed_end = collector_->GetStats();
+  };
+  open();
+  // Its locks were resolved: compactions may collect at it already.
+  EXPECT_EQ((*collector_->ready()).load(), interrupted);
+  oracle_.SetNext(2000);
+  ASSERT_OK(collector_->RunRound());
+  EXPECT_EQ(at_resumed_end.tasks_skipped, 1u);
+  EXPECT_EQ(at_resumed_end.tasks_done, 2u);
+  EXPECT_EQ(at_resumed_end.rows_examined, 6u);  // r3 to r8
+  EXPECT_EQ(at_resumed_end.collected_safepoint, interrupted);
+  const GcStats after = collector_->GetStats();
+  EXPECT_GE(after.safepoint, 2000u);
+  EXPECT_EQ(after.collected_safepoint, after.safepoint);
+  for (int i = 0; i < 9; i++) {
+    const std::string row = "r" + std::to_string(i);
+    EXPECT_EQ(Timestamps(row, txn::kWriteFamily, "c"),
+              std::vector<uint64_t>{static_cast<uint64_t>(10 * i + 4)});
+    EXPECT_EQ(Read(row, "c"), "new");
+  }
+  ASSERT_OK(collector_->Close());
+  collector_.reset();
+  // What is collected is known across a restart too.
+  open();
+  EXPECT_EQ(collector_->GetStats().collected_safepoint, after.safepoint);
+  EXPECT_EQ((*collector_->ready()).load(), after.safepoint);
 }
 
 }  // namespace
