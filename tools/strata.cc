@@ -29,6 +29,7 @@
 #include "common/cell_key.h"
 #include "common/file_system.h"
 #include "engine/manifest.h"
+#include "gc/progress_log.h"
 #include "sstable/table_builder.h"
 #include "sstable/table_cache.h"
 #include "sstable/table_reader.h"
@@ -65,11 +66,14 @@ const char kUsage[] =
     "           (an engine deletes them on open)\n"
     "  gc       in a transaction-services directory (TransactionServices::Open),\n"
     "           each tenant's garbage-collector safepoint: the timestamp and the\n"
-    "           wall-clock time it carries; reads below it may find versions gone\n"
+    "           wall-clock time it carries; reads below it may find versions gone.\n"
+    "           Then the safepoint through which collection is complete and the\n"
+    "           round under way, with how many row ranges it has collected\n"
     "\n"
     "options:\n"
     "  --files   catalog: one line per file (number, bytes, entries, sequence\n"
-    "            range, first and last key) instead of a line per level\n"
+    "            range, first and last key) instead of a line per level;\n"
+    "            gc: one line per row range the round under way collected\n"
     "  --deep    check: also verify every block checksum of every file (reads\n"
     "            all of them; prints progress)\n"
     "  --help    show this text\n"
@@ -81,8 +85,10 @@ const char kUsage[] =
     "damaged; 2 bad arguments, an unreadable or non-engine directory, or\n"
     "output that could not be written\n";
 
-// The safepoint files' names: GC_SAFEPOINT-<tenant> (txn/FORMAT.md).
+// A garbage collector's files: GC_SAFEPOINT-<tenant> and
+// GC_PROGRESS-<tenant> (gc/FORMAT.md).
 constexpr char kSafepointPrefix[] = "GC_SAFEPOINT-";
+constexpr char kProgressPrefix[] = "GC_PROGRESS-";
 
 struct Args {
   std::string command;
@@ -120,7 +126,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
   if (args->command != "catalog" && args->command != "check" && args->command != "gc") {
     return Usage("unknown command '" + args->command + "'");
   }
-  if (args->files && args->command != "catalog") return Usage("--files only goes with catalog");
+  if (args->files && args->command == "check") return Usage("--files goes with catalog or gc");
   if (args->deep && args->command != "check") return Usage("--deep only goes with check");
   return std::nullopt;
 }
@@ -394,6 +400,36 @@ int CmdGc(FileSystem* fs, const Args& args) {
       std::printf("tenant %s: safepoint %" PRIu64 " (%s, logical %" PRIu64 ")\n", tenant.c_str(),
                   safepoint, WallTime(safepoint).c_str(), txn::LogicalPart(safepoint));
     }
+    // The rounds' progress, when the collector keeps it.
+    const std::string progress_path = JoinPath(args.dir, std::string(kProgressPrefix) + tenant);
+    if (!fs->FileExists(progress_path)) continue;
+    gc::RoundProgress progress;
+    bool torn = false;
+    s = ReadFileToString(fs, progress_path, &contents);
+    if (s.ok()) s = gc::ProgressLog::Decode(contents, progress_path, &progress, &torn);
+    if (!s.ok()) {
+      std::printf("  progress: %s\n", s.ToString().c_str());
+      code = kExitProblem;
+      continue;
+    }
+    if (progress.collected == 0) {
+      std::printf("  collected: no round finished yet\n");
+    } else {
+      std::printf("  collected through %" PRIu64 " (%s)\n", progress.collected,
+                  WallTime(progress.collected).c_str());
+    }
+    if (progress.round != 0) {
+      std::printf("  round at %" PRIu64 " under way: locks resolved, %zu row ranges collected\n",
+                  progress.round, progress.done.size());
+      if (args.files) {
+        for (const gc::RowRange& r : progress.done) {
+          std::printf("    table '%s' rows %s to %s\n", EscapeBytes(r.table).c_str(),
+                      RowBound(r.start_row, "the first").c_str(),
+                      RowBound(r.end_row, "the end").c_str());
+        }
+      }
+    }
+    if (torn) std::printf("  (a torn last record, which the collector drops)\n");
   }
   if (found == 0) std::printf("no garbage collector's safepoint in %s\n", args.dir.c_str());
   return code;

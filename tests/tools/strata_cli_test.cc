@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/file_system.h"
+#include "gc/progress_log.h"
 #include "strata/engine.h"
 #include "strata/gc.h"
 #include "strata/transaction.h"
@@ -154,7 +156,8 @@ TEST_F(StrataCliTest, CheckFindsMissingResizedAndDamagedFiles) {
 }
 
 // `strata gc` on a transaction-services directory: each tenant's published
-// safepoint with its wall-clock time; a damaged safepoint file is a problem.
+// safepoint with its wall-clock time and its collector's progress; a damaged
+// safepoint file is a problem.
 TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
   test::ScratchDir dir("strata-cli-gc");
   uint64_t safepoint = 0;
@@ -179,6 +182,23 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(Contains(r.out, "tenant bank: safepoint " + std::to_string(safepoint) + " (")) << r.out;
   EXPECT_TRUE(Contains(r.out, " UTC, logical ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "  collected through " + std::to_string(safepoint) + " (")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "under way")) << r.out;
+
+  // A round under way, as a collector stopped part way leaves it.
+  {
+    std::unique_ptr<gc::ProgressLog> log;
+    ASSERT_OK(gc::ProgressLog::Open(FileSystem::Default(), dir.Join("services/GC_PROGRESS-bank"),
+                                    &log));
+    ASSERT_OK(log->StartRound(safepoint + 1));
+    ASSERT_OK(log->RangeDone({"acc", "", "m"}));
+  }
+  r = RunTool("gc --files " + Quote(dir.Join("services")));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "round at " + std::to_string(safepoint + 1) +
+                                  " under way: locks resolved, 1 row ranges collected"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "table 'acc' rows the first to 'm'")) << r.out;
 
   r = RunTool("gc " + Quote(dir.Join("db")));
   EXPECT_EQ(r.exit_code, 0) << r.out;
