@@ -312,8 +312,10 @@ int main(int argc, char** argv) {
   for (auto [name, v] : {std::pair<const char*, const std::vector<Sample>*>{"off", &off},
                          {"on", &on}}) {
     if (v->size() < 2) continue;
-    std::printf("  gc %-3s versions/acct %.2fx  table+memtable MB %.2fx  get p50 %.2fx  p99 %.2fx\n",
+    std::printf("  gc %-3s versions/acct %.2fx  table MB %.2fx  table+memtable MB %.2fx  "
+                "get p50 %.2fx  p99 %.2fx\n",
                 name, later(*v, [](const Sample& s) { return s.versions; }),
+                later(*v, [](const Sample& s) { return s.table_mb; }),
                 later(*v, [](const Sample& s) { return s.table_mb + s.memtable_mb; }),
                 later(*v, [](const Sample& s) { return s.p50_us; }),
                 later(*v, [](const Sample& s) { return s.p99_us; }));
