@@ -106,6 +106,99 @@ Status TransactionImpl::Erase(std::string_view table, std::string_view row,
   return Buffer(table, row, column, MutationKind::kDelete, {});
 }
 
+Status TransactionImpl::SetWeakNotification(std::string_view table, std::string_view row,
+                                            std::string_view column) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
+  STRATA_RETURN_IF_ERROR(StoreFor(std::string(table)).status());
+  weak_notes_.insert(TxnKey{std::string(table), std::string(row), std::string(column)});
+  return Status::OK();
+}
+
+Status TransactionImpl::SetTrigger(const TxnKey& trigger) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  STRATA_RETURN_IF_ERROR(CheckKeyInput(trigger.table, trigger.row, trigger.column));
+  STRATA_RETURN_IF_ERROR(StoreFor(trigger.table).status());
+  if (!writes_.empty() || trigger_.has_value()) {
+    return Status::InvalidArgument("a trigger must be set before anything is buffered");
+  }
+  trigger_ = trigger;
+  writes_.emplace(trigger, PendingWrite{MutationKind::kLock, {}});
+  return Status::OK();
+}
+
+TransactionImpl::Notes TransactionImpl::CollectNotes() const {
+  Notes notes;
+  for (const auto& [key, w] : writes_) {
+    if (w.kind == MutationKind::kLock) continue;
+    // An observer's write to its own trigger does not notify again.
+    if (trigger_.has_value() && key == *trigger_) continue;
+    if (db_->Observed(key.table, key.column)) notes[{key.table, key.row}].insert(key.column);
+  }
+  for (const TxnKey& key : weak_notes_) notes[{key.table, key.row}].insert(key.column);
+  return notes;
+}
+
+Status TransactionImpl::WriteNotes(uint64_t commit_ts) {
+  WriteOptions wo;
+  // Durable before the primary's commit is, which covers them when every
+  // table shares one log.
+  wo.sync = db_->config().options.sync && !db_->config().single_log;
+  for (const auto& [where, columns] : notes_) {
+    if (primary_ != nullptr && where.first == primary_->table && where.second == primary_->row) {
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(where.first));
+    RowMutation m;
+    for (const std::string& c : columns) m.Put(kNotifyFamily, c, commit_ts, {});
+    STRATA_RETURN_IF_ERROR(store->Mutate(wo, where.second, m));
+  }
+  return Status::OK();
+}
+
+void TransactionImpl::AddPrimaryExtras(RowMutation* m) const {
+  auto it = notes_.find({primary_->table, primary_->row});
+  if (it != notes_.end()) {
+    for (const std::string& c : it->second) m->Put(kNotifyFamily, c, commit_ts_, {});
+  }
+  if (trigger_.has_value()) {
+    m->Put(kAckFamily, trigger_->column, start_ts_, {});
+    m->DeleteColumn(kNotifyFamily, trigger_->column, start_ts_);
+  }
+}
+
+Status TransactionImpl::CommitNotesOnly() {
+  for (const TxnKey& key : weak_notes_) {
+    Status s = StoreFor(key.table).status();
+    if (!s.ok()) return s;  // the transaction stays open, as for any store error here
+  }
+  notes_ = CollectNotes();
+  Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+  if (!ts.ok()) {
+    SetState(State::kAborted);
+    return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, ts.status());
+  }
+  commit_ts_ = *ts;
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync;
+  for (const auto& [where, columns] : notes_) {
+    Status s = StoreFor(where.first).status();
+    RowMutation m;
+    for (const std::string& c : columns) m.Put(kNotifyFamily, c, commit_ts_, {});
+    if (s.ok()) s = stores_.at(where.first)->Mutate(wo, where.second, m);
+    if (!s.ok()) {
+      // The notifications written so far stay: a run that finds nothing new
+      // is harmless.
+      SetState(State::kAborted);
+      return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, s);
+    }
+  }
+  SetState(State::kCommitted);
+  End();
+  db_->NotificationsWritten();
+  return Status::OK();
+}
+
 Status TransactionImpl::CleanUpLockKind(const TxnKey& key, const LockRecord& lock) {
   if (!lock_kind_checked_.insert(lock.start_ts).second) return Status::OK();
   return db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, start_ts_).status();
@@ -527,9 +620,20 @@ Status TransactionImpl::WritePrimaryCommit(RowStore& store, const RowWrites& rw)
       if (!ts.ok()) return Fail(TransactionError::Kind::kStorage, &pk, 0, 0, ts.status());
       commit_ts_ = *ts;
     }
+    // The other rows' notifications first, at the commit_ts the commit
+    // will have: once committed, a transaction has notified (txn/FORMAT.md,
+    // "Notifications").
+    if (notes_written_ts_ != commit_ts_ &&
+        !(notes_.empty() || (notes_.size() == 1 && notes_.begin()->first.first == pk.table &&
+                             notes_.begin()->first.second == pk.row))) {
+      Status s = WriteNotes(commit_ts_);
+      if (!s.ok()) return Fail(TransactionError::Kind::kStorage, &pk, 0, 0, s);
+      notes_written_ts_ = commit_ts_;
+    }
+    RowMutation commit = CommitOf(rw, commit_ts_);
+    AddPrimaryExtras(&commit);
     Result<CheckAndMutateResult> r = store.CheckAndMutate(
-        wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, start_ts_, expected)},
-        CommitOf(rw, commit_ts_));
+        wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, start_ts_, expected)}, commit);
     if (r.ok() && r->applied) return Status::OK();
     // Not applied, or the outcome is unknown: the primary says what happened.
     Result<TxnStatus> status = ReadTxnStatus(store, pk.row, pk.column, start_ts_);
@@ -616,6 +720,7 @@ Status TransactionImpl::Commit() {
   if (state_ == State::kCommitted) return Status::OK();
   STRATA_RETURN_IF_ERROR(CheckOpen());
   if (writes_.empty()) {
+    if (!weak_notes_.empty()) return CommitNotesOnly();
     commit_ts_ = start_ts_;
     SetState(State::kCommitted);
     End();
@@ -623,6 +728,7 @@ Status TransactionImpl::Commit() {
   }
   // The rows outlive every step: primary_row_ and prewritten_ point into them.
   const std::vector<TableWrites> tables = GroupWrites();
+  notes_ = CollectNotes();
   STRATA_RETURN_IF_ERROR(StartCommit(tables));
   size_t next_row = 0;
   STRATA_RETURN_IF_ERROR(PrewritePrimary(tables, &next_row));     // 1.
@@ -634,8 +740,9 @@ Status TransactionImpl::Commit() {
 }
 
 std::vector<TableWrites> TransactionImpl::GroupWrites() {
-  // Group the keys by table and row; the primary is the first key.
-  primary_ = &writes_.begin()->first;
+  // Group the keys by table and row; the primary is the first key, or an
+  // observer's trigger.
+  primary_ = trigger_.has_value() ? &writes_.find(*trigger_)->first : &writes_.begin()->first;
   std::vector<TableWrites> tables;
   for (WriteRef it = writes_.begin(); it != writes_.end(); ++it) {
     if (tables.empty() || tables.back().table != it->first.table) {
@@ -645,6 +752,16 @@ std::vector<TableWrites> TransactionImpl::GroupWrites() {
     if (rows.empty() || rows.back().row != it->first.row)
       rows.push_back(RowWrites{it->first.row, {}});
     rows.back().keys.push_back(it);
+  }
+  if (trigger_.has_value()) {
+    // The primary's table first, and its row first in it.
+    auto t = std::find_if(tables.begin(), tables.end(),
+                          [&](const TableWrites& tw) { return tw.table == primary_->table; });
+    std::rotate(tables.begin(), t, t + 1);
+    std::vector<RowWrites>& rows = tables.front().rows;
+    auto r = std::find_if(rows.begin(), rows.end(),
+                          [&](const RowWrites& rw) { return rw.row == primary_->row; });
+    std::rotate(rows.begin(), r, r + 1);
   }
   return tables;
 }
@@ -808,6 +925,7 @@ Status TransactionImpl::CommitPrimary(const RowWrites& primary_row) {
     return StopAt(FailPoint::kAfterPrimaryCommit);
   }
   Finish(State::kCommitted);
+  if (!notes_.empty()) db_->NotificationsWritten();
   return Status::OK();
 }
 

@@ -96,8 +96,17 @@ class TransactionImpl final : public Transaction {
   Status Set(std::string_view table, std::string_view row, std::string_view column,
              std::string_view value) override;
   Status Erase(std::string_view table, std::string_view row, std::string_view column) override;
+  Status SetWeakNotification(std::string_view table, std::string_view row,
+                             std::string_view column) override;
 
   Status Commit() override;
+
+  // Makes this transaction an observer's run on the notification of
+  // `trigger` (TxnDB::BeginObserverRun): `trigger` is locked as by
+  // GetForUpdate and becomes the primary, and the primary's commit also
+  // writes the run's ack and erases the notifications at or below start_ts
+  // (txn/FORMAT.md, "Notifications"). REQUIRES: nothing buffered yet.
+  Status SetTrigger(const TxnKey& trigger);
   Status Rollback() override;
 
   // For the scan iterator (txn_iterator.h).
@@ -158,6 +167,19 @@ class TransactionImpl final : public Transaction {
   };
   ConditionalMutation PrewriteOf(const RowWrites& rw, PrewriteState* state) const;
   RowMutation CommitOf(const RowWrites& rw, uint64_t commit_ts) const;
+
+  // The notifications a commit writes, per (table, row): the observed
+  // columns it writes (but not its trigger) and its weak notifications.
+  using Notes = std::map<std::pair<std::string, std::string>, std::set<std::string>>;
+  Notes CollectNotes() const;
+  // Writes the notifications of every row but the primary's at `commit_ts`
+  // (the primary's go in its commit).
+  Status WriteNotes(uint64_t commit_ts);
+  // What the primary's commit adds: its row's notifications, and for an
+  // observer's run the ack and the erasure of what it handled.
+  void AddPrimaryExtras(RowMutation* m) const;
+  // Commit of a transaction with nothing but weak notifications.
+  Status CommitNotesOnly();
   // Prewrites one row, resolving conflicts; `first` is a result already in
   // hand (from a batch) or nullptr.
   Status PrewriteRow(RowStore& store, const RowWrites& rw, const CheckAndMutateResult* first,
@@ -219,6 +241,11 @@ class TransactionImpl final : public Transaction {
   TransactionError error_;
   WriteMap writes_;
   std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed
+  std::set<TxnKey> weak_notes_;  // SetWeakNotification
+  std::optional<TxnKey> trigger_;  // an observer's run: the notified cell
+  Notes notes_;  // CollectNotes, at Commit
+  // The commit_ts the other rows' notifications were written at (0: not yet).
+  uint64_t notes_written_ts_ = 0;
   // For each key read, the timestamp of the commit record the read found
   // (a put, delete or lock record, not a rollback). No lock below it is
   // alive (FORMAT.md, "How locks are erased"), so the prewrite's lock

@@ -39,8 +39,20 @@ const char* FailPointName(FailPoint point) {
 
 // ---- TxnDB ----
 
+namespace {
+
+std::map<std::string, std::set<std::string, std::less<>>, std::less<>> ObservedSet(
+    const TransactionDBOptions& options) {
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> out;
+  for (const ObservedColumn& c : options.observed_columns) out[c.table].insert(c.column);
+  return out;
+}
+
+}  // namespace
+
 TxnDB::TxnDB(TxnDBConfig config)
     : config_(std::move(config)),
+      observed_(ObservedSet(config_.options)),
       clock_(config_.clock != nullptr ? config_.clock : Clock::Default()),
       resolver_(config_.tables.get(), config_.registry, clock_,
                 ResolverOptions{config_.options.sync && !config_.single_log}) {}
@@ -120,6 +132,39 @@ Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& opti
     running_.insert(start_ts);
   }
   return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), options, start_ts));
+}
+
+Result<std::unique_ptr<Transaction>> TxnDB::BeginObserverRun(const TxnKey* trigger) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, Begin(TransactionOptions()));
+  if (trigger != nullptr) {
+    STRATA_RETURN_IF_ERROR(static_cast<TransactionImpl*>(t.get())->SetTrigger(*trigger));
+  }
+  return t;
+}
+
+bool TxnDB::Observed(std::string_view table, std::string_view column) const {
+  auto it = observed_.find(table);
+  return it != observed_.end() && it->second.find(column) != it->second.end();
+}
+
+uint64_t TxnDB::AddNotifyListener(std::function<void()> listener) {
+  MutexLock l(&listeners_mu_);
+  const uint64_t id = next_listener_++;
+  listeners_.emplace(id, std::move(listener));
+  has_listeners_.store(true, std::memory_order_release);
+  return id;
+}
+
+void TxnDB::RemoveNotifyListener(uint64_t id) {
+  MutexLock l(&listeners_mu_);
+  listeners_.erase(id);
+  has_listeners_.store(!listeners_.empty(), std::memory_order_release);
+}
+
+void TxnDB::NotificationsWritten() {
+  if (!has_listeners_.load(std::memory_order_acquire)) return;
+  MutexLock l(&listeners_mu_);
+  for (const auto& [id, listener] : listeners_) listener();
 }
 
 Status TxnDB::RunningFloor(uint64_t* oldest, uint64_t* now) {

@@ -19,11 +19,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -118,6 +120,21 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   // secondaries are committed (by the background thread when queued there).
   void TransactionEnded(uint64_t start_ts);
 
+  // For observers (observer/): a transaction that runs the observer of
+  // `trigger` (the observed cell whose notification it handles; nullptr for
+  // a weak observer). A strong run's primary is `trigger`, locked like a
+  // GetForUpdate of it, and its commit acknowledges the notification
+  // (txn/FORMAT.md, "Notifications").
+  Result<std::unique_ptr<Transaction>> BeginObserverRun(const TxnKey* trigger);
+  // Whether writes of `column` in `table` notify (options.observed_columns).
+  bool Observed(std::string_view table, std::string_view column) const;
+  // Calls `listener` after every commit that wrote notifications (from the
+  // committing thread; it must be quick and must not call back into the
+  // TxnDB). The id removes it.
+  uint64_t AddNotifyListener(std::function<void()> listener) LOCKS_EXCLUDED(listeners_mu_);
+  void RemoveNotifyListener(uint64_t id) LOCKS_EXCLUDED(listeners_mu_);
+  void NotificationsWritten() LOCKS_EXCLUDED(listeners_mu_);
+
   // For the transactions.
   const TxnDBConfig& config() const { return config_; }
   LockResolver* resolver() { return &resolver_; }
@@ -157,6 +174,8 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   static SecondaryJob MergeJobs(const std::deque<SecondaryJob>& jobs);
 
   const TxnDBConfig config_;
+  // options.observed_columns: table -> columns.
+  const std::map<std::string, std::set<std::string, std::less<>>, std::less<>> observed_;
   Clock* const clock_;
   LockResolver resolver_;
   std::atomic<uint64_t> safepoint_{0};
@@ -179,6 +198,12 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   bool job_running_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
   std::thread background_thread_;
+
+  Mutex listeners_mu_;
+  uint64_t next_listener_ GUARDED_BY(listeners_mu_) = 1;
+  std::map<uint64_t, std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
+  // listeners_ is not empty: lets a commit skip the mutex when nobody listens.
+  std::atomic<bool> has_listeners_{false};
 };
 
 // The TxnDB behind a TransactionDB that TxnDB::Make or TransactionDB::Open

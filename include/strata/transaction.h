@@ -17,6 +17,11 @@
 // `lock` (an in-memory locality group). Create it with
 // TransactionDB::CreateTable and write it only through transactions.
 //
+// Notifications (strata/observer.h): a transaction that writes a column
+// named in TransactionDBOptions::observed_columns also writes that column's
+// `notify` cell, and SetWeakNotification writes one without a write to the
+// column; an ObserverWorker finds them and runs the column's observer.
+//
 // Isolation is snapshot isolation: write-write conflicts abort, but two
 // transactions that read what the other writes may both commit (write skew).
 // GetForUpdate makes a read conflict like a write, which prevents it.
@@ -110,6 +115,13 @@ struct TransactionalTableOptions {
   }();
 };
 
+// A column of a transactional table that observers watch.
+struct ObservedColumn {
+  std::string table;
+  std::string column;
+  friend bool operator==(const ObservedColumn&, const ObservedColumn&) = default;
+};
+
 struct TransactionDBOptions {
   static constexpr uint64_t kMaxLockTtlMillis = 24ull * 3600 * 1000;  // a day
   // Commit returns once the commit is durable (prewrites need no sync of
@@ -137,6 +149,14 @@ struct TransactionDBOptions {
   // Percolator paper does. Off, the primary's row goes in the first batch of
   // its table: one log write fewer per transaction.
   bool prewrite_primary_alone = false;
+  // The columns whose every committed write (put or erase) also writes a
+  // notification for their strong observer (strata/observer.h), at the
+  // commit timestamp and before the commit point, so that a commit always
+  // notifies and an aborted one at most causes a run that finds nothing
+  // new. Every TransactionDB that writes these columns, in any process,
+  // must be opened with them; an ObserverWorker checks its own. A write by
+  // an observer's run to the very cell that triggered it notifies nobody.
+  std::vector<ObservedColumn> observed_columns;
 };
 
 struct TransactionOptions {
@@ -223,10 +243,18 @@ class Transaction {
   virtual Status Set(std::string_view table, std::string_view row, std::string_view column,
                      std::string_view value) = 0;
   virtual Status Erase(std::string_view table, std::string_view row, std::string_view column) = 0;
+  // Marks (row, column) dirty for the column's observer without writing it:
+  // Commit writes its notification (at commit_ts, before the commit point).
+  // Conflicts with nothing; many of them before a run make one run. Meant
+  // for weak observers, which run at least once after the notification and
+  // must bear running again; a strong observer of the column runs for it as
+  // for a write.
+  virtual Status SetWeakNotification(std::string_view table, std::string_view row,
+                                     std::string_view column) = 0;
 
   // Prewrites, takes commit_ts, commits the primary. OK means committed
   // (durable with TransactionDBOptions::sync). A transaction with no writes
-  // commits without touching the store. A second Commit after success is a
+  // and no notifications commits without touching the store. A second Commit after success is a
   // no-op returning OK.
   virtual Status Commit() = 0;
   // Ends the transaction without committing, undoing any prewrite.
