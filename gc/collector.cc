@@ -362,7 +362,7 @@ Status Collector::CollectRange(const Task& task, uint64_t safepoint) {
   ScanSpec spec;
   spec.start_row = task.start_row;
   spec.end_row = task.end_row;
-  spec.filter.families = {std::string(txn::kWriteFamily)};
+  spec.filter.families = {std::string(txn::kWriteFamily), std::string(txn::kAckFamily)};
   spec.filter.max_timestamp = safepoint;
   Result<std::unique_ptr<RowIterator>> it = store.Scan(ReadOptions(), spec);
   if (it.status().IsNotFound()) return Status::OK();
@@ -400,11 +400,27 @@ Status Collector::CollectRange(const Task& task, uint64_t safepoint) {
     local.rows_examined++;
     const std::vector<Cell>& cells = (*it)->cells();
     RowMutation m;
-    // Cells come by qualifier, newest first: one column after another.
+    // Cells come by family, then qualifier, newest first: one column after
+    // another.
     for (size_t i = 0; i < cells.size() && s.ok();) {
       size_t j = i;
+      if (cells[i].family == txn::kAckFamily) {
+        // Only the newest ack of a column is ever read (observer/README.md).
+        for (; j < cells.size() && cells[j].family == cells[i].family &&
+               cells[j].qualifier == cells[i].qualifier;
+             j++) {
+        }
+        if (j - i > 1) {
+          m.DeleteColumn(txn::kAckFamily, cells[i].qualifier, cells[i + 1].timestamp);
+          local.versions_dropped += j - i - 1;
+        }
+        i = j;
+        continue;
+      }
       versions.clear();
-      for (; j < cells.size() && cells[j].qualifier == cells[i].qualifier; j++) {
+      for (; j < cells.size() && cells[j].family == cells[i].family &&
+             cells[j].qualifier == cells[i].qualifier;
+           j++) {
         WriteVersion v;
         v.ts = cells[j].timestamp;
         s = txn::DecodeWrite(cells[j].value, &v.record);

@@ -9,6 +9,14 @@ void GcCompactionFilter::FilterColumn(const Context& context, std::string_view r
                                       const std::vector<Version>& versions,
                                       std::vector<Decision>* decisions,
                                       std::vector<std::string>* new_values) {
+  if (family == txn::kAckFamily) {
+    // Only a column's newest ack is ever read (observer/README.md), and one
+    // at least as new as the first here stays: the rest can go in any
+    // compaction.
+    for (size_t i = 1; i < versions.size(); i++) (*decisions)[i] = Decision::kDrop;
+    if (versions.size() > 1) dropped_.fetch_add(versions.size() - 1, std::memory_order_relaxed);
+    return;
+  }
   if (family != txn::kWriteFamily) return;
   // Acquire: pairs with the collector's store once the locks below the
   // safepoint are resolved (their rollback and commit records written).

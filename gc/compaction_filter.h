@@ -11,6 +11,8 @@
 //   - the newest delete at or below the safepoint, only in a bottommost
 //     compaction (no older data below it) and only when everything older in
 //     the column goes with it.
+// And of an `ack` column (observers' acknowledgements), every version but
+// the newest, at any timestamp: only a column's newest ack is ever read.
 // Puts whose values are in `data` stay, for the row-range tasks to remove
 // with their values (a compaction of the `write` group cannot reach the
 // `data` group's files, and a value left behind would never be found).

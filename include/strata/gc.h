@@ -68,7 +68,7 @@ struct GcStats {
   uint64_t tasks_skipped = 0;
   uint64_t rows_examined = 0;
   uint64_t rows_collected = 0;     // rows that lost versions
-  uint64_t versions_dropped = 0;   // commit, rollback and lock records removed
+  uint64_t versions_dropped = 0;   // commit, rollback, lock and older ack records removed
   uint64_t data_cells_dropped = 0; // values removed with their records
   // Records compactions removed on their way (the tenant's compaction
   // filter), besides the rounds' own.

@@ -429,5 +429,17 @@ TEST_F(CollectorTest, ARestartedCollectorFinishesTheInterruptedRound) {
   EXPECT_EQ((*collector_->ready()).load(), after.safepoint);
 }
 
+// Of an ack column only the newest version at or below the safepoint stays.
+TEST_F(CollectorTest, OlderAcksGo) {
+  SetUpAll();
+  RowMutation acks;
+  for (uint64_t ts : {5, 8, 12, 30}) acks.Put(txn::kAckFamily, "c", ts, "");
+  ASSERT_OK(Bank().Mutate(WriteOptions(), "r", acks));
+  oracle_.SetNext(100);
+  CollectAt(20);
+  EXPECT_EQ(Timestamps("r", txn::kAckFamily, "c"), (std::vector<uint64_t>{30, 12}));
+  EXPECT_EQ(collector_->GetStats().versions_dropped, 2u);
+}
+
 }  // namespace
 }  // namespace strata::gc

@@ -94,6 +94,16 @@ TEST_F(FilterRulesTest, NothingBeforeASafepointAndNothingOutsideWrite) {
   EXPECT_EQ(filter_.dropped(), 0u);
 }
 
+// Acks: every version but the newest goes, whatever the safepoint (even
+// before the first round) and the level.
+TEST_F(FilterRulesTest, OnlyTheNewestAckStays) {
+  const std::vector<std::pair<uint64_t, std::string>> v = {{40, ""}, {30, ""}, {20, ""}};
+  EXPECT_EQ(Filter(v, 0, /*bottommost=*/false, "ack"),
+            (std::vector<Decision>{Decision::kKeep, Decision::kDrop, Decision::kDrop}));
+  EXPECT_EQ(Filter({{40, ""}}, 100, true, "ack"), std::vector<Decision>{Decision::kKeep});
+  EXPECT_EQ(filter_.dropped(), 2u);
+}
+
 // On an engine: compactions run with the filter once a round has resolved
 // its locks, and remove the old inline records before the round's tasks.
 TEST(GcCompactionTest, CompactionsCollectInlineRecordsBeforeTheTasks) {
