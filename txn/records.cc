@@ -63,7 +63,7 @@ TableSchema TransactionalSchema(const TransactionalTableOptions& options) {
   group(kDataFamily, false, options.data_group);
   group(kWriteFamily, false, options.data_group);
   group(kLockFamily, true, options.lock_group);
-  group(kNotifyFamily, true, options.data_group);
+  group(kNotifyFamily, true, options.notify_group);
   group(kAckFamily, false, options.data_group);
   return schema;
 }

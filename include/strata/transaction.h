@@ -101,14 +101,22 @@ class TransactionServices {
 // is named after its family and is in memory or not as the schema says: the
 // `name` and `in_memory` fields here are ignored.
 struct TransactionalTableOptions {
-  // The `data`, `write`, `notify` and `ack` groups (only `notify` is in
-  // memory); LocalityGroupOptions says what each field trades.
+  // The `data`, `write` and `ack` groups; LocalityGroupOptions says what
+  // each field trades.
   LocalityGroupOptions data_group;
   // The `lock` group (in memory). A read of a column walks the locks and
   // erase markers its memtable holds, one of each per transaction: a small
   // write buffer keeps that walk short on rows many transactions write, at
   // the cost of more flushes.
   LocalityGroupOptions lock_group = [] {
+    LocalityGroupOptions g;
+    g.write_buffer_size = 1 << 20;
+    return g;
+  }();
+  // The `notify` group (in memory). Observer workers scan it, past the
+  // markers that erased handled notifications: as for locks, a small write
+  // buffer keeps those scans short.
+  LocalityGroupOptions notify_group = [] {
     LocalityGroupOptions g;
     g.write_buffer_size = 1 << 20;
     return g;

@@ -119,7 +119,7 @@ TEST(RecordsTest, TransactionalSchema) {
 
 TEST(RecordsTest, TransactionalSchemaGroupOptions) {
   // By default every group has LocalityGroupOptions' defaults, but for the
-  // 1 MiB write buffer of `lock`.
+  // 1 MiB write buffers of `lock` and `notify`.
   TableSchema schema = TransactionalSchema({});
   ASSERT_EQ(schema.locality_groups.size(), 5u);
   for (const LocalityGroupOptions& g : schema.locality_groups) {
@@ -128,10 +128,11 @@ TEST(RecordsTest, TransactionalSchemaGroupOptions) {
     EXPECT_EQ(g.compression_level, 3);
     EXPECT_EQ(g.block_size, 16u << 10);
     EXPECT_EQ(g.bloom_bits_per_key, 10);
-    EXPECT_EQ(g.write_buffer_size, g.name == kLockFamily ? uint64_t{1} << 20 : 0u);
+    const bool small = g.name == kLockFamily || g.name == kNotifyFamily;
+    EXPECT_EQ(g.write_buffer_size, small ? uint64_t{1} << 20 : 0u);
   }
-  // `lock` takes lock_group, the others data_group; names and in_memory
-  // come from the schema.
+  // `lock` takes lock_group, `notify` notify_group, the others data_group;
+  // names and in_memory come from the schema.
   TransactionalTableOptions options;
   options.data_group.name = "ignored";
   options.data_group.in_memory = true;
@@ -140,15 +141,18 @@ TEST(RecordsTest, TransactionalSchemaGroupOptions) {
   options.lock_group.in_memory = false;
   options.lock_group.bloom_bits_per_key = 0;
   options.lock_group.write_buffer_size = 64 << 10;
+  options.notify_group.write_buffer_size = 128 << 10;
   schema = TransactionalSchema(options);
   EXPECT_TRUE(IsTransactionalSchema(schema));
   for (const LocalityGroupOptions& g : schema.locality_groups) {
     SCOPED_TRACE(g.name);
     const bool lock = g.name == kLockFamily;
-    EXPECT_EQ(g.compression, lock ? Compression::kNone : Compression::kZstd);
-    EXPECT_EQ(g.block_size, lock ? 16u << 10 : 4u << 10);
+    const bool notify = g.name == kNotifyFamily;
+    EXPECT_EQ(g.in_memory, lock || notify);
+    EXPECT_EQ(g.compression, lock || notify ? Compression::kNone : Compression::kZstd);
+    EXPECT_EQ(g.block_size, lock || notify ? 16u << 10 : 4u << 10);
     EXPECT_EQ(g.bloom_bits_per_key, lock ? 0 : 10);
-    EXPECT_EQ(g.write_buffer_size, lock ? 64u << 10 : 0u);
+    EXPECT_EQ(g.write_buffer_size, lock ? 64u << 10 : notify ? 128u << 10 : 0u);
   }
 }
 
