@@ -21,6 +21,8 @@ std::atomic<uint64_t> next_owner{1};
 constexpr uint64_t kRowLeaseMicros = 60'000'000;
 // Rows remembered per table as scan starts.
 constexpr size_t kRecentRows = 64;
+// Cells remembered as handled.
+constexpr size_t kHandledCells = 1 << 16;
 
 }  // namespace
 
@@ -239,9 +241,36 @@ void Worker::Record(const Cell3& cell, const Status& s, bool aborted) {
   f.retry_at_micros = clock_->NowMicros() + std::min(backoff, max);
 }
 
+bool Worker::Handled(const Cell3& cell, uint64_t ts) {
+  MutexLock l(&mu_);
+  auto it = handled_.find(cell);
+  return it != handled_.end() && it->second >= ts;
+}
+
+void Worker::SetHandled(const Cell3& cell, uint64_t ts) {
+  MutexLock l(&mu_);
+  auto [it, inserted] = handled_.emplace(cell, ts);
+  if (!inserted) {
+    it->second = std::max(it->second, ts);
+    return;
+  }
+  handled_order_.push_back(cell);
+  if (handled_order_.size() > kHandledCells) {
+    handled_.erase(handled_order_.front());
+    handled_order_.pop_front();
+  }
+}
+
 Worker::Outcome Worker::HandleRow(const std::string& table, const std::vector<Found>& found,
                                   uint64_t owner) {
   const std::string& row = found.front().row;
+  // What this scan's snapshot shows may have been handled by another thread
+  // since: then this scan trails that thread.
+  if (std::all_of(found.begin(), found.end(), [&](const Found& f) {
+        return Handled(Cell3{table, f.row, f.column}, f.newest);
+      })) {
+    return Outcome::kBusy;
+  }
   const txn::LockKey key{config_.tenant, table, row};
   Status locked = config_.locks->TryLock(key, owner, kRowLeaseMicros);
   if (locked.IsBusy()) return Outcome::kBusy;
@@ -265,6 +294,7 @@ Worker::Outcome Worker::HandleRow(const std::string& table, const std::vector<Fo
     }
     const bool aborted = s.IsAborted() || s.IsBusy();
     Record(cell, s, aborted);
+    if (s.ok()) SetHandled(cell, f.newest);
     if (!s.ok()) outcome = Outcome::kFailed;
   }
   config_.locks->Unlock(key, owner).PermitUncheckedError();  // an expired lease is gone anyway
@@ -275,15 +305,23 @@ Worker::Outcome Worker::HandleRow(const std::string& table, const std::vector<Fo
 }
 
 Status Worker::RunStrong(const std::string& table, const Found& f, RowStore& store) {
-  // The newest ack: a committed run started there, after every change whose
-  // notification is below it.
-  RowFilter acks;
-  acks.columns = {{std::string(txn::kAckFamily), f.column}};
-  acks.max_versions = 1;
-  STRATA_ASSIGN_OR_RETURN(std::vector<Cell> ack, store.ReadRow(ReadOptions(), f.row, acks));
-  if (!ack.empty() && ack.front().timestamp > f.newest) {
+  // As late as possible: is the notification still there (another
+  // process's run may have handled it since the scan), and the newest ack,
+  // where a committed run started after every change whose notification is
+  // below it.
+  RowFilter now;
+  now.columns = {{std::string(txn::kAckFamily), f.column},
+                 {std::string(txn::kNotifyFamily), f.column}};
+  now.max_versions = 1;
+  STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), f.row, now));
+  uint64_t ack = 0, newest = 0;
+  for (const Cell& c : cells) {
+    (c.family == txn::kAckFamily ? ack : newest) = c.timestamp;
+  }
+  if (newest == 0) return Status::OK();  // handled meanwhile
+  if (ack > newest) {
     RowMutation m;
-    m.DeleteColumn(txn::kNotifyFamily, f.column, ack.front().timestamp);
+    m.DeleteColumn(txn::kNotifyFamily, f.column, ack);
     WriteOptions wo;
     wo.sync = false;  // lost in a crash, it only causes another look
     STRATA_RETURN_IF_ERROR(store.Mutate(wo, f.row, m));

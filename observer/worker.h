@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -84,6 +85,8 @@ class Worker {
     uint32_t aborts = 0;    // aborted runs in a row (conflicts; not failing)
     uint64_t retry_at_micros = 0;
   };
+  // kBusy: another thread holds the row, or handled it already: the scan
+  // caught up with that thread.
   enum class Outcome { kDone, kBusy, kFailed };
 
   explicit Worker(WorkerConfig config);
@@ -102,6 +105,11 @@ class Worker {
   // Records the outcome of a run of `cell` (OK clears its failures).
   void Record(const Cell3& cell, const Status& s, bool aborted) LOCKS_EXCLUDED(mu_);
   bool Waiting(const Cell3& cell) LOCKS_EXCLUDED(mu_);
+  // Whether a thread of this worker handled `cell`'s notifications up to
+  // `ts` already (a scan's snapshot may still show them); and the record
+  // of it.
+  bool Handled(const Cell3& cell, uint64_t ts) LOCKS_EXCLUDED(mu_);
+  void SetHandled(const Cell3& cell, uint64_t ts) LOCKS_EXCLUDED(mu_);
   // Every notification of an observed column now in the store.
   Status Pending(std::vector<Cell3>* cells, uint64_t* oldest_ts) const;
   std::string RandomStart(const std::string& table) LOCKS_EXCLUDED(mu_);
@@ -120,6 +128,10 @@ class Worker {
   uint64_t runs_started_ GUARDED_BY(mu_) = 0;
   ObserverStats stats_ GUARDED_BY(mu_);
   std::map<Cell3, Failure> failures_ GUARDED_BY(mu_);
+  // Cells handled lately, with the newest notification timestamp handled;
+  // at most kHandledCells, the oldest entries forgotten first.
+  std::map<Cell3, uint64_t> handled_ GUARDED_BY(mu_);
+  std::deque<Cell3> handled_order_ GUARDED_BY(mu_);
   // Per table, rows where notifications were seen lately: where scans start.
   std::map<std::string, std::vector<std::string>> recent_rows_ GUARDED_BY(mu_);
   std::mt19937_64 rng_ GUARDED_BY(mu_);
