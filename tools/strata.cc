@@ -8,17 +8,24 @@
 // The log itself is strata-wal's (`strata-wal verify <dir>` checks it as
 // recovery would); one SSTable's blocks and cells are strata-sst's. `strata
 // gc <services-dir>` reads the garbage collectors' safepoints from a
-// transaction-services directory (gc/README.md).
+// transaction-services directory (gc/README.md). `strata notifications
+// <dir> --tenant=T --table=X` shows a transactional table's pending
+// notifications and observers' acks (observer/README.md): it opens an engine
+// on a snapshot of the directory (its manifest and log copied, its table
+// files linked) in a temporary directory, so the directory itself is only
+// read, as with the other commands.
 //
 // Exit codes: 0 ok; 1 the catalog and the files disagree, or a file is
 // damaged (check); 2 bad arguments, a directory that cannot be read or is no
 // engine directory, or output that could not be written.
 #include <algorithm>
 #include <cinttypes>
+#include <cerrno>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,8 +40,11 @@
 #include "sstable/table_builder.h"
 #include "sstable/table_cache.h"
 #include "sstable/table_reader.h"
+#include "strata/engine.h"
+#include "strata/table.h"
 #include "tool_util.h"
 #include "txn/ceiling_file.h"
+#include "txn/records.h"
 #include "txn/timestamp.h"
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
@@ -49,10 +59,11 @@ constexpr int kExitUsage = 2;
 const char kUsage[] =
     "usage: strata <command> [options] <engine-dir>\n"
     "       strata gc <services-dir>\n"
+    "       strata notifications <engine-dir> --tenant=T --table=X [--rows=N]\n"
     "\n"
-    "Inspects an engine directory without opening an engine or changing any\n"
-    "file. Safe on a directory an engine has open (it shows the catalog as of\n"
-    "the manifest's last complete edit).\n"
+    "Inspects an engine directory without changing any file. Safe on a\n"
+    "directory an engine has open (it shows the catalog as of the manifest's\n"
+    "last complete edit).\n"
     "\n"
     "commands:\n"
     "  catalog  what the MANIFEST describes: the log's floor, last sequence and\n"
@@ -69,8 +80,17 @@ const char kUsage[] =
     "           wall-clock time it carries; reads below it may find versions gone.\n"
     "           Then the safepoint through which collection is complete and the\n"
     "           round under way, with how many row ranges it has collected\n"
+    "  notifications  the pending notifications and the observers' acks of\n"
+    "           transactional table X of tenant T: per cell how many\n"
+    "           notifications, the newest one's time, and the newest ack. Opens\n"
+    "           an engine on a snapshot of <engine-dir> in a temporary directory\n"
+    "           ($TMPDIR: the manifest and log copied, table files linked), so\n"
+    "           <engine-dir> is only read\n"
     "\n"
     "options:\n"
+    "  --tenant=T, --table=X  notifications: the table to show\n"
+    "  --rows=N  notifications: show at most N cells (default 50; the totals\n"
+    "            count every one)\n"
     "  --files   catalog: one line per file (number, bytes, entries, sequence\n"
     "            range, first and last key) instead of a line per level;\n"
     "            gc: one line per row range the round under way collected\n"
@@ -95,6 +115,9 @@ struct Args {
   std::string dir;
   bool files = false;
   bool deep = false;
+  std::string tenant;  // notifications
+  std::string table;
+  uint64_t rows = 50;
 };
 
 int Usage(const std::string& error) {
@@ -114,6 +137,14 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
       args->files = true;
     } else if (a == "--deep") {
       args->deep = true;
+    } else if (a.rfind("--tenant=", 0) == 0) {
+      args->tenant = a.substr(9);
+    } else if (a.rfind("--table=", 0) == 0) {
+      args->table = a.substr(8);
+    } else if (a.rfind("--rows=", 0) == 0) {
+      char* end = nullptr;
+      args->rows = std::strtoull(a.c_str() + 7, &end, 10);
+      if (a.size() == 7 || *end != '\0') return Usage("--rows takes a number");
     } else if (a.size() > 1 && a[0] == '-') {
       return Usage("unknown option '" + a + "'");
     } else {
@@ -123,8 +154,16 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
   if (positional.size() != 2) return Usage("expected a command and a directory");
   args->command = positional[0];
   args->dir = positional[1];
-  if (args->command != "catalog" && args->command != "check" && args->command != "gc") {
+  if (args->command != "catalog" && args->command != "check" && args->command != "gc" &&
+      args->command != "notifications") {
     return Usage("unknown command '" + args->command + "'");
+  }
+  const bool notifications = args->command == "notifications";
+  if (notifications && (args->tenant.empty() || args->table.empty())) {
+    return Usage("notifications needs --tenant=T and --table=X");
+  }
+  if (!notifications && (!args->tenant.empty() || !args->table.empty())) {
+    return Usage("--tenant and --table only go with notifications");
   }
   if (args->files && args->command == "check") return Usage("--files goes with catalog or gc");
   if (args->deep && args->command != "check") return Usage("--deep only goes with check");
@@ -435,11 +474,150 @@ int CmdGc(FileSystem* fs, const Args& args) {
   return code;
 }
 
+// A snapshot of the engine directory `dir` in a new temporary directory:
+// the manifest and the log's segments copied (an engine open on `dir` goes
+// on writing them), the table files, which never change, linked (copied
+// where links cannot be made). Empty on failure, with *error set.
+std::string SnapshotEngineDir(const std::string& dir, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string tmpl = (fs::temp_directory_path(ec) / "strata-snapshot-XXXXXX").string();
+  if (ec || ::mkdtemp(tmpl.data()) == nullptr) {
+    *error = "cannot make a temporary directory: " + std::string(std::strerror(errno));
+    return "";
+  }
+  const fs::path to(tmpl);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "LOCK") continue;
+    if (entry.is_directory()) {
+      fs::create_directory(to / name, ec);
+      for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
+        if (!file.is_regular_file()) continue;
+        const fs::path target = to / name / file.path().filename();
+        if (name == "sst") {
+          fs::create_hard_link(file.path(), target, ec);
+          if (!ec) continue;
+        }
+        ec.clear();
+        fs::copy_file(file.path(), target, ec);
+        // A table file a compaction deleted meanwhile is missed: the open
+        // says so.
+        if (ec && fs::exists(file.path())) break;
+        ec.clear();
+      }
+    } else if (entry.is_regular_file()) {
+      fs::copy_file(entry.path(), to / name, ec);
+    }
+    if (ec) break;
+  }
+  if (ec) {
+    *error = "cannot snapshot " + dir + ": " + ec.message();
+    fs::remove_all(to, ec);
+    return "";
+  }
+  return tmpl;
+}
+
+int CmdNotifications(const Args& args) {
+  std::string error;
+  const std::string snapshot = SnapshotEngineDir(args.dir, &error);
+  if (snapshot.empty()) {
+    std::fprintf(stderr, "strata: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{snapshot};
+  EngineOptions options;
+  options.use_io_uring = false;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(snapshot, options);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "strata: opening a snapshot of %s: %s\n", args.dir.c_str(),
+                 engine.status().ToString().c_str());
+    return kExitProblem;
+  }
+  auto fail = [&](const Status& s) {
+    std::fprintf(stderr, "strata: %s\n", s.ToString().c_str());
+    (*engine)->Close().PermitUncheckedError();  // the first error is the one
+    return kExitUsage;
+  };
+  Result<Tenant> tenant = (*engine)->OpenTenant(args.tenant);
+  if (!tenant.ok()) return fail(tenant.status());
+  Result<Table> table = tenant->OpenTable(args.table);
+  if (!table.ok()) return fail(table.status());
+  Result<TableSchema> schema = table->GetSchema();
+  if (!schema.ok()) return fail(schema.status());
+  if (!txn::IsTransactionalSchema(*schema)) {
+    return fail(Status::InvalidArgument("table " + args.table +
+                                        " is not transactional: it has no notifications"));
+  }
+  ScanSpec spec;
+  spec.filter.families = {std::string(txn::kNotifyFamily), std::string(txn::kAckFamily)};
+  Result<std::unique_ptr<RowIterator>> it = table->Scan(ReadOptions(), spec);
+  if (!it.ok()) return fail(it.status());
+  uint64_t cells = 0, notifications = 0, acks = 0, shown = 0;
+  uint64_t oldest = UINT64_MAX;
+  std::printf("table '%s' of tenant '%s' (a snapshot of %s):\n", EscapeBytes(args.table).c_str(),
+              EscapeBytes(args.tenant).c_str(), args.dir.c_str());
+  for (; (*it)->Valid(); (*it)->Next()) {
+    // Per column: its notifications (newest first) and newest ack.
+    std::map<std::string, std::pair<std::vector<uint64_t>, uint64_t>> columns;
+    for (const Cell& c : (*it)->cells()) {
+      auto& [notes, ack] = columns[c.qualifier];
+      if (c.family == txn::kNotifyFamily) {
+        notes.push_back(c.timestamp);
+      } else if (ack == 0) {
+        ack = c.timestamp;
+        acks++;
+      }
+    }
+    for (const auto& [column, v] : columns) {
+      const auto& [notes, ack] = v;
+      if (notes.empty()) continue;
+      cells++;
+      notifications += notes.size();
+      oldest = std::min(oldest, notes.back());
+      if (shown >= args.rows) continue;
+      shown++;
+      std::printf("  row '%s' column '%s': %zu pending, newest %" PRIu64 " (%s)",
+                  EscapeBytes((*it)->row()).c_str(), EscapeBytes(column).c_str(), notes.size(),
+                  notes.front(), WallTime(notes.front()).c_str());
+      if (ack != 0) {
+        std::printf(", ack %" PRIu64 "%s", ack,
+                    ack > notes.front() ? " (newer: a worker erases them without a run)" : "");
+      }
+      std::printf("\n");
+    }
+  }
+  Status s = (*it)->status();
+  if (!s.ok()) return fail(s);
+  if (shown < cells) std::printf("  ... %" PRIu64 " more cells\n", cells - shown);
+  std::printf("%" PRIu64 " notifications pending in %" PRIu64 " cells", notifications, cells);
+  if (cells > 0) std::printf(", the oldest from %s", WallTime(oldest).c_str());
+  std::printf("; %" PRIu64 " cells with an ack\n", acks);
+  s = (*engine)->Close();
+  if (!s.ok()) {
+    std::fprintf(stderr, "strata: closing the snapshot: %s\n", s.ToString().c_str());
+    return kExitProblem;
+  }
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   Args args;
   if (std::optional<int> code = ParseArgs(argc, argv, &args)) return *code;
   FileSystem* fs = FileSystem::Default();
   if (args.command == "gc") return CmdGc(fs, args);
+  if (args.command == "notifications") {
+    engine::Catalog catalog;  // an engine directory, before anything is copied
+    if (std::optional<int> code = ReadCatalog(fs, args.dir, &catalog)) return *code;
+    return CmdNotifications(args);
+  }
   engine::Catalog catalog;
   if (std::optional<int> code = ReadCatalog(fs, args.dir, &catalog)) return *code;
   if (args.command == "catalog") return CmdCatalog(catalog, args);

@@ -13,6 +13,7 @@
 #include "common/file_system.h"
 #include "gc/progress_log.h"
 #include "strata/engine.h"
+#include "txn/transaction_db.h"
 #include "strata/gc.h"
 #include "strata/transaction.h"
 #include "tool_test_util.h"
@@ -216,6 +217,67 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
 
   r = RunTool("gc " + Quote(dir.Join("nothing-here")));
   EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+// `strata notifications`: a transactional table's pending notifications and
+// acks, read from a snapshot while the engine still has the directory open
+// (nothing flushed: the log holds them); the directory is left as it was.
+TEST(StrataCliNotificationsTest, ShowsPendingNotificationsAndAcks) {
+  test::ScratchDir dir("strata-cli-notify");
+  auto engine = Engine::Open(dir.Join("db"));
+  ASSERT_OK(engine);
+  ASSERT_OK((*engine)->CreateTenant("app"));
+  TableSchema plain;
+  plain.families.push_back({.name = "f"});
+  ASSERT_OK((*engine)->OpenTenant("app")->CreateTable("plain", plain));
+  auto services = TransactionServices::Open(dir.Join("services"));
+  ASSERT_OK(services);
+  TransactionDBOptions options;
+  options.observed_columns = {{"docs", "in"}};
+  auto db = TransactionDB::Open(*services, *(*engine)->OpenTenant("app"), options);
+  ASSERT_OK(db);
+  ASSERT_OK((*db)->CreateTable("docs"));
+  auto write = [&](const std::string& row) {
+    auto t = (*db)->Begin();
+    ASSERT_OK(t);
+    ASSERT_OK((*t)->Set("docs", row, "in", "x"));
+    ASSERT_OK((*t)->Commit());
+  };
+  for (int i = 0; i < 3; i++) write("r1");
+  write("r2");
+  // An observer's run acknowledges r2; then r2 changes again.
+  const txn::TxnKey trigger{"docs", "r2", "in"};
+  auto run = txn::TxnDBOf(**db)->BeginObserverRun(&trigger);
+  ASSERT_OK(run);
+  ASSERT_OK((*run)->Commit());
+  write("r2");
+
+  const std::string manifest = ReadAll(dir.Join("db/MANIFEST"));
+  RunResult r = RunTool("notifications --tenant=app --table=docs " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "row 'r1' column 'in': 3 pending, newest ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "row 'r2' column 'in': 1 pending, newest ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, ", ack " + std::to_string((*run)->start_ts()))) << r.out;
+  EXPECT_TRUE(Contains(r.out, "4 notifications pending in 2 cells, the oldest from ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "; 1 cells with an ack")) << r.out;
+  r = RunTool("notifications --rows=1 --tenant=app --table=docs " + Quote(dir.Join("db")));
+  EXPECT_TRUE(Contains(r.out, "... 1 more cells")) << r.out;
+  EXPECT_EQ(ReadAll(dir.Join("db/MANIFEST")), manifest);
+
+  // Bad input: exit 2, with a reason.
+  r = RunTool("notifications --tenant=app " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 2);
+  r = RunTool("notifications --tenant=nope --table=docs " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.out, "nope")) << r.out;
+  r = RunTool("notifications --tenant=app --table=plain " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.out, "not transactional")) << r.out;
+  r = RunTool("catalog --tenant=app " + Quote(dir.Join("db")));
+  EXPECT_EQ(r.exit_code, 2);
+
+  ASSERT_OK((*db)->Close());
+  ASSERT_OK((*engine)->Close());
 }
 
 }  // namespace
