@@ -78,8 +78,10 @@ class ObserverTest : public ::testing::Test {
     config.registry = registry_.get();
     config.tables = tables_;
     config.single_log = true;
+    // Only the test's own transactions stop, never a worker's run.
     config.fail_point = [this](FailPoint p, uint64_t ts) {
-      return stop_at_.has_value() && *stop_at_ == p;
+      return on_test_thread_ == std::this_thread::get_id() &&
+             stop_at_.load() == static_cast<int>(p);
     };
     config.name = "t";
     auto db = txn::TxnDB::Make(std::move(config));
@@ -161,7 +163,8 @@ class ObserverTest : public ::testing::Test {
   std::unique_ptr<txn::LocalLivenessRegistry> registry_;
   test::CountingOracle oracle_;
   txn::LocalLockService locks_;
-  std::optional<FailPoint> stop_at_;
+  std::atomic<int> stop_at_{-1};  // a FailPoint, or -1
+  const std::thread::id on_test_thread_ = std::this_thread::get_id();
   std::unique_ptr<TransactionDB> handle_;
   std::shared_ptr<txn::TxnDB> db_;
   std::unique_ptr<Worker> worker_;
@@ -312,9 +315,9 @@ TEST_F(ObserverTest, AStoppedCoordinatorNotifiesExactlyWhenItCommitted) {
     SCOPED_TRACE(txn::FailPointName(p));
     const std::string a = "a" + std::to_string(n), b = "b" + std::to_string(n);
     n++;
-    stop_at_ = p;
+    stop_at_ = static_cast<int>(p);
     Status s = Write({{a, "in", "1"}, {b, "in", "1"}});
-    stop_at_.reset();
+    stop_at_ = -1;
     EXPECT_TRUE(s.IsAborted()) << s.ToString();
     const bool committed = p == FailPoint::kAfterPrimaryCommit || p == FailPoint::kAfterSecondaryCommit;
     ASSERT_OK(worker_->WaitForQuiescence(10'000));
