@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "common/hash.h"
 #include "common/thread_util.h"
 #include "txn/records.h"
 #include "txn/timestamp.h"
@@ -34,6 +35,7 @@ Worker::Worker(WorkerConfig config)
   tables_.assign(tables.begin(), tables.end());
   MutexLock l(&mu_);
   rng_.seed(config_.seed != 0 ? config_.seed : std::random_device()());
+  empty_passes_.assign(static_cast<size_t>(config_.options.threads), 0);
 }
 
 Result<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
@@ -143,7 +145,7 @@ void Worker::ThreadLoop(int index) {
     for (size_t i = 0; i < tables_.size() && !stopping(); i++) {
       const std::string& table = tables_[(first_table + i) % tables_.size()];
       uint64_t n = 0;
-      Status s = ScanTable(table, RandomStart(table), owner, &n);
+      Status s = ScanTable(table, RandomStart(table), index, owner, &n);
       if (!s.ok()) {
         MutexLock l(&mu_);
         stats_.last_failure = "scanning the notifications of " + table + ": " + s.ToString();
@@ -157,13 +159,16 @@ void Worker::ThreadLoop(int index) {
     }
     // Nothing found: wait for a commit that notifies, or a pause that grows.
     MutexLock l(&mu_);
+    empty_passes_[static_cast<size_t>(index)]++;
+    cv_.SignalAll();
     if (!stop_ && wake_seq_ == wake_before) cv_.WaitFor(idle_micros);
     idle_micros = std::min(idle_micros * 2, config_.options.max_idle_millis * 1000);
   }
 }
 
-Status Worker::ScanTable(const std::string& table, const std::string& start, uint64_t owner,
-                         uint64_t* seen) {
+Status Worker::ScanTable(const std::string& table, const std::string& start, int index,
+                         uint64_t owner, uint64_t* seen) {
+  const uint64_t threads = static_cast<uint64_t>(config_.options.threads);
   Result<std::shared_ptr<RowStore>> store = config_.db->config().tables->Resolve(table);
   STRATA_RETURN_IF_ERROR(store.status());
   // [start, end), then [first, start).
@@ -177,6 +182,7 @@ Status Worker::ScanTable(const std::string& table, const std::string& start, uin
     std::vector<Found> found;
     for (; it->Valid(); it->Next()) {
       if (stopping()) return Status::OK();
+      if (threads > 1 && Hash64(it->row()) % threads != static_cast<uint64_t>(index)) continue;
       found.clear();
       // Cells come by column, newest first.
       for (const Cell& c : it->cells()) {
@@ -394,7 +400,19 @@ Status Worker::WaitForQuiescence(uint64_t timeout_millis) {
   for (;;) {
     uint64_t started = 0;
     {
+      // Until every thread has passed twice over its rows finding nothing
+      // (the second pass began after this call), or 50 ms: only then look
+      // at the store, which means a scan of every notification.
       MutexLock l(&mu_);
+      const std::vector<uint64_t> before = empty_passes_;
+      const uint64_t until = std::min(deadline, clock_->NowMicros() + 50'000);
+      auto all_idle = [&]() EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        for (size_t i = 0; i < before.size(); i++) {
+          if (empty_passes_[i] < before[i] + 2) return false;
+        }
+        return true;
+      };
+      while (!stop_ && !all_idle() && clock_->NowMicros() < until) cv_.WaitFor(1000);
       while (runs_in_flight_ > 0 && !stop_ && clock_->NowMicros() < deadline) {
         cv_.WaitFor(1000);
       }
@@ -426,7 +444,6 @@ Status Worker::WaitForQuiescence(uint64_t timeout_millis) {
       return Status::TimedOut(std::to_string(pending.size()) + " notifications still pending after " +
                               std::to_string(timeout_millis) + " ms");
     }
-    clock_->SleepMicros(1000);
   }
 }
 

@@ -2,11 +2,12 @@
 // tables through the row-store seam only. Each thread repeats passes: for
 // each observed table, a scan of its `notify` family from a random row
 // (a row where notifications were seen lately), wrapping around to the
-// start; each notification of an observed column is handled under an
-// advisory lock on its row (txn/lock_service.h). A row locked by another
-// thread means this scan caught up with that one: it leaves the table and
-// starts elsewhere on the next pass, instead of trailing it ("bus
-// clumping"). A pass that found nothing sleeps until a commit of this
+// start. A hash of the row says which of the worker's threads handles it;
+// each notification of an observed column is handled under an advisory lock
+// on its row (txn/lock_service.h). A row locked by a thread of another
+// worker, or handled by one already, means this scan caught up with that
+// one: it leaves the table and starts elsewhere on the next pass, instead of
+// trailing it ("bus clumping"). A pass that found nothing sleeps until a commit of this
 // process writes notifications or a growing pause (up to
 // max_idle_millis) runs out.
 //
@@ -94,9 +95,11 @@ class Worker {
   const ObserverSpec* SpecFor(std::string_view table, std::string_view column) const;
   void ThreadLoop(int index);
   // Scans `table`'s notifications from `start` around to it again, handling
-  // each; *seen counts them. Stops early when it catches up with another
-  // thread or the worker stops.
-  Status ScanTable(const std::string& table, const std::string& start, uint64_t owner,
+  // those of the rows that are thread `index`'s (a hash of the row picks
+  // the thread, so the threads of a worker never meet on a row); *seen
+  // counts them. Stops early when it catches up with another worker's
+  // thread, or the worker stops.
+  Status ScanTable(const std::string& table, const std::string& start, int index, uint64_t owner,
                    uint64_t* seen);
   // Handles the notifications of one row of `table`.
   Outcome HandleRow(const std::string& table, const std::vector<Found>& found, uint64_t owner);
@@ -125,6 +128,9 @@ class Worker {
   bool stop_ GUARDED_BY(mu_) = false;
   uint64_t wake_seq_ GUARDED_BY(mu_) = 0;    // bumped by commits that notify
   uint64_t runs_in_flight_ GUARDED_BY(mu_) = 0;
+  // Per thread, its passes that found nothing (WaitForQuiescence waits for
+  // two of each before it looks itself).
+  std::vector<uint64_t> empty_passes_ GUARDED_BY(mu_);
   uint64_t runs_started_ GUARDED_BY(mu_) = 0;
   ObserverStats stats_ GUARDED_BY(mu_);
   std::map<Cell3, Failure> failures_ GUARDED_BY(mu_);
