@@ -17,9 +17,9 @@
 // Weak observers run at least once after their notifications and keep no
 // acknowledgement: they must bear running again for the same change.
 //
-// Workers of several processes may run on one tenant: the commit protocol
-// keeps their runs apart, and each process's advisory row locks keep its own
-// threads from doing the same work (observer/README.md).
+// Workers run in the process that has the engine open; several workers on
+// one tenant share the process's advisory row locks, and the commit
+// protocol keeps their runs apart anyway (observer/README.md).
 //
 // Thread-safe. Observer::Process is called from the worker's threads, for
 // different cells at once.
@@ -64,8 +64,8 @@ struct ObserverWorkerOptions {
   // Threads that scan for notifications and run observers.
   int threads = 1;
   // The longest pause of a thread whose last pass found nothing
-  // (milliseconds); commits of this process wake it at once, so this bounds
-  // how late it sees other processes' notifications.
+  // (milliseconds). Commits through the TransactionDB wake it at once; this
+  // bounds how late it sees notifications written otherwise.
   uint64_t max_idle_millis = 5;
   // A failed or aborted run of a cell is tried again after a backoff that
   // starts here and doubles up to retry_max_millis.
