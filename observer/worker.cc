@@ -336,9 +336,13 @@ Status Worker::RunStrong(const std::string& table, const Found& f, RowStore& sto
     return Status::OK();
   }
   const txn::TxnKey trigger{table, f.row, f.column};
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, config_.db->BeginObserverRun(&trigger));
-  const ObserverSpec* spec = SpecFor(table, f.column);
-  Status s = spec->observer->Process(t.get(), table, f.row, f.column);
+  return Run(table, f, &trigger).status();
+}
+
+Result<std::unique_ptr<Transaction>> Worker::Run(const std::string& table, const Found& f,
+                                                 const txn::TxnKey* trigger) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, config_.db->BeginObserverRun(trigger));
+  Status s = SpecFor(table, f.column)->observer->Process(t.get(), table, f.row, f.column);
   if (!s.ok()) {
     t->Rollback().PermitUncheckedError();
     // An observer's own Aborted (a conflict it met) counts as a conflict.
@@ -348,29 +352,18 @@ Status Worker::RunStrong(const std::string& table, const Found& f, RowStore& sto
   MutexLock l(&mu_);
   stats_.runs++;
   stats_.collapsed += f.versions - 1;
-  return Status::OK();
+  return t;
 }
 
 Status Worker::RunWeak(const std::string& table, const Found& f, RowStore& store) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, config_.db->BeginObserverRun(nullptr));
-  const ObserverSpec* spec = SpecFor(table, f.column);
-  Status s = spec->observer->Process(t.get(), table, f.row, f.column);
-  if (!s.ok()) {
-    t->Rollback().PermitUncheckedError();
-    return s;
-  }
-  STRATA_RETURN_IF_ERROR(t->Commit());
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, Run(table, f, nullptr));
   // Every notification up to start_ts came from a commit the run saw. A
   // crash before this erasure runs the observer again.
   RowMutation m;
   m.DeleteColumn(txn::kNotifyFamily, f.column, t->start_ts());
   WriteOptions wo;
   wo.sync = false;
-  Status e = store.Mutate(wo, f.row, m);
-  MutexLock l(&mu_);
-  stats_.runs++;
-  stats_.collapsed += f.versions - 1;
-  return e;
+  return store.Mutate(wo, f.row, m);
 }
 
 // ---- Quiescence and stats ----

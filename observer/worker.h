@@ -105,6 +105,10 @@ class Worker {
   Outcome HandleRow(const std::string& table, const std::vector<Found>& found, uint64_t owner);
   Status RunStrong(const std::string& table, const Found& f, RowStore& store);
   Status RunWeak(const std::string& table, const Found& f, RowStore& store);
+  // Runs `f`'s observer in a new run on `trigger` (nullptr: a weak
+  // observer's plain transaction) and commits it.
+  Result<std::unique_ptr<Transaction>> Run(const std::string& table, const Found& f,
+                                           const txn::TxnKey* trigger);
   // Records the outcome of a run of `cell` (OK clears its failures).
   void Record(const Cell3& cell, const Status& s, bool aborted) LOCKS_EXCLUDED(mu_);
   bool Waiting(const Cell3& cell) LOCKS_EXCLUDED(mu_);
