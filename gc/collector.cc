@@ -50,11 +50,12 @@ Result<std::unique_ptr<Collector>> Collector::Open(CollectorConfig config) {
   uint64_t collected = 0, resume = 0;
   if (c->keep_progress_) {
     MutexLock l(&c->progress_mu_);
-    const RoundProgress& p = c->progress_->progress();
     // Both were published, so neither is above the stored safepoint unless
     // its file was replaced; then the log is not trusted beyond it.
-    collected = std::min(p.collected, stored);
-    if (p.round <= stored) resume = p.round;
+    STRATA_RETURN_IF_ERROR(c->progress_->Clamp(stored));
+    const RoundProgress& p = c->progress_->progress();
+    collected = p.collected;
+    resume = p.round;
   }
   {
     MutexLock l(&c->round_mu_);
@@ -152,6 +153,8 @@ Result<uint64_t> Collector::Candidate(uint64_t* oldest_running, uint64_t* lowest
 
 Status Collector::RunRound() {
   MutexLock round(&round_mu_);
+  // Once closed, its files may belong to the tenant's next collector.
+  if (closing()) return Status::Aborted("the garbage collector is closed");
   if (resume_ != 0) {
     // Once: a resumed round that fails is not tried again, the next round
     // collects at a newer safepoint anyway.
@@ -243,6 +246,7 @@ Result<std::vector<std::pair<std::string, std::shared_ptr<RowStore>>>> Collector
   const txn::TxnDBConfig& db = config_.db->config();
   if (!db.list_tables) return out;
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, db.list_tables());
+  tables_->Set(names);
   for (std::string& name : names) {
     Result<std::shared_ptr<RowStore>> store = db.tables->Resolve(name);
     if (store.status().IsNotFound()) continue;  // dropped since it was listed

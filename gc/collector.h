@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/rate_limiter.h"
+#include "gc/compaction_filter.h"
 #include "gc/progress_log.h"
 #include "gc/safepoint_store.h"
 #include "strata/gc.h"
@@ -57,7 +58,11 @@ enum class RoundStep {
 struct CollectorConfig {
   std::shared_ptr<txn::TxnDB> db;          // required
   std::unique_ptr<SafepointStore> store;   // required
-  std::unique_ptr<ProgressLog> progress;   // optional: without it progress is not kept
+  // Optional: without it progress is not kept. A range is recorded once
+  // its last row mutation, written synced, is durable; that covers the
+  // range's earlier unsynced ones only when every table shares one log (an
+  // engine's tenant does).
+  std::unique_ptr<ProgressLog> progress;
   Clock* clock = nullptr;                  // service safepoints' TTLs; nullptr = default
   GcOptions options;
   // Called with the round's safepoint after each step (tests); may block.
@@ -78,6 +83,9 @@ class Collector {
   // has resolved them). What the compaction filter collects at; shared so
   // that it outlives the collector while a compaction holds the filter.
   std::shared_ptr<const std::atomic<uint64_t>> ready() const { return ready_; }
+  // The transactional tables as the last round listed them (for the
+  // compaction filter, likewise shared).
+  std::shared_ptr<const TableSet> transactional_tables() const { return tables_; }
   // As GarbageCollector's.
   Status HoldSafepoint(std::string_view id, uint64_t ts, uint64_t ttl_millis) LOCKS_EXCLUDED(mu_);
   Status ReleaseSafepoint(std::string_view id) LOCKS_EXCLUDED(mu_);
@@ -131,6 +139,8 @@ class Collector {
   std::atomic<uint64_t> published_{0};
   // Stored with release by a round once its locks are resolved.
   const std::shared_ptr<std::atomic<uint64_t>> ready_ = std::make_shared<std::atomic<uint64_t>>(0);
+  // Set by each listing of the tables (Tables), before ready_ is raised.
+  const std::shared_ptr<TableSet> tables_ = std::make_shared<TableSet>();
 
   mutable Mutex mu_;
   CondVar cv_{&mu_};  // background loop, workers, task completion

@@ -1,14 +1,28 @@
 #include "gc/compaction_filter.h"
 
+#include <algorithm>
+
 #include "txn/records.h"
 
 namespace strata::gc {
+
+void TableSet::Set(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names_.store(std::make_shared<const std::vector<std::string>>(std::move(names)));
+}
+
+bool TableSet::Contains(std::string_view name) const {
+  const std::shared_ptr<const std::vector<std::string>> names = names_.load();
+  return names != nullptr && std::binary_search(names->begin(), names->end(), name);
+}
 
 void GcCompactionFilter::FilterColumn(const Context& context, std::string_view row,
                                       std::string_view family, std::string_view qualifier,
                                       const std::vector<Version>& versions,
                                       std::vector<Decision>* decisions,
                                       std::vector<std::string>* new_values) {
+  if (family != txn::kAckFamily && family != txn::kWriteFamily) return;
+  if (!tables_->Contains(context.table)) return;
   if (family == txn::kAckFamily) {
     // Only a column's newest ack is ever read (observer/README.md), and one
     // at least as new as the first here stays: the rest can go in any

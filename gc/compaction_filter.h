@@ -13,6 +13,7 @@
 //     the column goes with it.
 // And of an `ack` column (observers' acknowledgements), every version but
 // the newest, at any timestamp: only a column's newest ack is ever read.
+// Only in the tables the collector's last round listed as transactional.
 // Puts whose values are in `data` stay, for the row-range tasks to remove
 // with their values (a compaction of the `write` group cannot reach the
 // `data` group's files, and a value left behind would never be found).
@@ -33,13 +34,27 @@
 
 namespace strata::gc {
 
+// The names of a tenant's transactional tables, as the collector's last
+// round listed them: the tables whose columns the filter may touch (another
+// table of the tenant may have families of the same names). Thread-safe.
+class TableSet {
+ public:
+  void Set(std::vector<std::string> names);
+  bool Contains(std::string_view name) const;
+
+ private:
+  std::atomic<std::shared_ptr<const std::vector<std::string>>> names_;  // sorted
+};
+
 class GcCompactionFilter final : public CompactionFilter {
  public:
   // `ready` is the collector's ready safepoint (0: none yet), read once per
-  // column; it is shared so that it outlives the collector while a
+  // column, and `tables` its transactional tables (only those are
+  // filtered); both are shared so that they outlive the collector while a
   // compaction still holds the filter.
-  explicit GcCompactionFilter(std::shared_ptr<const std::atomic<uint64_t>> ready)
-      : ready_(std::move(ready)) {}
+  GcCompactionFilter(std::shared_ptr<const std::atomic<uint64_t>> ready,
+                     std::shared_ptr<const TableSet> tables)
+      : ready_(std::move(ready)), tables_(std::move(tables)) {}
 
   void FilterColumn(const Context& context, std::string_view row, std::string_view family,
                     std::string_view qualifier, const std::vector<Version>& versions,
@@ -51,6 +66,7 @@ class GcCompactionFilter final : public CompactionFilter {
 
  private:
   const std::shared_ptr<const std::atomic<uint64_t>> ready_;
+  const std::shared_ptr<const TableSet> tables_;
   // Relaxed: a statistic.
   std::atomic<uint64_t> dropped_{0};
 };

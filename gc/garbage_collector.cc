@@ -113,7 +113,8 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();
     return collector.status();
   }
-  auto filter = std::make_shared<gc::GcCompactionFilter>((*collector)->ready());
+  auto filter = std::make_shared<gc::GcCompactionFilter>((*collector)->ready(),
+                                                         (*collector)->transactional_tables());
   s = tenant.SetCompactionFilter(filter);
   if (!s.ok()) {
     (*collector)->Close().PermitUncheckedError();  // the filter's error is the one

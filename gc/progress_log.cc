@@ -132,6 +132,9 @@ Status ProgressLog::Decode(const Slice& contents, const std::string& path,
     in.remove_prefix(kHeaderSize + length);
     const std::string where = path + ": record at offset " +
                               std::to_string(contents.size() - in.size() - kHeaderSize - length);
+    if (type != kStart && type != kRange && type != kFinish) {
+      return Status::NotSupported(where + ": unknown record type " + std::to_string(type));
+    }
     if (first != (type == kStart)) {
       return Status::Corruption(where + ": a start record must come first, and only there");
     }
@@ -243,6 +246,19 @@ Status ProgressLog::RangeDone(const RowRange& range) {
   progress_.done.push_back(range);
   Status s = Append(RangeRecord(range));
   if (!s.ok()) progress_.done.pop_back();
+  return s;
+}
+
+Status ProgressLog::Clamp(uint64_t safepoint) {
+  if (progress_.collected <= safepoint && progress_.round <= safepoint) return Status::OK();
+  const RoundProgress before = progress_;
+  progress_.collected = std::min(progress_.collected, safepoint);
+  if (progress_.round > safepoint) {
+    progress_.round = 0;
+    progress_.done.clear();
+  }
+  Status s = Rewrite();
+  if (!s.ok()) progress_ = before;
   return s;
 }
 

@@ -75,6 +75,10 @@ class ProgressLog {
   Status RangeDone(const RowRange& range);
   // Records that the round under way is done: collected = its safepoint.
   Status FinishRound();
+  // Forgets what lies above `safepoint` (the safepoint a collector found
+  // stored, when the log claims more): `collected` comes down to it, and a
+  // round above it is dropped. Rewrites the file only if anything changed.
+  Status Clamp(uint64_t safepoint);
 
   // Decodes a whole file image (also for tools): a torn tail is dropped,
   // and *torn says whether there was one. `path` only names the file in

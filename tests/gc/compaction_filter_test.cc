@@ -40,20 +40,27 @@ class FilterRulesTest : public ::testing::Test {
  protected:
   // Decisions for `versions` (timestamp, record), newest first.
   std::vector<Decision> Filter(const std::vector<std::pair<uint64_t, std::string>>& versions,
-                               uint64_t safepoint, bool bottommost, std::string_view family = "write") {
+                               uint64_t safepoint, bool bottommost, std::string_view family = "write",
+                               std::string_view table = "acc") {
     ready_->store(safepoint);
     std::vector<CompactionFilter::Version> v;
     for (const auto& [ts, value] : versions) v.push_back({ts, value});
     std::vector<Decision> decisions(v.size(), Decision::kKeep);
     std::vector<std::string> values(v.size());
     CompactionFilter::Context ctx;
+    ctx.table = table;
     ctx.bottommost = bottommost;
     filter_.FilterColumn(ctx, "row", family, "col", v, &decisions, &values);
     return decisions;
   }
 
   std::shared_ptr<std::atomic<uint64_t>> ready_ = std::make_shared<std::atomic<uint64_t>>(0);
-  GcCompactionFilter filter_{ready_};
+  std::shared_ptr<TableSet> tables_ = [] {
+    auto t = std::make_shared<TableSet>();
+    t->Set({"acc"});
+    return t;
+  }();
+  GcCompactionFilter filter_{ready_, tables_};
 };
 
 TEST_F(FilterRulesTest, InlinePutsUnderTheFirstPutGoValuesInDataStay) {
@@ -104,6 +111,17 @@ TEST_F(FilterRulesTest, OnlyTheNewestAckStays) {
   EXPECT_EQ(filter_.dropped(), 2u);
 }
 
+// A table the collector did not list as transactional keeps everything,
+// whatever its families are called.
+TEST_F(FilterRulesTest, OtherTablesAreLeftAlone) {
+  EXPECT_EQ(Filter({{40, ""}, {30, ""}}, 100, true, "ack", "plain"),
+            (std::vector<Decision>{Decision::kKeep, Decision::kKeep}));
+  EXPECT_EQ(Filter({{15, Record(WriteKind::kPut, 14, true)}, {10, Record(WriteKind::kPut, 9, true)}},
+                   20, true, "write", "plain"),
+            (std::vector<Decision>{Decision::kKeep, Decision::kKeep}));
+  EXPECT_EQ(filter_.dropped(), 0u);
+}
+
 // On an engine: compactions run with the filter once a round has resolved
 // its locks, and remove the old inline records before the round's tasks.
 TEST(GcCompactionTest, CompactionsCollectInlineRecordsBeforeTheTasks) {
@@ -145,7 +163,8 @@ TEST(GcCompactionTest, CompactionsCollectInlineRecordsBeforeTheTasks) {
   };
   auto collector = Collector::Open(std::move(config));
   ASSERT_OK(collector);
-  auto filter = std::make_shared<GcCompactionFilter>((*collector)->ready());
+  auto filter = std::make_shared<GcCompactionFilter>((*collector)->ready(),
+                                                     (*collector)->transactional_tables());
   ASSERT_OK((*engine)->OpenTenant("t")->SetCompactionFilter(filter));
   ASSERT_OK((*collector)->RunRound());
 

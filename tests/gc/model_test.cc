@@ -124,7 +124,8 @@ class GcModelTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
     ASSERT_OK(c);
     collector_ = std::move(c).value();
     if (on_engine()) {
-      filter_ = std::make_shared<GcCompactionFilter>(collector_->ready());
+      filter_ = std::make_shared<GcCompactionFilter>(collector_->ready(),
+                                                     collector_->transactional_tables());
       ASSERT_OK(engine_->OpenTenant("t")->SetCompactionFilter(filter_));
     }
   }

@@ -174,6 +174,23 @@ TEST_F(ProgressLogTest, UnknownVersionsAreNotSupported) {
   EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
 }
 
+// A log that claims more than the stored safepoint (its file was replaced)
+// comes down to it, and stays readable after later rounds.
+TEST_F(ProgressLogTest, ClampForgetsWhatLiesAboveASafepoint) {
+  {
+    auto log = Open();
+    ASSERT_OK(log->StartRound(100));
+    ASSERT_OK(log->FinishRound());
+    ASSERT_OK(log->StartRound(120));
+    ASSERT_OK(log->RangeDone({"acc", "", ""}));
+    ASSERT_OK(log->Clamp(50));
+    EXPECT_EQ(log->progress(), (RoundProgress{50, 0, {}}));
+    ASSERT_OK(log->StartRound(60));
+    ASSERT_OK(log->FinishRound());
+  }
+  EXPECT_EQ(Open()->progress(), (RoundProgress{60, 0, {}}));
+}
+
 TEST(SubtractRangesTest, LeavesWhatNoFinishedRangeCovers) {
   using V = std::vector<RowRange>;
   // Nothing done: everything is left.
