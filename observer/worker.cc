@@ -24,6 +24,10 @@ constexpr uint64_t kRowLeaseMicros = 60'000'000;
 constexpr size_t kRecentRows = 64;
 // Cells remembered as handled.
 constexpr size_t kHandledCells = 1 << 16;
+// The longest pause or backoff an option may ask for: a day.
+constexpr uint64_t kMaxMillis = 24ull * 3600 * 1000;
+// The longest wait WaitForQuiescence counts (a larger one waits as long).
+constexpr uint64_t kMaxWaitMillis = 365ull * 24 * 3600 * 1000;
 
 }  // namespace
 
@@ -47,11 +51,14 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
     return Status::InvalidArgument("ObserverWorkerOptions::threads must be in [1, 256] (got " +
                                    std::to_string(o.threads) + ")");
   }
-  if (o.max_idle_millis == 0 || o.retry_initial_millis == 0 ||
-      o.retry_max_millis < o.retry_initial_millis || o.failing_after == 0) {
+  if (o.max_idle_millis == 0 || o.max_idle_millis > kMaxMillis || o.retry_initial_millis == 0 ||
+      o.retry_max_millis < o.retry_initial_millis || o.retry_max_millis > kMaxMillis ||
+      o.failing_after == 0) {
     return Status::InvalidArgument(
         "ObserverWorkerOptions: max_idle_millis, retry_initial_millis and failing_after must be "
-        "positive, and retry_max_millis at least retry_initial_millis");
+        "positive, retry_max_millis at least retry_initial_millis, and both limits at most a "
+        "day (" +
+        std::to_string(kMaxMillis) + " ms)");
   }
   if (config.observers.empty()) return Status::InvalidArgument("no observers to run");
   std::set<std::pair<std::string, std::string>> seen;
@@ -74,6 +81,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
   }
   std::unique_ptr<Worker> w(new Worker(std::move(config)));
   Worker* p = w.get();
+  MutexLock l(&w->stop_mu_);
   w->listener_ = w->config_.db->AddNotifyListener([p] {
     MutexLock l(&p->mu_);
     p->wake_seq_++;
@@ -88,9 +96,9 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerConfig config) {
 Worker::~Worker() { Stop().PermitUncheckedError(); }
 
 Status Worker::Stop() {
+  MutexLock stopping(&stop_mu_);
   {
     MutexLock l(&mu_);
-    if (stop_ && threads_.empty()) return Status::OK();
     stop_ = true;
     stopping_.store(true, std::memory_order_release);
     cv_.SignalAll();
@@ -178,6 +186,11 @@ Status Worker::ScanTable(const std::string& table, const std::string& start, int
     spec.start_row = parts[part].first;
     spec.end_row = parts[part].second;
     spec.filter.families = {std::string(txn::kNotifyFamily)};
+    uint64_t scan = 0;
+    {
+      MutexLock l(&mu_);
+      scan = ++scans_;
+    }
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowIterator> it, (*store)->Scan(ReadOptions(), spec));
     std::vector<Found> found;
     for (; it->Valid(); it->Next()) {
@@ -192,13 +205,18 @@ Status Worker::ScanTable(const std::string& table, const std::string& start, int
         }
         found.push_back(Found{std::string(it->row()), c.qualifier, c.timestamp, 1});
       }
+      // Only observed columns, and not a cell waiting out a backoff (a pass
+      // that finds only those has found nothing to do).
       found.erase(std::remove_if(found.begin(), found.end(),
-                                 [&](const Found& f) { return SpecFor(table, f.column) == nullptr; }),
+                                 [&](const Found& f) {
+                                   return SpecFor(table, f.column) == nullptr ||
+                                          Waiting(Cell3{table, f.row, f.column});
+                                 }),
                   found.end());
       if (found.empty()) continue;
       *seen += found.size();
       RememberRow(table, found.front().row);
-      if (HandleRow(table, found, owner) == Outcome::kBusy) {
+      if (HandleRow(table, found, scan, owner) == Outcome::kBusy) {
         // Caught up with another thread: start elsewhere next time.
         return Status::OK();
       }
@@ -247,17 +265,17 @@ void Worker::Record(const Cell3& cell, const Status& s, bool aborted) {
   f.retry_at_micros = clock_->NowMicros() + std::min(backoff, max);
 }
 
-bool Worker::Handled(const Cell3& cell, uint64_t ts) {
+bool Worker::Handled(const Cell3& cell, uint64_t ts, uint64_t scan) {
   MutexLock l(&mu_);
   auto it = handled_.find(cell);
-  return it != handled_.end() && it->second >= ts;
+  return it != handled_.end() && it->second.ts >= ts && scan <= it->second.scan;
 }
 
 void Worker::SetHandled(const Cell3& cell, uint64_t ts) {
   MutexLock l(&mu_);
-  auto [it, inserted] = handled_.emplace(cell, ts);
+  auto [it, inserted] = handled_.emplace(cell, HandledAt{ts, scans_});
   if (!inserted) {
-    it->second = std::max(it->second, ts);
+    it->second = HandledAt{std::max(it->second.ts, ts), scans_};
     return;
   }
   handled_order_.push_back(cell);
@@ -268,12 +286,12 @@ void Worker::SetHandled(const Cell3& cell, uint64_t ts) {
 }
 
 Worker::Outcome Worker::HandleRow(const std::string& table, const std::vector<Found>& found,
-                                  uint64_t owner) {
+                                  uint64_t scan, uint64_t owner) {
   const std::string& row = found.front().row;
   // What this scan's snapshot shows may have been handled by another thread
   // since: then this scan trails that thread.
   if (std::all_of(found.begin(), found.end(), [&](const Found& f) {
-        return Handled(Cell3{table, f.row, f.column}, f.newest);
+        return Handled(Cell3{table, f.row, f.column}, f.newest, scan);
       })) {
     return Outcome::kBusy;
   }
@@ -389,7 +407,7 @@ Status Worker::Pending(std::vector<Cell3>* cells, uint64_t* oldest_ts) const {
 }
 
 Status Worker::WaitForQuiescence(uint64_t timeout_millis) {
-  const uint64_t deadline = clock_->NowMicros() + timeout_millis * 1000;
+  const uint64_t deadline = clock_->NowMicros() + std::min(timeout_millis, kMaxWaitMillis) * 1000;
   for (;;) {
     uint64_t started = 0;
     {
@@ -409,6 +427,13 @@ Status Worker::WaitForQuiescence(uint64_t timeout_millis) {
       while (runs_in_flight_ > 0 && !stop_ && clock_->NowMicros() < deadline) {
         cv_.WaitFor(1000);
       }
+      if (stop_) return Status::Aborted("the observer worker stopped");
+      if (runs_in_flight_ > 0) {
+        return Status::TimedOut("a run was still under way after " +
+                                std::to_string(timeout_millis) + " ms");
+      }
+      // No run under way now: one that begins from here on changes
+      // runs_started_, and the check below sees it.
       started = runs_started_;
     }
     std::vector<Cell3> pending;

@@ -67,7 +67,7 @@ class Worker {
 
   Status WaitForQuiescence(uint64_t timeout_millis) LOCKS_EXCLUDED(mu_);
   ObserverStats GetStats() const LOCKS_EXCLUDED(mu_);
-  Status Stop() LOCKS_EXCLUDED(mu_);
+  Status Stop() LOCKS_EXCLUDED(mu_, stop_mu_);
 
  private:
   // (table, row, column)
@@ -101,8 +101,9 @@ class Worker {
   // thread, or the worker stops.
   Status ScanTable(const std::string& table, const std::string& start, int index, uint64_t owner,
                    uint64_t* seen);
-  // Handles the notifications of one row of `table`.
-  Outcome HandleRow(const std::string& table, const std::vector<Found>& found, uint64_t owner);
+  // Handles the notifications of one row of `table`, found by scan `scan`.
+  Outcome HandleRow(const std::string& table, const std::vector<Found>& found, uint64_t scan,
+                    uint64_t owner);
   Status RunStrong(const std::string& table, const Found& f, RowStore& store);
   Status RunWeak(const std::string& table, const Found& f, RowStore& store);
   // Runs `f`'s observer in a new run on `trigger` (nullptr: a weak
@@ -113,9 +114,11 @@ class Worker {
   void Record(const Cell3& cell, const Status& s, bool aborted) LOCKS_EXCLUDED(mu_);
   bool Waiting(const Cell3& cell) LOCKS_EXCLUDED(mu_);
   // Whether a thread of this worker handled `cell`'s notifications up to
-  // `ts` already (a scan's snapshot may still show them); and the record
-  // of it.
-  bool Handled(const Cell3& cell, uint64_t ts) LOCKS_EXCLUDED(mu_);
+  // `ts` after the scan numbered `scan` began, so that its snapshot shows
+  // them still; and the record of a cell handled. A scan that began after
+  // the handling and still finds one sees a notification written late (at
+  // a lower timestamp than one handled), which is handled again.
+  bool Handled(const Cell3& cell, uint64_t ts, uint64_t scan) LOCKS_EXCLUDED(mu_);
   void SetHandled(const Cell3& cell, uint64_t ts) LOCKS_EXCLUDED(mu_);
   // Every notification of an observed column now in the store.
   Status Pending(std::vector<Cell3>* cells, uint64_t* oldest_ts) const;
@@ -138,16 +141,24 @@ class Worker {
   uint64_t runs_started_ GUARDED_BY(mu_) = 0;
   ObserverStats stats_ GUARDED_BY(mu_);
   std::map<Cell3, Failure> failures_ GUARDED_BY(mu_);
-  // Cells handled lately, with the newest notification timestamp handled;
-  // at most kHandledCells, the oldest entries forgotten first.
-  std::map<Cell3, uint64_t> handled_ GUARDED_BY(mu_);
+  // Cells handled lately: the newest notification timestamp handled, and
+  // the number of the newest scan begun by then; at most kHandledCells,
+  // the oldest entries forgotten first.
+  struct HandledAt {
+    uint64_t ts = 0;
+    uint64_t scan = 0;
+  };
+  std::map<Cell3, HandledAt> handled_ GUARDED_BY(mu_);
+  uint64_t scans_ GUARDED_BY(mu_) = 0;  // scans begun (their numbers)
   std::deque<Cell3> handled_order_ GUARDED_BY(mu_);
   // Per table, rows where notifications were seen lately: where scans start.
   std::map<std::string, std::vector<std::string>> recent_rows_ GUARDED_BY(mu_);
   std::mt19937_64 rng_ GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};
-  uint64_t listener_ = 0;
-  std::vector<std::thread> threads_;
+  // Held by Stop throughout, so that concurrent calls join the threads once.
+  Mutex stop_mu_;
+  uint64_t listener_ GUARDED_BY(stop_mu_) = 0;
+  std::vector<std::thread> threads_ GUARDED_BY(stop_mu_);
 };
 
 }  // namespace strata::observer

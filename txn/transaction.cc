@@ -840,7 +840,7 @@ Status TransactionImpl::PrewriteBatch(const std::shared_ptr<RowStore>& store,
       primary_row_ = &rows[i];
       MutexLock l(&hb_->mu);
       hb_->prewritten = true;
-      hb_->primary_lock = MakeLock(writes_.begin()->second);
+      hb_->primary_lock = MakeLock(writes_.find(*primary_)->second);
       hb_->primary_lock_bytes = EncodeLock(hb_->primary_lock);
     } else {
       prewritten_.emplace_back(store, &rows[i]);
