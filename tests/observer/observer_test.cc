@@ -293,6 +293,26 @@ TEST_F(ObserverTest, WeakNotificationsAggregateAndNeverConflict) {
   EXPECT_TRUE(Notes("r", "dirty").empty());
 }
 
+// A notification written late, below one already handled (a commit_ts
+// taken before the run, written after its erasure), is still handled.
+TEST_F(ObserverTest, ANotificationWrittenLateBelowAHandledOneIsHandled) {
+  OpenDb({});
+  auto obs = std::make_shared<FnObserver>([](Transaction*, std::string_view) { return Status::OK(); });
+  StartWorker({{"t", "dirty", NotificationKind::kWeak, obs}});
+  auto t = db_->Begin({});
+  ASSERT_OK(t);
+  ASSERT_OK((*t)->SetWeakNotification("t", "r", "dirty"));
+  ASSERT_OK((*t)->Commit());
+  ASSERT_OK(worker_->WaitForQuiescence(10'000));
+  EXPECT_EQ(obs->runs(), 1u);
+  RowMutation late;
+  late.Put(txn::kNotifyFamily, "dirty", (*t)->commit_ts() - 1, "");
+  ASSERT_OK(Store().Mutate(WriteOptions(), "r", late));
+  ASSERT_OK(worker_->WaitForQuiescence(10'000));
+  EXPECT_EQ(obs->runs(), 2u);
+  EXPECT_TRUE(Notes("r", "dirty").empty());
+}
+
 // A coordinator stopped at each fail point of a transaction writing
 // observed columns of two rows: the observer sees each change exactly when
 // the transaction committed (roll-forward by the observer's own read).
