@@ -12,8 +12,8 @@
 // <dir> --tenant=T --table=X` shows a transactional table's pending
 // notifications and observers' acks (observer/README.md): it opens an engine
 // on a snapshot of the directory (its manifest and log copied, its table
-// files linked) in a temporary directory, so the directory itself is only
-// read, as with the other commands.
+// files linked) in a directory made beside it and removed after, so the
+// directory itself is only read, as with the other commands.
 //
 // Exit codes: 0 ok; 1 the catalog and the files disagree, or a file is
 // damaged (check); 2 bad arguments, a directory that cannot be read or is no
@@ -83,9 +83,9 @@ const char kUsage[] =
     "  notifications  the pending notifications and the observers' acks of\n"
     "           transactional table X of tenant T: per cell how many\n"
     "           notifications, the newest one's time, and the newest ack. Opens\n"
-    "           an engine on a snapshot of <engine-dir> in a temporary directory\n"
-    "           ($TMPDIR: the manifest and log copied, table files linked), so\n"
-    "           <engine-dir> is only read\n"
+    "           an engine on a snapshot of <engine-dir> in a directory made beside\n"
+    "           it and removed after (the manifest and log copied, table files\n"
+    "           linked), so <engine-dir> is only read\n"
     "\n"
     "options:\n"
     "  --tenant=T, --table=X  notifications: the table to show\n"
@@ -474,49 +474,69 @@ int CmdGc(FileSystem* fs, const Args& args) {
   return code;
 }
 
-// A snapshot of the engine directory `dir` in a new temporary directory:
-// the manifest and the log's segments copied (an engine open on `dir` goes
-// on writing them), the table files, which never change, linked (copied
-// where links cannot be made). Empty on failure, with *error set.
+// Copies the engine directory `dir` into `to` (an empty directory): the
+// manifest and the log's segments copied (an engine open on `dir` goes on
+// writing them), the table files, which never change, linked (copied where
+// links cannot be made). False with *error set on failure.
+bool CopyEngineDir(const std::filesystem::path& dir, const std::filesystem::path& to,
+                   std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == "LOCK") continue;
+    if (it->is_directory(ec)) {
+      fs::create_directory(to / name, ec);
+      for (fs::directory_iterator f(it->path(), ec); !ec && f != end; f.increment(ec)) {
+        if (!f->is_regular_file(ec)) continue;
+        const fs::path target = to / name / f->path().filename();
+        if (name == "sst") {
+          fs::create_hard_link(f->path(), target, ec);
+          if (!ec) continue;
+          ec.clear();
+        }
+        fs::copy_file(f->path(), target, ec);
+        // Gone meanwhile (a compaction or a log release): the manifest
+        // changed too, and the caller copies again.
+        if (ec && !fs::exists(f->path())) ec.clear();
+      }
+    } else if (!ec && it->is_regular_file(ec)) {
+      fs::copy_file(it->path(), to / name, ec);
+    }
+  }
+  if (ec) *error = "cannot snapshot " + dir.string() + ": " + ec.message();
+  return !ec;
+}
+
+// A snapshot of the engine directory `dir` in a new directory beside it
+// (on its file system, so that table files are linked, not copied): taken
+// again while the manifest changes under it (a flush or compaction of an
+// engine open on `dir`). Empty on failure, with *error set.
 std::string SnapshotEngineDir(const std::string& dir, std::string* error) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::string tmpl = (fs::temp_directory_path(ec) / "strata-snapshot-XXXXXX").string();
+  const fs::path source = fs::absolute(dir, ec);
+  std::string tmpl = (source.parent_path() / ".strata-snapshot-XXXXXX").string();
   if (ec || ::mkdtemp(tmpl.data()) == nullptr) {
-    *error = "cannot make a temporary directory: " + std::string(std::strerror(errno));
+    *error = "cannot make a directory beside " + dir + ": " + std::string(std::strerror(errno));
     return "";
   }
   const fs::path to(tmpl);
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == "LOCK") continue;
-    if (entry.is_directory()) {
-      fs::create_directory(to / name, ec);
-      for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
-        if (!file.is_regular_file()) continue;
-        const fs::path target = to / name / file.path().filename();
-        if (name == "sst") {
-          fs::create_hard_link(file.path(), target, ec);
-          if (!ec) continue;
-        }
-        ec.clear();
-        fs::copy_file(file.path(), target, ec);
-        // A table file a compaction deleted meanwhile is missed: the open
-        // says so.
-        if (ec && fs::exists(file.path())) break;
-        ec.clear();
-      }
-    } else if (entry.is_regular_file()) {
-      fs::copy_file(entry.path(), to / name, ec);
-    }
-    if (ec) break;
-  }
-  if (ec) {
-    *error = "cannot snapshot " + dir + ": " + ec.message();
+  const std::string manifest = JoinPath(dir, engine::Manifest::kFileName);
+  for (int attempt = 0; attempt < 5; attempt++) {
+    std::string before, after;
+    if (!ReadFileToString(FileSystem::Default(), manifest, &before).ok()) break;
     fs::remove_all(to, ec);
-    return "";
+    fs::create_directory(to, ec);
+    if (!CopyEngineDir(source, to, error)) break;
+    if (ReadFileToString(FileSystem::Default(), manifest, &after).ok() && after == before) {
+      return tmpl;
+    }
+    *error = "the manifest of " + dir + " kept changing while it was copied";
   }
-  return tmpl;
+  if (error->empty()) *error = "cannot read " + manifest;
+  fs::remove_all(to, ec);
+  return "";
 }
 
 int CmdNotifications(const Args& args) {
@@ -541,10 +561,17 @@ int CmdNotifications(const Args& args) {
                  engine.status().ToString().c_str());
     return kExitProblem;
   }
+  // A tenant or table that is not there, or not transactional, exits 2; a
+  // store that fails to read, 1.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "strata: %s\n", s.ToString().c_str());
     (*engine)->Close().PermitUncheckedError();  // the first error is the one
-    return kExitUsage;
+    return s.IsNotFound() || s.IsInvalidArgument() ? kExitUsage : kExitProblem;
+  };
+  auto problem = [&](const Status& s) {
+    std::fprintf(stderr, "strata: reading the snapshot: %s\n", s.ToString().c_str());
+    (*engine)->Close().PermitUncheckedError();
+    return kExitProblem;
   };
   Result<Tenant> tenant = (*engine)->OpenTenant(args.tenant);
   if (!tenant.ok()) return fail(tenant.status());
@@ -559,7 +586,7 @@ int CmdNotifications(const Args& args) {
   ScanSpec spec;
   spec.filter.families = {std::string(txn::kNotifyFamily), std::string(txn::kAckFamily)};
   Result<std::unique_ptr<RowIterator>> it = table->Scan(ReadOptions(), spec);
-  if (!it.ok()) return fail(it.status());
+  if (!it.ok()) return problem(it.status());
   uint64_t cells = 0, notifications = 0, acks = 0, shown = 0;
   uint64_t oldest = UINT64_MAX;
   std::printf("table '%s' of tenant '%s' (a snapshot of %s):\n", EscapeBytes(args.table).c_str(),
@@ -595,7 +622,7 @@ int CmdNotifications(const Args& args) {
     }
   }
   Status s = (*it)->status();
-  if (!s.ok()) return fail(s);
+  if (!s.ok()) return problem(s);
   if (shown < cells) std::printf("  ... %" PRIu64 " more cells\n", cells - shown);
   std::printf("%" PRIu64 " notifications pending in %" PRIu64 " cells", notifications, cells);
   if (cells > 0) std::printf(", the oldest from %s", WallTime(oldest).c_str());

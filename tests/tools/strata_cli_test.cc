@@ -263,6 +263,11 @@ TEST(StrataCliNotificationsTest, ShowsPendingNotificationsAndAcks) {
   r = RunTool("notifications --rows=1 --tenant=app --table=docs " + Quote(dir.Join("db")));
   EXPECT_TRUE(Contains(r.out, "... 1 more cells")) << r.out;
   EXPECT_EQ(ReadAll(dir.Join("db/MANIFEST")), manifest);
+  // The snapshot beside the directory is gone.
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().rfind(".strata-snapshot-", 0), std::string::npos)
+        << e.path();
+  }
 
   // Bad input: exit 2, with a reason.
   r = RunTool("notifications --tenant=app " + Quote(dir.Join("db")));
