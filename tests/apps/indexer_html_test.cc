@@ -4,10 +4,12 @@
 // as far as it goes, with the problems named.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "indexer/html.h"
+#include "util/test_util.h"
 
 namespace strata::indexer {
 namespace {
@@ -95,6 +97,32 @@ TEST(IndexerHtmlTest, ResolvesUrls) {
   EXPECT_FALSE(ValidUrl(""));
   EXPECT_FALSE(ValidUrl("http://h/\x01"));
   EXPECT_FALSE(ValidUrl(std::string(3000, 'a')));
+}
+
+// Random pieces of markup, quotes, references and bytes: parsing never
+// fails, and what it gives holds its invariants.
+TEST(IndexerHtmlTest, RandomInputParses) {
+  static const char* kPieces[] = {"<a href=\"", "\">", "</a>", "<title>", "</title>", "<!--",
+                                  "-->", "<script>", "</script>", "&amp;", "&#x", "&#", ";",
+                                  "'", "\"", "<", ">", "/", "../", "#", " ", "\n", "word",
+                                  "http://h/x", "\xff", "\x00", "<p", "=", "&"};
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int n = 0; n < 3000; n++) {
+    std::string html;
+    const int pieces = static_cast<int>(rng() % 40);
+    for (int i = 0; i < pieces; i++) {
+      html += std::string(kPieces[rng() % (sizeof(kPieces) / sizeof(kPieces[0]))]);
+    }
+    const ParsedPage p = ParseHtml("http://h/dir/page.html", html);
+    EXPECT_EQ(p.fingerprint, Fingerprint(p.title + "\n" + p.text));
+    for (const Link& l : p.links) {
+      EXPECT_TRUE(ValidUrl(l.url)) << html;
+      EXPECT_EQ(l.url.find('#'), std::string::npos) << html;
+    }
+    EXPECT_EQ(p.text.find("  "), std::string::npos) << html;
+  }
 }
 
 TEST(IndexerHtmlTest, Terms) {
