@@ -1,0 +1,67 @@
+// The incremental indexing pipeline: the index of batch.h kept up to date
+// by observers as pages are added, edited and deleted, on the public API
+// only. Tables (all transactional):
+//
+//   pages     row = URL: raw (the HTML; observed), title, text, links,
+//             fp (fingerprint), canon (the canonical URL of the page's
+//             cluster; observed), refresh (observed: "recompute what this
+//             page contributes"), and what it contributes now: outs (its
+//             anchors per canonical target), linked (the URLs it links to),
+//             terms (the terms it is posted under)
+//   clusters  row = fingerprint: a column "m:<url>" per member, and "v",
+//             which every change of the cluster writes so that two changes
+//             conflict instead of each computing a canonical from a
+//             membership the other changes
+//   inlinks   row = canonical target, column = canonical source: its
+//             anchor texts, tab-separated, sorted
+//   linkers   row = URL, column = a canonical page that links to it
+//   postings  row = term, column = a canonical URL posted under it
+//
+// Observers:
+//   parse    (pages/raw)  parses the page, moves it between clusters,
+//            recomputes the canonical of each cluster it left or joined
+//            (writing canon of every member whose canonical changed) and
+//            asks for the page's refresh. A deleted page leaves its cluster
+//            and loses its canon.
+//   refresh  (pages/canon and pages/refresh)  recomputes what the page
+//            contributes: for a canonical page, its anchors onto the
+//            canonicals of the pages it links to (read with GetForUpdate,
+//            so that a canonical changing meanwhile conflicts instead of
+//            being missed) and its terms (title, text, incoming anchors);
+//            nothing for any other page. Changed anchors ask for the
+//            target's refresh (its terms include them); a changed canon
+//            asks for the refresh of every page linking to this one.
+#ifndef STRATA_APPS_INDEXER_PIPELINE_H_
+#define STRATA_APPS_INDEXER_PIPELINE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "indexer/batch.h"
+#include "strata/observer.h"
+#include "strata/transaction.h"
+
+namespace strata::indexer {
+
+// The columns a TransactionDB must observe for the pipeline.
+std::vector<ObservedColumn> PipelineObservedColumns();
+
+// Creates the pipeline's tables (AlreadyExists is fine: they are kept).
+Status CreatePipelineTables(TransactionDB* db);
+
+// The observers to run in an ObserverWorker.
+std::vector<ObserverSpec> PipelineObservers();
+
+// Adds or replaces a page, or deletes it, in a transaction of its own
+// (tried again while it aborts on an observer's run on the page).
+Status PutPage(TransactionDB* db, std::string_view url, std::string_view html);
+Status DeletePage(TransactionDB* db, std::string_view url);
+
+// The index as the tables hold it now (after quiescence: what the observers
+// made of the pages).
+Result<Index> ReadIndex(TransactionDB* db);
+
+}  // namespace strata::indexer
+
+#endif  // STRATA_APPS_INDEXER_PIPELINE_H_
