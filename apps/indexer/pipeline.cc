@@ -338,4 +338,32 @@ Result<Index> ReadIndex(TransactionDB* db) {
   return index;
 }
 
+Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query, size_t limit) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, db->Begin());
+  std::map<std::string, SearchHit> hits;
+  const std::vector<std::string> terms_v = Terms(query);
+  const std::set<std::string> terms(terms_v.begin(), terms_v.end());
+  for (const std::string& term : terms) {
+    STRATA_ASSIGN_OR_RETURN(auto urls, RowOf(t.get(), kPostings, term));
+    for (const auto& [url, v] : urls) {
+      SearchHit& h = hits[url];
+      h.url = url;
+      h.matched++;
+    }
+  }
+  std::vector<SearchHit> out;
+  for (auto& [url, h] : hits) {
+    STRATA_ASSIGN_OR_RETURN(auto in, RowOf(t.get(), kInlinks, url));
+    h.inlinks = in.size();
+    out.push_back(h);
+  }
+  std::sort(out.begin(), out.end(), [](const SearchHit& a, const SearchHit& b) {
+    if (a.matched != b.matched) return a.matched > b.matched;
+    if (a.inlinks != b.inlinks) return a.inlinks > b.inlinks;
+    return a.url < b.url;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
 }  // namespace strata::indexer

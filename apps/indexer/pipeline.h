@@ -62,6 +62,16 @@ Status DeletePage(TransactionDB* db, std::string_view url);
 // made of the pages).
 Result<Index> ReadIndex(TransactionDB* db);
 
+struct SearchHit {
+  std::string url;
+  size_t matched = 0;  // query terms the page is posted under
+  size_t inlinks = 0;  // canonical pages linking to it
+};
+
+// The canonical pages posted under any term of `query`, best first: more
+// terms matched, then more in-links, then the smaller URL. At most `limit`.
+Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query, size_t limit);
+
 }  // namespace strata::indexer
 
 #endif  // STRATA_APPS_INDEXER_PIPELINE_H_
