@@ -92,8 +92,10 @@ std::vector<std::string> DecodeAnchors(std::string_view value) {
   return Split(value.substr(1), '\t');
 }
 
+// A weak notification: it conflicts with nothing, so the many pages that
+// ask one popular page to refresh do not abort each other.
 Status AskRefresh(Transaction* t, std::string_view url) {
-  return t->Set(kPages, url, "refresh", std::to_string(t->start_ts()));
+  return t->SetWeakNotification(kPages, url, "refresh");
 }
 
 // Recomputes the canonical of the cluster `fp` and writes canon of every
@@ -125,13 +127,32 @@ class ParseObserver final : public Observer {
       std::optional<std::string> value;
     };
     std::vector<Field> fields = {{"title", {}}, {"text", {}}, {"links", {}}};
+    std::set<std::string> linked;
     if (raw.has_value()) {
       const ParsedPage p = ParseHtml(url, *raw);
       fp = Hex(p.fingerprint);
       std::string links;
-      for (const Link& l : p.links) links += l.url + "\t" + l.anchor + "\n";
+      for (const Link& l : p.links) {
+        links += l.url + "\t" + l.anchor + "\n";
+        linked.insert(l.url);
+      }
       fields = {{"title", p.title}, {"text", p.text}, {"links", links}};
     }
+    // Linkers: the pages to refresh when a linked page's canonical moves.
+    // Registered here, before the page's refresh reads those canonicals, so
+    // that a canonical moving after that read always finds this page.
+    STRATA_ASSIGN_OR_RETURN(std::optional<std::string> old_linked_s, Maybe(t, kPages, url, "linked"));
+    const std::vector<std::string> old_linked_v = Split(old_linked_s.value_or(""), '\n');
+    const std::set<std::string> old_linked(old_linked_v.begin(), old_linked_v.end());
+    for (const std::string& l : old_linked) {
+      if (!l.empty() && linked.count(l) == 0) STRATA_RETURN_IF_ERROR(t->Erase(kLinkers, l, url));
+    }
+    for (const std::string& l : linked) {
+      if (old_linked.count(l) == 0) STRATA_RETURN_IF_ERROR(t->Set(kLinkers, l, url, ""));
+    }
+    const std::string linked_s = Join(std::vector<std::string>(linked.begin(), linked.end()), '\n');
+    STRATA_RETURN_IF_ERROR(Put(t, kPages, url, "linked", old_linked_s,
+                               linked_s.empty() ? std::nullopt : std::optional<std::string>(linked_s)));
     for (const Field& f : fields) {
       STRATA_ASSIGN_OR_RETURN(std::optional<std::string> old, Maybe(t, kPages, url, f.name));
       STRATA_RETURN_IF_ERROR(Put(t, kPages, url, f.name, old, f.value));
@@ -164,7 +185,6 @@ class RefreshObserver final : public Observer {
     const bool canonical = canon.has_value() && *canon == u;
     // Anchors onto the canonicals of the pages linked to.
     std::map<std::string, std::vector<std::string>> outs;
-    std::set<std::string> linked;
     std::string title, text;
     if (canonical) {
       STRATA_ASSIGN_OR_RETURN(std::optional<std::string> links, Maybe(t, kPages, u, "links"));
@@ -173,9 +193,7 @@ class RefreshObserver final : public Observer {
         const size_t tab = line.find('\t');
         const std::string target = line.substr(0, tab);
         const std::string anchor = tab == std::string::npos ? "" : line.substr(tab + 1);
-        linked.insert(target);
-        STRATA_ASSIGN_OR_RETURN(std::optional<std::string> tc,
-                                Maybe(t, kPages, target, "canon", /*for_update=*/true));
+        STRATA_ASSIGN_OR_RETURN(std::optional<std::string> tc, Maybe(t, kPages, target, "canon"));
         if (tc.has_value() && *tc != u) outs[*tc].push_back(anchor);
       }
       for (auto& [target, anchors] : outs) std::sort(anchors.begin(), anchors.end());
@@ -212,20 +230,6 @@ class RefreshObserver final : public Observer {
     }
     STRATA_RETURN_IF_ERROR(Put(t, kPages, u, "outs", old_outs_s,
                                outs_s.empty() ? std::nullopt : std::optional<std::string>(outs_s)));
-    // Linkers: which pages to refresh when a linked page's canonical moves.
-    STRATA_ASSIGN_OR_RETURN(std::optional<std::string> old_linked_s,
-                            Maybe(t, kPages, u, "linked"));
-    const std::vector<std::string> old_linked_v = Split(old_linked_s.value_or(""), '\n');
-    const std::set<std::string> old_linked(old_linked_v.begin(), old_linked_v.end());
-    for (const std::string& l : old_linked) {
-      if (!l.empty() && linked.count(l) == 0) STRATA_RETURN_IF_ERROR(t->Erase(kLinkers, l, u));
-    }
-    for (const std::string& l : linked) {
-      if (old_linked.count(l) == 0) STRATA_RETURN_IF_ERROR(t->Set(kLinkers, l, u, ""));
-    }
-    const std::string linked_s = Join(std::vector<std::string>(linked.begin(), linked.end()), '\n');
-    STRATA_RETURN_IF_ERROR(Put(t, kPages, u, "linked", old_linked_s,
-                               linked_s.empty() ? std::nullopt : std::optional<std::string>(linked_s)));
     // Terms: title, text and incoming anchors of a canonical page.
     std::set<std::string> terms;
     if (canonical) {
@@ -260,7 +264,7 @@ class RefreshObserver final : public Observer {
 }  // namespace
 
 std::vector<ObservedColumn> PipelineObservedColumns() {
-  return {{kPages, "raw"}, {kPages, "canon"}, {kPages, "refresh"}};
+  return {{kPages, "raw"}, {kPages, "canon"}};
 }
 
 Status CreatePipelineTables(TransactionDB* db) {
@@ -275,7 +279,7 @@ std::vector<ObserverSpec> PipelineObservers() {
   auto refresh = std::make_shared<RefreshObserver>();
   return {{kPages, "raw", NotificationKind::kStrong, std::make_shared<ParseObserver>()},
           {kPages, "canon", NotificationKind::kStrong, refresh},
-          {kPages, "refresh", NotificationKind::kStrong, refresh}};
+          {kPages, "refresh", NotificationKind::kWeak, refresh}};
 }
 
 namespace {

@@ -3,34 +3,39 @@
 // only. Tables (all transactional):
 //
 //   pages     row = URL: raw (the HTML; observed), title, text, links,
-//             fp (fingerprint), canon (the canonical URL of the page's
-//             cluster; observed), refresh (observed: "recompute what this
-//             page contributes"), and what it contributes now: outs (its
-//             anchors per canonical target), linked (the URLs it links to),
+//             linked (the URLs it links to), fp (fingerprint), canon (the
+//             canonical URL of the page's cluster; observed), and what it
+//             contributes now: outs (its anchors per canonical target) and
 //             terms (the terms it is posted under)
 //   clusters  row = fingerprint: a column "m:<url>" per member, and "v",
 //             which every change of the cluster writes so that two changes
 //             conflict instead of each computing a canonical from a
 //             membership the other changes
 //   inlinks   row = canonical target, column = canonical source: its
-//             anchor texts, tab-separated, sorted
-//   linkers   row = URL, column = a canonical page that links to it
+//             anchor texts, each after a tab, sorted
+//   linkers   row = URL, column = a page that links to it
 //   postings  row = term, column = a canonical URL posted under it
 //
 // Observers:
-//   parse    (pages/raw)  parses the page, moves it between clusters,
-//            recomputes the canonical of each cluster it left or joined
-//            (writing canon of every member whose canonical changed) and
-//            asks for the page's refresh. A deleted page leaves its cluster
-//            and loses its canon.
-//   refresh  (pages/canon and pages/refresh)  recomputes what the page
-//            contributes: for a canonical page, its anchors onto the
-//            canonicals of the pages it links to (read with GetForUpdate,
-//            so that a canonical changing meanwhile conflicts instead of
-//            being missed) and its terms (title, text, incoming anchors);
-//            nothing for any other page. Changed anchors ask for the
-//            target's refresh (its terms include them); a changed canon
-//            asks for the refresh of every page linking to this one.
+//   parse    (pages/raw, strong)  parses the page, records which pages it
+//            links to (linkers), moves it between clusters, recomputes the
+//            canonical of each cluster it left or joined (writing canon of
+//            every member whose canonical changed) and asks for the page's
+//            refresh. A deleted page leaves its cluster and loses its canon.
+//   refresh  (pages/canon, strong; pages/refresh, weak)  recomputes what
+//            the page contributes: for a canonical page, its anchors onto
+//            the canonicals of the pages it links to and its terms (title,
+//            text, incoming anchors); nothing for any other page. Changed
+//            anchors ask for the target's refresh (its terms include them);
+//            a changed canon asks for the refresh of every page linking to
+//            this one.
+// A refresh is asked for with a weak notification, which conflicts with
+// nothing: the many pages linking to a popular page do not abort each
+// other. No refresh misses a canonical that moves: the page's linkers entry
+// is written by its parse, before any refresh of it reads the canonicals of
+// the pages it links to, so the run of a canonical that moves after such a
+// read finds the entry and asks for another refresh.
+
 #ifndef STRATA_APPS_INDEXER_PIPELINE_H_
 #define STRATA_APPS_INDEXER_PIPELINE_H_
 
