@@ -309,7 +309,6 @@ Worker::Outcome Worker::HandleRow(const std::string& table, const std::vector<Fo
   for (const Found& f : found) {
     if (stopping()) break;
     const Cell3 cell{table, f.row, f.column};
-    if (Waiting(cell)) continue;
     const ObserverSpec* spec = SpecFor(table, f.column);
     Status s = store.status();
     if (s.ok()) {
