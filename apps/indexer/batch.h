@@ -9,7 +9,8 @@
 //     itself counts for nothing. Per canonical target: the source
 //     canonicals linking to it, each with the anchor texts of its links;
 //   - the inverted index: each term of a canonical page's title, text and
-//     incoming anchor texts maps to that canonical URL.
+//     incoming anchor texts maps to that canonical URL, with how often it
+//     occurs in each of the three (what a search ranks by).
 //
 // Pure functions; thread-safe.
 #ifndef STRATA_APPS_INDEXER_BATCH_H_
@@ -19,11 +20,26 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "indexer/corpus.h"
 
 namespace strata::indexer {
+
+// How often a term occurs in a canonical page's title, text and incoming
+// anchor texts (all anchors of all source canonicals).
+struct Posting {
+  uint32_t title = 0;
+  uint32_t text = 0;
+  uint32_t anchors = 0;
+  friend bool operator==(const Posting&, const Posting&) = default;
+};
+
+// The terms of a canonical page and their postings, from its title, its
+// text and the anchor texts pointing to it.
+std::map<std::string, Posting> PostingsOf(std::string_view title, std::string_view text,
+                                          const std::vector<std::string_view>& anchors);
 
 struct Index {
   // URL -> the canonical URL of its cluster (itself for a canonical).
@@ -32,8 +48,11 @@ struct Index {
   std::map<uint64_t, std::set<std::string>> clusters;
   // Canonical target -> source canonical -> its anchor texts, sorted.
   std::map<std::string, std::map<std::string, std::vector<std::string>>> inlinks;
-  // Term -> the canonical URLs it is found in.
-  std::map<std::string, std::set<std::string>> postings;
+  // Term -> the canonical URLs it is found in, each with its posting.
+  std::map<std::string, std::map<std::string, Posting>> postings;
+  // URL -> what its parse found off (ParsedPage::problems), for pages with
+  // any: the bad-input report.
+  std::map<std::string, std::vector<std::string>> problems;
   friend bool operator==(const Index&, const Index&) = default;
 };
 

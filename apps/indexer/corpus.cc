@@ -15,7 +15,9 @@ std::vector<Page> LoadHtmlTree(const std::string& root, const std::string& url_p
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     if (it->is_regular_file(ec) && it->path().extension() == ".html") {
-      paths.push_back(fs::relative(it->path(), root, ec).generic_string());
+      // Lexically: a symlinked page is a copy at its own path, as a web
+      // server would serve it, not its target's.
+      paths.push_back(it->path().lexically_relative(root).generic_string());
     }
   }
   if (ec) skipped->push_back(root + ": " + ec.message());

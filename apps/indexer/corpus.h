@@ -20,7 +20,8 @@ struct Page {
 
 // Every *.html file under `root`, in path order, as pages whose URLs are
 // `url_prefix` followed by the file's path under `root` (so relative links
-// between them resolve to each other). Large files are kept whole (the
+// between them resolve to each other). A symlink to a page is a copy of it
+// at the symlink's path; symlinked directories are not followed. Large files are kept whole (the
 // parser cuts them); unreadable ones are skipped and named in *skipped.
 std::vector<Page> LoadHtmlTree(const std::string& root, const std::string& url_prefix,
                                std::vector<std::string>* skipped);

@@ -253,7 +253,7 @@ std::string ResolveUrl(std::string_view base, std::string_view href) {
 ParsedPage ParseHtml(std::string_view url, std::string_view html) {
   ParsedPage page;
   if (html.size() > kMaxParsedBytes) {
-    page.problems.push_back("cut at " + std::to_string(kMaxParsedBytes) + " of " +
+    page.problems.push_back("too large, cut at " + std::to_string(kMaxParsedBytes) + " of " +
                             std::to_string(html.size()) + " bytes");
     html = html.substr(0, kMaxParsedBytes);
   }
@@ -274,7 +274,12 @@ ParsedPage ParseHtml(std::string_view url, std::string_view html) {
     if (resolved.empty()) {
       if (!href.empty() && href.front() != '#' && href.rfind("mailto:", 0) != 0 &&
           href.rfind("javascript:", 0) != 0) {
-        page.problems.push_back("link not followed: " + href.substr(0, 200));
+        // Control bytes shown as '?': a problem is one line of a report.
+        std::string shown = href.substr(0, 200);
+        for (char& c : shown) {
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        }
+        page.problems.push_back("link not followed: " + shown);
       }
     } else if (resolved != url) {
       page.links.push_back(Link{std::move(resolved), Collapse(anchor)});

@@ -32,7 +32,8 @@ struct ParsedPage {
   // Of the title and text: pages with equal fingerprints are duplicates.
   uint64_t fingerprint = 0;
   // What was off, for the report: an unclosed tag or comment, a text cut
-  // at the size limit, a link that could not be resolved. Empty when none.
+  // at the size limit, a link that could not be resolved. Each is one line
+  // (control bytes shown as '?'). Empty when none.
   std::vector<std::string> problems;
 };
 

@@ -5,8 +5,8 @@
 // become searchable, against the time of the batch recompute; then answer
 // searches. Uses the public API only.
 //
-//   strata-indexer [--corpus=DIR | --synthetic=N] [--threads=N] [--edits=N]
-//                  [--db=DIR] [--search=WORDS]...
+//   strata-indexer [--corpus=[NAME=]DIR... | --synthetic=N] [--threads=N]
+//                  [--edits=N] [--db=DIR] [--search=WORDS]...
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,13 +15,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "indexer/batch.h"
 #include "indexer/corpus.h"
+#include "indexer/html.h"
 #include "indexer/pipeline.h"
 #include "strata/engine.h"
 #include "strata/observer.h"
@@ -33,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 using strata::indexer::Page;
 
 struct Flags {
-  std::string corpus;
+  std::vector<std::string> corpora;  // DIR or NAME=DIR
   uint64_t synthetic = 0;
   int threads = 2;
   int edits = 20;
@@ -45,6 +49,9 @@ void Usage() {
   std::printf(
       "strata-indexer: an incremental web index on Strata's observers.\n\n"
       "  --corpus=DIR     index every *.html under DIR (URLs http://docs.local/<path>)\n"
+      "  --corpus=NAME=DIR  the same with URLs http://docs.local/NAME/<path>; may be\n"
+      "                   repeated, to index several trees (such as two releases of one\n"
+      "                   manual, whose unchanged pages are duplicates) as one corpus\n"
       "  --synthetic=N    index a synthetic corpus of N linked pages with duplicates\n"
       "                   (the default, with N = 2000, when neither is given)\n"
       "  --threads=N      observer worker threads (default 2)\n"
@@ -55,9 +62,10 @@ void Usage() {
       "  --search=WORDS   a search to answer at the end (may be repeated)\n"
       "  --help           this text\n\n"
       "It prints progress while loading, then: pages, clusters, links and terms; pages/s\n"
-      "and observer runs/s; whether the index equals the batch computation; the delay\n"
-      "from an edit's commit to it being searchable (p50, p99) against the time of the\n"
-      "batch recompute; and the searches' answers.\n");
+      "and observer runs/s; storage operations and bytes written per page; whether the\n"
+      "index equals the batch computation; the pages skipped or read with problems; the\n"
+      "delay from an edit's commit to it being searchable (p50, p99) against the time of\n"
+      "the batch recompute; and the searches' answers, ranked.\n");
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -71,7 +79,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       Usage();
       std::exit(0);
     } else if (const char* v = value("--corpus")) {
-      f->corpus = v;
+      f->corpora.push_back(v);
     } else if (const char* v = value("--synthetic")) {
       f->synthetic = std::strtoull(v, nullptr, 10);
     } else if (const char* v = value("--threads")) {
@@ -87,11 +95,11 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       return false;
     }
   }
-  if (!f->corpus.empty() && f->synthetic > 0) {
+  if (!f->corpora.empty() && f->synthetic > 0) {
     std::fprintf(stderr, "strata-indexer: --corpus and --synthetic exclude each other\n");
     return false;
   }
-  if (f->corpus.empty() && f->synthetic == 0) f->synthetic = 2000;
+  if (f->corpora.empty() && f->synthetic == 0) f->synthetic = 2000;
   if (f->threads < 1 || f->threads > 64 || f->edits < 0) {
     std::fprintf(stderr, "strata-indexer: bad flag value (--help says what each takes)\n");
     return false;
@@ -115,23 +123,62 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }
 
+// The pages refused (a URL the pipeline does not take) and the pages read
+// with problems, by kind, with an example of each.
+void ReportBadInput(const std::vector<std::string>& refused,
+                    const std::map<std::string, std::vector<std::string>>& problems) {
+  std::map<std::string, std::pair<size_t, std::string>> kinds;  // kind -> count, example
+  for (const auto& [url, list] : problems) {
+    for (const std::string& p : list) {
+      // The kind is the problem up to its details: "unclosed tag", "too large".
+      const std::string kind = p.substr(0, std::min(p.find_first_of(",:"), p.find(" at ")));
+      auto [it, inserted] = kinds.try_emplace(kind, 0, url + ": " + p);
+      it->second.first++;
+    }
+  }
+  std::printf("bad input: %zu pages refused, %zu pages read with problems%s\n", refused.size(),
+              problems.size(), refused.empty() && problems.empty() ? "" : ":");
+  if (!refused.empty()) {
+    std::printf("  %zu refused, e.g. %s\n", refused.size(), refused.front().substr(0, 160).c_str());
+  }
+  for (const auto& [kind, count_example] : kinds) {
+    std::printf("  %zu %s, e.g. %s\n", count_example.first, kind.c_str(),
+                count_example.second.substr(0, 160).c_str());
+  }
+}
+
 int Run(const Flags& f) {
   // The corpus.
   std::vector<Page> pages;
-  if (!f.corpus.empty()) {
+  for (const std::string& c : f.corpora) {
+    const size_t eq = c.find('=');
+    const std::string name = eq == std::string::npos ? "" : c.substr(0, eq);
+    const std::string root = eq == std::string::npos ? c : c.substr(eq + 1);
     std::vector<std::string> skipped;
-    pages = strata::indexer::LoadHtmlTree(f.corpus, "http://docs.local/", &skipped);
+    std::vector<Page> tree = strata::indexer::LoadHtmlTree(
+        root, "http://docs.local/" + (name.empty() ? "" : name + "/"), &skipped);
     for (const std::string& s : skipped) std::printf("skipped (unreadable): %s\n", s.c_str());
-    if (pages.empty()) {
-      std::fprintf(stderr, "strata-indexer: no *.html page under %s\n", f.corpus.c_str());
+    if (tree.empty()) {
+      std::fprintf(stderr, "strata-indexer: no *.html page under %s\n", root.c_str());
       return 2;
     }
-  } else {
+    std::printf("corpus: %zu pages from %s\n", tree.size(), root.c_str());
+    std::move(tree.begin(), tree.end(), std::back_inserter(pages));
+  }
+  if (f.corpora.empty()) {
     strata::indexer::SyntheticCorpus corpus({.pages = f.synthetic, .seed = 1});
     for (uint64_t i = 0; i < corpus.size(); i++) pages.push_back(corpus.PageAt(i));
+    std::printf("corpus: %zu pages from the synthetic generator\n", pages.size());
   }
-  std::printf("corpus: %zu pages from %s\n", pages.size(),
-              f.corpus.empty() ? "the synthetic generator" : f.corpus.c_str());
+  // Two trees loaded under one NAME would make pages of both one URL.
+  std::stable_sort(pages.begin(), pages.end(), [](const Page& a, const Page& b) { return a.url < b.url; });
+  for (size_t i = 1; i < pages.size(); i++) {
+    if (pages[i].url == pages[i - 1].url) {
+      std::fprintf(stderr, "strata-indexer: %s is in two corpora; give each its own NAME=\n",
+                   pages[i].url.c_str());
+      return 2;
+    }
+  }
 
   // The database.
   const bool temporary = f.db.empty();
@@ -157,11 +204,15 @@ int Run(const Flags& f) {
 
   // Load, with progress, then wait for the observers.
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  auto tenant_stats = [&] { return *(*engine)->OpenTenant("web")->GetStats(); };
+  const strata::TenantStats tenant_before = tenant_stats();
+  const strata::EngineStats engine_before = (*engine)->GetStats();
   const auto load_start = Clock::now();
+  std::vector<std::string> refused;
   for (size_t i = 0; i < pages.size(); i++) {
     s = strata::indexer::PutPage(db->get(), pages[i].url, pages[i].html);
     if (s.IsInvalidArgument()) {
-      std::printf("skipped: %s\n", s.ToString().c_str());
+      refused.emplace_back(s.message());
       continue;
     }
     if (!Check(s, "loading a page")) return 1;
@@ -186,10 +237,31 @@ int Run(const Flags& f) {
   }
   const double load_seconds = Seconds(load_start);
   const strata::ObserverStats stats = (*worker)->GetStats();
+  const size_t loaded = pages.size() - refused.size();
   std::printf("%sconverged in %.1f s: %.0f pages/s, %" PRIu64 " observer runs (%.0f/s), %" PRIu64
               " aborted and tried again\n",
-              tty ? "\r" : "", load_seconds, pages.size() / load_seconds, stats.runs, stats.runs / load_seconds,
+              tty ? "\r" : "", load_seconds, loaded / load_seconds, stats.runs, stats.runs / load_seconds,
               stats.aborted);
+  {
+    // Storage operations as the paper counts them: row reads, row writes
+    // and scans of the store, here of every table and of the observers'
+    // notification scans, from the first page loaded to quiescence.
+    const strata::TenantStats t = tenant_stats();
+    const strata::EngineStats e = (*engine)->GetStats();
+    const double n = static_cast<double>(std::max<size_t>(loaded, 1));
+    const uint64_t reads = t.row_reads - tenant_before.row_reads;
+    const uint64_t writes = t.row_writes - tenant_before.row_writes;
+    const uint64_t scans = t.scans - tenant_before.scans;
+    const uint64_t sst = e.flush_bytes_written + e.compaction_bytes_written -
+                         engine_before.flush_bytes_written - engine_before.compaction_bytes_written;
+    std::printf("storage per page: %.1f operations (%.1f row reads, %.1f row writes, %.1f scans); "
+                "%.1f KiB written (%.1f KiB of cells, %.1f KiB of log, %.1f KiB of SSTables)\n",
+                (reads + writes + scans) / n, reads / n, writes / n, scans / n,
+                (t.bytes_written - tenant_before.bytes_written + e.wal_bytes - engine_before.wal_bytes + sst) /
+                    n / 1024,
+                (t.bytes_written - tenant_before.bytes_written) / n / 1024,
+                (e.wal_bytes - engine_before.wal_bytes) / n / 1024, sst / n / 1024);
+  }
 
   // The batch computation of the same corpus: the check and the baseline.
   const auto batch_start = Clock::now();
@@ -204,6 +276,7 @@ int Run(const Flags& f) {
   const bool equal = *got == batch;
   std::printf("equals the batch computation: %s (batch: %.2f s)\n", equal ? "yes" : "NO",
               batch_seconds);
+  ReportBadInput(refused, got->problems);
 
   // Edits, one at a time: from commit to searchable.
   std::vector<double> delays_ms;
@@ -243,9 +316,12 @@ int Run(const Flags& f) {
   for (const std::string& q : f.searches) {
     auto hits = strata::indexer::Search(db->get(), q, 10);
     if (!Check(hits.status(), "searching")) return 1;
+    const std::vector<std::string> terms = strata::indexer::Terms(q);
+    const std::set<std::string> query_terms(terms.begin(), terms.end());
     std::printf("search '%s':\n", q.c_str());
     for (const auto& h : *hits) {
-      std::printf("  %s  (%zu terms, %zu in-links)\n", h.url.c_str(), h.matched, h.inlinks);
+      std::printf("  %-70s score %5.1f, %zu/%zu terms, %zu in-links\n", h.url.c_str(), h.score, h.matched,
+                  query_terms.size(), h.inlinks);
     }
     if (hits->empty()) std::printf("  no page\n");
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <thread>
 #include <cstdio>
@@ -87,8 +88,28 @@ std::string EncodeAnchors(const std::vector<std::string>& anchors) {
   return out;
 }
 
+// A posting as a postings value: "title,text,anchors" counts in decimal.
+std::string EncodePosting(const Posting& p) {
+  return std::to_string(p.title) + "," + std::to_string(p.text) + "," + std::to_string(p.anchors);
+}
+
+Posting DecodePosting(std::string_view value) {
+  Posting p;
+  uint32_t* fields[] = {&p.title, &p.text, &p.anchors};
+  size_t i = 0;
+  for (char c : value) {
+    if (c == ',') {
+      if (++i == 3) break;
+    } else if (c >= '0' && c <= '9') {
+      *fields[i] = *fields[i] * 10 + static_cast<uint32_t>(c - '0');
+    }
+  }
+  return p;
+}
+
 std::vector<std::string> DecodeAnchors(std::string_view value) {
   if (value.empty()) return {};
+  if (value == "\t") return {""};  // Split("") is no part; this is one, empty
   return Split(value.substr(1), '\t');
 }
 
@@ -126,7 +147,7 @@ class ParseObserver final : public Observer {
       const char* name;
       std::optional<std::string> value;
     };
-    std::vector<Field> fields = {{"title", {}}, {"text", {}}, {"links", {}}};
+    std::vector<Field> fields = {{"title", {}}, {"text", {}}, {"links", {}}, {"problems", {}}};
     std::set<std::string> linked;
     if (raw.has_value()) {
       const ParsedPage p = ParseHtml(url, *raw);
@@ -136,7 +157,8 @@ class ParseObserver final : public Observer {
         links += l.url + "\t" + l.anchor + "\n";
         linked.insert(l.url);
       }
-      fields = {{"title", p.title}, {"text", p.text}, {"links", links}};
+      fields = {{"title", p.title}, {"text", p.text}, {"links", links}, {"problems", {}}};
+      if (!p.problems.empty()) fields.back().value = Join(p.problems, '\n');
     }
     // Linkers: the pages to refresh when a linked page's canonical moves.
     // Registered here, before the page's refresh reads those canonicals, so
@@ -230,25 +252,36 @@ class RefreshObserver final : public Observer {
     }
     STRATA_RETURN_IF_ERROR(Put(t, kPages, u, "outs", old_outs_s,
                                outs_s.empty() ? std::nullopt : std::optional<std::string>(outs_s)));
-    // Terms: title, text and incoming anchors of a canonical page.
-    std::set<std::string> terms;
+    // Terms: title, text and incoming anchors of a canonical page, with
+    // their postings. The page's terms cell keeps them as "term:posting"
+    // words, so that only the postings that change are written.
+    std::map<std::string, std::string> terms;
     if (canonical) {
-      for (std::string& term : Terms(title + " " + text)) terms.insert(std::move(term));
       STRATA_ASSIGN_OR_RETURN(auto in, RowOf(t, kInlinks, u));
-      for (const auto& [source, anchors] : in) {
-        for (std::string& term : Terms(anchors)) terms.insert(std::move(term));  // tabs separate
+      std::vector<std::string_view> anchors;
+      for (const auto& [source, encoded] : in) anchors.push_back(encoded);  // tabs separate terms
+      for (const auto& [term, posting] : PostingsOf(title, text, anchors)) {
+        terms.emplace(term, EncodePosting(posting));
       }
     }
     STRATA_ASSIGN_OR_RETURN(std::optional<std::string> old_terms_s, Maybe(t, kPages, u, "terms"));
-    const std::vector<std::string> old_terms_v = Split(old_terms_s.value_or(""), ' ');
-    const std::set<std::string> old_terms(old_terms_v.begin(), old_terms_v.end());
-    for (const std::string& term : old_terms) {
-      if (!term.empty() && terms.count(term) == 0) STRATA_RETURN_IF_ERROR(t->Erase(kPostings, term, u));
+    std::map<std::string, std::string> old_terms;
+    for (const std::string& word : Split(old_terms_s.value_or(""), ' ')) {
+      const size_t colon = word.find(':');
+      if (colon != std::string::npos) old_terms.emplace(word.substr(0, colon), word.substr(colon + 1));
     }
-    for (const std::string& term : terms) {
-      if (old_terms.count(term) == 0) STRATA_RETURN_IF_ERROR(t->Set(kPostings, term, u, ""));
+    for (const auto& [term, posting] : old_terms) {
+      if (terms.count(term) == 0) STRATA_RETURN_IF_ERROR(t->Erase(kPostings, term, u));
     }
-    const std::string terms_s = Join(std::vector<std::string>(terms.begin(), terms.end()), ' ');
+    std::string terms_s;
+    for (const auto& [term, posting] : terms) {
+      auto old = old_terms.find(term);
+      if (old == old_terms.end() || old->second != posting) {
+        STRATA_RETURN_IF_ERROR(t->Set(kPostings, term, u, posting));
+      }
+      if (!terms_s.empty()) terms_s.push_back(' ');
+      terms_s += term + ":" + posting;
+    }
     STRATA_RETURN_IF_ERROR(Put(t, kPages, u, "terms", old_terms_s,
                                terms_s.empty() ? std::nullopt : std::optional<std::string>(terms_s)));
     // A canonical that moved changes what every page linking here
@@ -314,10 +347,12 @@ Result<Index> ReadIndex(TransactionDB* db) {
   Index index;
   {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it,
-                            t->Scan(kPages, "", "", {"fp", "canon"}));
+                            t->Scan(kPages, "", "", {"fp", "canon", "problems"}));
     for (; it->Valid(); it->Next()) {
       if (it->column() == "canon") {
         index.canonical[std::string(it->row())] = std::string(it->value());
+      } else if (it->column() == "problems") {
+        index.problems[std::string(it->row())] = Split(it->value(), '\n');
       } else {
         index.clusters[std::strtoull(std::string(it->value()).c_str(), nullptr, 16)].insert(
             std::string(it->row()));
@@ -335,11 +370,16 @@ Result<Index> ReadIndex(TransactionDB* db) {
   {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it, t->Scan(kPostings, "", ""));
     for (; it->Valid(); it->Next()) {
-      index.postings[std::string(it->row())].insert(std::string(it->column()));
+      index.postings[std::string(it->row())][std::string(it->column())] = DecodePosting(it->value());
     }
     STRATA_RETURN_IF_ERROR(it->status());
   }
   return index;
+}
+
+double TermWeight(const Posting& p) {
+  auto saturated = [](uint32_t n) { return n / (n + 1.2); };
+  return 3 * saturated(p.title) + saturated(p.text) + 2 * saturated(p.anchors);
 }
 
 Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query, size_t limit) {
@@ -348,25 +388,28 @@ Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query,
   const std::vector<std::string> terms_v = Terms(query);
   const std::set<std::string> terms(terms_v.begin(), terms_v.end());
   for (const std::string& term : terms) {
-    STRATA_ASSIGN_OR_RETURN(auto urls, RowOf(t.get(), kPostings, term));
-    for (const auto& [url, v] : urls) {
+    STRATA_ASSIGN_OR_RETURN(auto postings, RowOf(t.get(), kPostings, term));
+    const double idf = std::log(1 + 1e6 / static_cast<double>(std::max<size_t>(postings.size(), 1)));
+    for (const auto& [url, value] : postings) {
       SearchHit& h = hits[url];
       h.url = url;
       h.matched++;
+      h.score += idf * TermWeight(DecodePosting(value));
     }
   }
   std::vector<SearchHit> out;
-  for (auto& [url, h] : hits) {
-    STRATA_ASSIGN_OR_RETURN(auto in, RowOf(t.get(), kInlinks, url));
-    h.inlinks = in.size();
-    out.push_back(h);
-  }
+  out.reserve(hits.size());
+  for (auto& [url, h] : hits) out.push_back(std::move(h));
   std::sort(out.begin(), out.end(), [](const SearchHit& a, const SearchHit& b) {
     if (a.matched != b.matched) return a.matched > b.matched;
-    if (a.inlinks != b.inlinks) return a.inlinks > b.inlinks;
+    if (a.score != b.score) return a.score > b.score;
     return a.url < b.url;
   });
   if (out.size() > limit) out.resize(limit);
+  for (SearchHit& h : out) {
+    STRATA_ASSIGN_OR_RETURN(auto in, RowOf(t.get(), kInlinks, h.url));
+    h.inlinks = in.size();
+  }
   return out;
 }
 

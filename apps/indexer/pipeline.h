@@ -3,7 +3,8 @@
 // only. Tables (all transactional):
 //
 //   pages     row = URL: raw (the HTML; observed), title, text, links,
-//             linked (the URLs it links to), fp (fingerprint), canon (the
+//             linked (the URLs it links to), problems (what its parse
+//             found off, when anything), fp (fingerprint), canon (the
 //             canonical URL of the page's cluster; observed), and what it
 //             contributes now: outs (its anchors per canonical target) and
 //             terms (the terms it is posted under)
@@ -14,7 +15,8 @@
 //   inlinks   row = canonical target, column = canonical source: its
 //             anchor texts, each after a tab, sorted
 //   linkers   row = URL, column = a page that links to it
-//   postings  row = term, column = a canonical URL posted under it
+//   postings  row = term, column = a canonical URL posted under it, value
+//             its Posting (batch.h) as "title,text,anchors" counts
 //
 // Observers:
 //   parse    (pages/raw, strong)  parses the page, records which pages it
@@ -70,11 +72,21 @@ Result<Index> ReadIndex(TransactionDB* db);
 struct SearchHit {
   std::string url;
   size_t matched = 0;  // query terms the page is posted under
+  double score = 0;    // the sum of TermWeight * idf over those terms
   size_t inlinks = 0;  // canonical pages linking to it
 };
 
+// What one term's posting is worth to a page: 3 f(title) + f(text) +
+// 2 f(anchors), f(n) = n / (n + 1.2). The count saturates, as in BM25: the
+// tenth occurrence adds less than the first; a term in the title or in the
+// anchors of links to the page says more about it than one in its text.
+double TermWeight(const Posting& p);
+
 // The canonical pages posted under any term of `query`, best first: more
-// terms matched, then more in-links, then the smaller URL. At most `limit`.
+// terms matched, then the higher score, then the smaller URL. A term's idf
+// is ln(1 + 10^6 / pages posted under it), BM25's for a corpus of a million
+// pages: a constant size, so that a search reads only its terms' postings.
+// At most `limit`.
 Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query, size_t limit);
 
 }  // namespace strata::indexer

@@ -36,13 +36,18 @@ TEST(IndexerBatchTest, ClustersLinksAndPostings) {
   EXPECT_EQ(index.inlinks.size(), 3u);
   // Terms of the title, the text (anchors included: they are text of the
   // page they are on) and the anchors pointing in; only canonical pages.
-  EXPECT_EQ(index.postings.at("alpha"), (std::set<std::string>{"http://h/a.html", "http://h/b.html"}));
-  EXPECT_EQ(index.postings.at("bee"),
-            (std::set<std::string>{"http://h/a.html", "http://h/b.html", "http://h/c.html"}));
+  using Postings = std::map<std::string, Posting>;
+  EXPECT_EQ(index.postings.at("alpha"), (Postings{{"http://h/a.html", {.title = 1, .anchors = 1}},
+                                                  {"http://h/b.html", {.text = 1}}}));
+  EXPECT_EQ(index.postings.at("bee"), (Postings{{"http://h/a.html", {.text = 1}},
+                                                {"http://h/b.html", {.text = 0, .anchors = 2}},
+                                                {"http://h/c.html", {.text = 1}}}));
   // "link" is on b only, and reaches a through b's anchor.
-  EXPECT_EQ(index.postings.at("link"), (std::set<std::string>{"http://h/a.html", "http://h/b.html"}));
-  EXPECT_EQ(index.postings.at("gone"), (std::set<std::string>{"http://h/c.html"}));
-  EXPECT_EQ(index.postings.at("sea"), (std::set<std::string>{"http://h/a.html", "http://h/c.html"}));
+  EXPECT_EQ(index.postings.at("link"),
+            (Postings{{"http://h/a.html", {.anchors = 1}}, {"http://h/b.html", {.text = 1}}}));
+  EXPECT_EQ(index.postings.at("gone"), (Postings{{"http://h/c.html", {.text = 1}}}));
+  EXPECT_EQ(index.postings.at("sea"),
+            (Postings{{"http://h/a.html", {.text = 1}}, {"http://h/c.html", {.anchors = 1}}}));
 }
 
 TEST(IndexerBatchTest, TheCanonicalIsTheShortestThenSmallestUrl) {

@@ -51,14 +51,18 @@ TEST(IndexerCorpusTest, LoadsAnHtmlTree) {
   std::ofstream(dir.Join("index.html")) << "<a href=\"lib/os.html\">os</a>";
   std::ofstream(dir.Join("lib/os.html")) << "<a href=\"../index.html\">up</a>";
   std::ofstream(dir.Join("notes.txt")) << "not a page";
+  // A symlinked page is a copy at its own URL.
+  std::filesystem::create_symlink("index.html", dir.Join("home.html"));
   std::vector<std::string> skipped;
   const std::vector<Page> pages = LoadHtmlTree(dir.path(), "http://docs.local/", &skipped);
-  ASSERT_EQ(pages.size(), 2u);
+  ASSERT_EQ(pages.size(), 3u);
   EXPECT_TRUE(skipped.empty());
-  EXPECT_EQ(pages[0].url, "http://docs.local/index.html");
-  EXPECT_EQ(pages[1].url, "http://docs.local/lib/os.html");
-  EXPECT_EQ(ParseHtml(pages[0].url, pages[0].html).links[0].url, pages[1].url);
-  EXPECT_EQ(ParseHtml(pages[1].url, pages[1].html).links[0].url, pages[0].url);
+  EXPECT_EQ(pages[0].url, "http://docs.local/home.html");
+  EXPECT_EQ(pages[0].html, "<a href=\"lib/os.html\">os</a>");
+  EXPECT_EQ(pages[1].url, "http://docs.local/index.html");
+  EXPECT_EQ(pages[2].url, "http://docs.local/lib/os.html");
+  EXPECT_EQ(ParseHtml(pages[1].url, pages[1].html).links[0].url, pages[2].url);
+  EXPECT_EQ(ParseHtml(pages[2].url, pages[2].html).links[0].url, pages[1].url);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "indexer/batch.h"
 #include "indexer/corpus.h"
@@ -67,6 +68,7 @@ class IndexerPipelineTest : public ::testing::Test {
     EXPECT_EQ(got->clusters, want.clusters);
     EXPECT_EQ(got->inlinks, want.inlinks);
     EXPECT_EQ(got->postings, want.postings);
+    EXPECT_EQ(got->problems, want.problems);
   }
 
   test::ScratchDir dir_{"indexer_pipeline"};
@@ -128,7 +130,8 @@ TEST_F(IndexerPipelineTest, CollapsedEditsAndDeletes) {
   ASSERT_OK(index);
   EXPECT_EQ(index->postings.count("first"), 0u);
   EXPECT_EQ(index->postings.at("bravo"),
-            (std::set<std::string>{"http://h/a.html", "http://h/b.html"}));
+            (std::map<std::string, Posting>{{"http://h/a.html", {.text = 1}},
+                                            {"http://h/b.html", {.anchors = 1}}}));
   ASSERT_OK(DeletePage(db_.get(), "http://h/a.html"));
   pages_.erase("http://h/a.html");
   CheckAgainstBatch();
@@ -137,6 +140,59 @@ TEST_F(IndexerPipelineTest, CollapsedEditsAndDeletes) {
   EXPECT_EQ(index->postings.count("bravo"), 0u);
   EXPECT_TRUE(index->inlinks.empty());
   EXPECT_EQ(index->canonical.size(), 1u);
+}
+
+// Bad input: markup that does not parse, a page of several MB, a URL of
+// bytes a URL may not hold, links in a loop. Each is refused or indexed as
+// far as it reads, and reported; the other pages are indexed as they would
+// be without them.
+TEST_F(IndexerPipelineTest, BadInputIsReportedAndNothingElseIsLost) {
+  StartWorker(2);
+  auto put = [&](const std::string& url, const std::string& html) {
+    ASSERT_OK(PutPage(db_.get(), url, html));
+    pages_[url] = html;
+  };
+  put("http://h/good.html", "<title>Good</title><p>plain words</p><a href=loop1.html>into the loop</a>");
+  put("http://h/broken.html", "<title>Broken<p>text <a href='good.html'>good <b <!-- never closed");
+  // Its link comes first: what is after the first 4 MiB is not read.
+  std::string big = "<title>Big</title><a href=good.html>from big</a><p>";
+  std::mt19937_64 rng(1);
+  while (big.size() < (6u << 20)) big += "word" + std::to_string(rng() % 5000) + " ";
+  put("http://h/big.html", big + "<a href=loop2.html>cut off</a>");
+  put("http://h/loop1.html", "<title>One</title><a href=loop2.html>two</a><a href=loop1.html>me</a>");
+  put("http://h/loop2.html", "<title>Two</title><a href=loop3.html>three</a>");
+  put("http://h/loop3.html", "<title>Three</title><a href=loop1.html>one</a><a href='a\x01"
+      "b.html'>x</a>");
+  // Refused before anything is written.
+  EXPECT_TRUE(PutPage(db_.get(), std::string("http://h/bad\x01\xff.html"), "<title>Bad</title>")
+                  .IsInvalidArgument());
+  EXPECT_TRUE(PutPage(db_.get(), "", "<title>Empty</title>").IsInvalidArgument());
+  CheckAgainstBatch();
+  Result<Index> index = ReadIndex(db_.get());
+  ASSERT_OK(index);
+  EXPECT_EQ(index->canonical.size(), 6u);
+  ASSERT_EQ(index->problems.count("http://h/broken.html"), 1u);
+  EXPECT_NE(index->problems.at("http://h/broken.html")[0].find("unclosed"), std::string::npos);
+  ASSERT_EQ(index->problems.count("http://h/big.html"), 1u);
+  EXPECT_NE(index->problems.at("http://h/big.html")[0].find("too large"), std::string::npos);
+  // The link of bytes a URL may not hold is reported, shown without them.
+  ASSERT_EQ(index->problems.count("http://h/loop3.html"), 1u);
+  EXPECT_EQ(index->problems.at("http://h/loop3.html")[0], "link not followed: a?b.html");
+  EXPECT_EQ(index->problems.count("http://h/good.html"), 0u);
+  // The loop's pages link each other, and a page's link to itself counts
+  // for nothing.
+  using Sources = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(index->inlinks.at("http://h/loop1.html"),
+            (Sources{{"http://h/good.html", {"into the loop"}}, {"http://h/loop3.html", {"one"}}}));
+  EXPECT_EQ(index->inlinks.at("http://h/good.html").at("http://h/big.html"),
+            (std::vector<std::string>{"from big"}));
+  EXPECT_EQ(index->inlinks.at("http://h/good.html").count("http://h/broken.html"), 1u);
+  EXPECT_EQ(index->inlinks.at("http://h/loop2.html"), (Sources{{"http://h/loop1.html", {"two"}}}));
+  Result<std::vector<SearchHit>> hits = Search(db_.get(), "plain", 10);
+  ASSERT_OK(hits);
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].url, "http://h/good.html");
+  EXPECT_EQ((*hits)[0].inlinks, 2u);
 }
 
 }  // namespace
