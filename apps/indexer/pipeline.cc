@@ -342,6 +342,15 @@ Status DeletePage(TransactionDB* db, std::string_view url) {
   return WriteRaw(db, [&](Transaction* t) { return t->Erase(kPages, url, "raw"); });
 }
 
+Result<std::vector<Page>> ReadPages(TransactionDB* db) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, db->Begin());
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it, t->Scan(kPages, "", "", {"raw"}));
+  std::vector<Page> pages;
+  for (; it->Valid(); it->Next()) pages.push_back(Page{std::string(it->row()), std::string(it->value())});
+  STRATA_RETURN_IF_ERROR(it->status());
+  return pages;
+}
+
 Result<Index> ReadIndex(TransactionDB* db) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, db->Begin());
   Index index;

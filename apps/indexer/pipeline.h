@@ -65,6 +65,9 @@ std::vector<ObserverSpec> PipelineObservers();
 Status PutPage(TransactionDB* db, std::string_view url, std::string_view html);
 Status DeletePage(TransactionDB* db, std::string_view url);
 
+// The pages as the store holds them now (pages/raw), in URL order.
+Result<std::vector<Page>> ReadPages(TransactionDB* db);
+
 // The index as the tables hold it now (after quiescence: what the observers
 // made of the pages).
 Result<Index> ReadIndex(TransactionDB* db);
