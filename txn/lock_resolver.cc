@@ -263,8 +263,15 @@ Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const 
                                   expired ? 0 : ts, status.lock_bytes));
       if (status.state == TxnStatus::State::kLocked) continue;
     } else if (status.state == TxnStatus::State::kRolledBack && !status.has_record) {
-      // Neither locked nor decided: its primary is not prewritten yet. A
+      // Neither locked nor decided: its primary is not prewritten yet (its
+      // prewrite met a lock and is tried again after the other rows). A
+      // younger prewriter leaves the transaction alone while the lock it
+      // met is live, as it would a live primary: the older one wins. A
       // wound names the older transaction, as it does on a live lock.
+      if (intent == Intent::kCheck) {
+        STRATA_ASSIGN_OR_RETURN(bool expired, Expired(lock));
+        if (!expired) return Resolution{Resolution::Outcome::kLive, 0};
+      }
       STRATA_ASSIGN_OR_RETURN(
           status, RollbackPrimary(*pstore, lock.primary_row, lock.primary_column, lock.start_ts,
                                   intent == Intent::kWound ? ts : 0, std::string()));

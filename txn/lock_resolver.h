@@ -88,10 +88,13 @@ class LockResolver {
   // What the caller wants done with a lock it met.
   enum class Intent {
     // A reader at `ts`: resolve it if the transaction is decided or dead;
-    // otherwise push the primary's min_commit_ts above `ts`.
+    // otherwise push the primary's min_commit_ts above `ts`. A lock whose
+    // primary is not prewritten yet has nothing to push: the reader rolls
+    // its transaction back.
     kRead,
     // A prewriting transaction with start_ts `ts` younger than the lock's:
-    // resolve it if decided or dead, otherwise leave it (kLive).
+    // resolve it if decided or dead, otherwise leave it (kLive). A lock
+    // whose primary is not prewritten yet is live while it is itself.
     kCheck,
     // A prewriting transaction with start_ts `ts` older than the lock's:
     // roll the lock's transaction back unless it has committed (priority).

@@ -255,5 +255,39 @@ TEST_F(LockResolverTest, WoundOfAMissingPrimaryLockNamesTheOlderTransaction) {
   for (const auto& [ts, record] : rollbacks) EXPECT_EQ(record.rolled_back_by, 8u);
 }
 
+// A younger prewriter that meets a live secondary lock of an older
+// transaction whose primary is not prewritten yet leaves it alone (kLive):
+// the older transaction then prewrites and commits its primary. Once the
+// lock is past its TTL, the same check rolls the transaction back.
+TEST_F(LockResolverTest, AYoungerPrewriterLeavesALiveOlderTransactionWithoutAPrimaryLock) {
+  const LockRecord lock = LockOf(10, "7");
+  Prewrite(kSecondaryRow, lock);
+  Result<LockResolver::Resolution> res =
+      resolver_.Resolve(Key(kSecondaryRow), lock, LockResolver::Intent::kCheck, 12);
+  ASSERT_OK(res.status());
+  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kLive);
+  EXPECT_TRUE(Writes(kPrimaryRow).empty());
+  EXPECT_TRUE(Writes(kSecondaryRow).empty());
+  EXPECT_EQ(Locks(kSecondaryRow), 1u);
+  // The older transaction goes on: its primary prewrites and commits.
+  Prewrite(kPrimaryRow, lock);
+  Commit(kPrimaryRow, lock, 13);
+  res = resolver_.Resolve(Key(kSecondaryRow), lock, LockResolver::Intent::kCheck, 12);
+  ASSERT_OK(res.status());
+  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kCommitted);
+  EXPECT_EQ(res->commit_ts, 13u);
+
+  // A dead one (its lock's TTL long past) is rolled back by the same check.
+  LockRecord dead = LockOf(20, "8");
+  dead.wall_millis = 1;
+  dead.ttl_millis = 1;
+  Prewrite(kSecondaryRow, dead);
+  res = resolver_.Resolve(Key(kSecondaryRow), dead, LockResolver::Intent::kCheck, 22);
+  ASSERT_OK(res.status());
+  EXPECT_EQ(res->outcome, LockResolver::Resolution::Outcome::kRolledBack);
+  EXPECT_EQ(Writes(kPrimaryRow)[0].first, 20u);
+  EXPECT_EQ(Writes(kPrimaryRow)[0].second.kind, WriteKind::kRollback);
+}
+
 }  // namespace
 }  // namespace strata::txn
