@@ -167,6 +167,8 @@ TEST_F(IndexerPipelineTest, BadInputIsReportedAndNothingElseIsLost) {
   EXPECT_TRUE(PutPage(db_.get(), std::string("http://h/bad\x01\xff.html"), "<title>Bad</title>")
                   .IsInvalidArgument());
   EXPECT_TRUE(PutPage(db_.get(), "", "<title>Empty</title>").IsInvalidArgument());
+  // Larger than the store's largest value (16 MiB by default).
+  EXPECT_TRUE(PutPage(db_.get(), "http://h/huge.html", std::string(17u << 20, 'x')).IsInvalidArgument());
   CheckAgainstBatch();
   Result<Index> index = ReadIndex(db_.get());
   ASSERT_OK(index);
