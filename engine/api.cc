@@ -132,6 +132,12 @@ Result<std::vector<CheckAndMutateResult>> Table::CheckAndMutateBatch(
   return core_->CheckAndMutateBatch(*state_, options, batch);
 }
 
+Result<std::vector<CheckAndMutateResult>> Table::CheckAndMutateAll(
+    const WriteOptions& options, const std::vector<ConditionalMutation>& batch) {
+  if (!state_) return EmptyHandle("table");
+  return core_->CheckAndMutateBatch(*state_, options, batch, /*all_or_nothing=*/true);
+}
+
 Result<std::vector<Cell>> Table::ReadRow(const ReadOptions& options, std::string_view row,
                                          const RowFilter& filter) const {
   if (!state_) return EmptyHandle("table");

@@ -330,13 +330,14 @@ Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
   std::vector<ConditionalRow> rows{ConditionalRow{row, &conditions, &mutation}};
   std::vector<CheckAndMutateResult> results;
   STRATA_RETURN_IF_ERROR(
-      CheckAndMutateRows(table, options, rows, /*batch=*/false, &gate, &results));
+      CheckAndMutateRows(table, options, rows, /*batch=*/false, /*all_or_nothing=*/false, &gate,
+                         &results));
   return std::move(results.front());
 }
 
 Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
     const TableState& table, const WriteOptions& options,
-    const std::vector<ConditionalMutation>& batch) {
+    const std::vector<ConditionalMutation>& batch, bool all_or_nothing) {
   std::shared_lock<SharedGate> gate(close_mu_);
   if (closed_) return ClosedError();
   STRATA_RETURN_IF_ERROR(CheckLive(table));
@@ -347,13 +348,13 @@ Result<std::vector<CheckAndMutateResult>> EngineCore::CheckAndMutateBatch(
   }
   std::vector<CheckAndMutateResult> results;
   STRATA_RETURN_IF_ERROR(
-      CheckAndMutateRows(table, options, rows, /*batch=*/true, &gate, &results));
+      CheckAndMutateRows(table, options, rows, /*batch=*/true, all_or_nothing, &gate, &results));
   return results;
 }
 
 Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                                       const std::vector<ConditionalRow>& rows, bool batch,
-                                      std::shared_lock<SharedGate>* gate,
+                                      bool all_or_nothing, std::shared_lock<SharedGate>* gate,
                                       std::vector<CheckAndMutateResult>* results) {
   results->assign(rows.size(), CheckAndMutateResult());
   if (rows.empty()) return Status::OK();
@@ -411,6 +412,11 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
     // Groups interleave families: cells from several are ordered by family id.
     if (cells.track_families) cells.SortByFamily();
     EvaluateConditions(conditions, cells.cells, &(*results)[i]);
+  }
+  if (all_or_nothing &&
+      std::any_of(results->begin(), results->end(),
+                  [](const CheckAndMutateResult& r) { return !r.applied; })) {
+    for (CheckAndMutateResult& r : *results) r.applied = false;
   }
 
   // One record for every row that applies, grouped by tablet.

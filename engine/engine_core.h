@@ -102,14 +102,15 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
 
   Status Mutate(const TableState& table, const WriteOptions& options, std::string_view row,
                 const RowMutation& mutation);
-  // Table::CheckAndMutate and Table::CheckAndMutateBatch.
+  // Table::CheckAndMutate, Table::CheckAndMutateBatch and (all_or_nothing)
+  // Table::CheckAndMutateAll.
   Result<CheckAndMutateResult> CheckAndMutate(const TableState& table, const WriteOptions& options,
                                               std::string_view row,
                                               const std::vector<Condition>& conditions,
                                               const RowMutation& mutation);
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const TableState& table, const WriteOptions& options,
-      const std::vector<ConditionalMutation>& batch);
+      const std::vector<ConditionalMutation>& batch, bool all_or_nothing = false);
 
   // ---- The read entry points ----
 
@@ -234,10 +235,12 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   // count >= 1, all rows of one table.
   Status WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count);
   // Checks and applies `rows` (one per distinct row); `batch` only changes
-  // error messages (they name the entry). REQUIRES: *gate holds close_mu_
-  // shared and !closed_ (as for AdmitWrite).
+  // error messages (they name the entry). With all_or_nothing, no row is
+  // written unless every row's conditions hold. REQUIRES: *gate holds
+  // close_mu_ shared and !closed_ (as for AdmitWrite).
   Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                             const std::vector<ConditionalRow>& rows, bool batch,
+                            bool all_or_nothing,
                             std::shared_lock<SharedGate>* gate,
                             std::vector<CheckAndMutateResult>* results);
   // The log's apply function: inserts a group into memtables and publishes it.

@@ -36,6 +36,11 @@ class TableRowStore final : public RowStore {
     return table_.CheckAndMutateBatch(options, batch);
   }
 
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& options, const std::vector<ConditionalMutation>& batch) override {
+    return table_.CheckAndMutateAll(options, batch);
+  }
+
   Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& options,
                                             const ScanSpec& spec) const override {
     return table_.Scan(options, spec);

@@ -41,7 +41,8 @@
 // read session's lookup) sees one row's mutation whole or not at all, and no
 // write of the row comes between a CheckAndMutate's check and its write.
 // Writes of different rows are independent, except that the rows of one
-// CheckAndMutateBatch that apply become durable together.
+// CheckAndMutateBatch that apply become durable together, and the rows of one
+// CheckAndMutateAll apply together or not at all.
 //
 // Errors. Status codes, never exceptions:
 //   - InvalidArgument: bad input, named in the message (each method lists
@@ -125,6 +126,19 @@ class RowStore {
   // entry already names.
   virtual Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const WriteOptions& options, const std::vector<ConditionalMutation>& batch) = 0;
+
+  // CheckAndMutateBatch, all or nothing (optional): the rows are written
+  // only if every row's conditions hold, and then a reader that sees one
+  // row's write sees every other row's too (a ReadRow, Scan or read session
+  // begun after it). When any condition fails, nothing is written and every
+  // result has applied = false, with failures listed for the rows whose
+  // conditions failed. Durability and errors as CheckAndMutateBatch. A
+  // store that cannot do this returns NotSupported, the default, and writes
+  // nothing (a transaction then commits in two phases).
+  virtual Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& options, const std::vector<ConditionalMutation>& batch) {
+    return Status::NotSupported("this row store has no all-or-nothing batch");
+  }
 
   // The rows in [spec.start_row, spec.end_row) (an empty bound is open) that
   // have cells passing spec.filter, in row order, each with those cells as

@@ -88,6 +88,15 @@ class Table {
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const WriteOptions& options, const std::vector<ConditionalMutation>& batch);
 
+  // CheckAndMutateBatch, all or nothing: the rows are written only if every
+  // row's conditions hold, then all with one log record, visible to readers
+  // at once (a read that sees one row's write sees every other row's too).
+  // When any condition fails, nothing is written and every result has
+  // applied = false; a row whose conditions held has no failures listed.
+  // Errors as CheckAndMutateBatch.
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& options, const std::vector<ConditionalMutation>& batch);
+
   // The row's cells that pass `filter`, newest version first within a column.
   // A row with no such cells gives an empty vector (not NotFound).
   Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,

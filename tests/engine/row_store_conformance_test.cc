@@ -533,6 +533,78 @@ TEST_P(RowStoreConformanceTest, BatchRowsApplyIndependently) {
   EXPECT_EQ(Read("b"), (Cells{{"data", "v", 2, "b2"}}));
 }
 
+TEST_P(RowStoreConformanceTest, AllOrNothingBatchAppliesEveryRowOrNone) {
+  Put("a", "lock", "k", 1, "x");
+  std::vector<ConditionalMutation> batch(3);
+  batch[0].row = "b";
+  batch[0].conditions = {Condition::NoCellInRange("lock", "k", 1, kMaxTimestamp)};
+  batch[0].mutation.Put("data", "v", 2, "b2");
+  batch[1].row = "a";
+  batch[1].conditions = {Condition::NoCellInRange("lock", "k", 1, kMaxTimestamp)};
+  batch[1].mutation.Put("data", "v", 2, "a2");
+  batch[2].row = "c";
+  batch[2].mutation.Put("w", "c", 3, "c3");
+  // Row a's condition fails: nothing is written, and every result says so.
+  auto r = store().CheckAndMutateAll(WriteOptions(), batch);
+  ASSERT_OK(r);
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE(SameResult((*r)[0], Failed({})));
+  EXPECT_TRUE(SameResult((*r)[1], Failed({{0, {{"lock", "k", 1, "x"}}}})));
+  EXPECT_TRUE(SameResult((*r)[2], Failed({})));
+  CheckEverywhere([&] { EXPECT_EQ(Scan(ScanSpec()), (Rows{{"a", {{"lock", "k", 1, "x"}}}})); });
+  // Once it holds, every row is written.
+  RowMutation unlock;
+  unlock.DeleteColumn("lock", "k");
+  ASSERT_OK(store().Mutate(WriteOptions(), "a", unlock));
+  r = store().CheckAndMutateAll(WriteOptions{.sync = false}, batch);
+  ASSERT_OK(r);
+  for (const CheckAndMutateResult& one : *r) EXPECT_TRUE(SameResult(one, Applied()));
+  CheckEverywhere([&] {
+    EXPECT_EQ(Scan(ScanSpec()), (Rows{{"a", {{"data", "v", 2, "a2"}}},
+                                      {"b", {{"data", "v", 2, "b2"}}},
+                                      {"c", {{"w", "c", 3, "c3"}}}}));
+  });
+  // Bad input anywhere: InvalidArgument, nothing written.
+  batch[2].row = "b";
+  EXPECT_TRUE(store().CheckAndMutateAll(WriteOptions(), batch).status().IsInvalidArgument());
+  auto empty = store().CheckAndMutateAll(WriteOptions(), {});
+  ASSERT_OK(empty);
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST_P(RowStoreConformanceTest, AllOrNothingRowsAreSeenTogether) {
+  // A writer sets rows x and y to the same counter in each batch; a reader
+  // that reads x, then y, must never find y older than x.
+  const int kWrites = test::UnderSanitizer() ? 200 : 2000;
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0}, errors{0};
+  auto counter = [](const Result<std::vector<Cell>>& r) {
+    return r.ok() && !r->empty() ? std::stoi((*r)[0].value) : 0;
+  };
+  std::thread reader([&] {
+    while (!done.load()) {
+      const int x = counter(store().ReadRow(ReadOptions(), "x", RowFilter()));
+      const int y = counter(store().ReadRow(ReadOptions(), "y", RowFilter()));
+      if (y < x) torn++;
+    }
+  });
+  for (int i = 1; i <= kWrites; i++) {
+    std::vector<ConditionalMutation> batch(2);
+    batch[0].row = "x";
+    batch[1].row = "y";
+    for (ConditionalMutation& m : batch) {
+      m.conditions = {Condition::NoCellInRange("lock", "k", 1, kMaxTimestamp)};
+      m.mutation.Put("data", "v", 1, std::to_string(i));
+    }
+    auto r = store().CheckAndMutateAll(WriteOptions{.sync = false}, batch);
+    if (!r.ok() || !(*r)[0].applied || !(*r)[1].applied) errors++;
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(torn.load(), 0);
+}
+
 TEST_P(RowStoreConformanceTest, ScanWalksRowRangesFromOneSnapshot) {
   const std::string a0("a\0", 2), bff("b\xff", 2);
   for (const std::string& row : {std::string("c"), bff, std::string("b"), std::string("ab"), a0,

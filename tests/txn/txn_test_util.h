@@ -41,6 +41,10 @@ class ForwardingRowStore : public RowStore {
       const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
     return base_->CheckAndMutateBatch(o, batch);
   }
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
+    return base_->CheckAndMutateAll(o, batch);
+  }
   Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& o,
                                             const ScanSpec& spec) const override {
     return base_->Scan(o, spec);

@@ -402,6 +402,16 @@ Result<CheckAndMutateResult> ModelRowStore::CheckAndMutate(const WriteOptions& o
 
 Result<std::vector<CheckAndMutateResult>> ModelRowStore::CheckAndMutateBatch(
     const WriteOptions& options, const std::vector<ConditionalMutation>& batch) {
+  return Batch(batch, /*all_or_nothing=*/false);
+}
+
+Result<std::vector<CheckAndMutateResult>> ModelRowStore::CheckAndMutateAll(
+    const WriteOptions& options, const std::vector<ConditionalMutation>& batch) {
+  return Batch(batch, /*all_or_nothing=*/true);
+}
+
+Result<std::vector<CheckAndMutateResult>> ModelRowStore::Batch(
+    const std::vector<ConditionalMutation>& batch, bool all_or_nothing) {
   std::set<std::string_view> rows;
   for (size_t i = 0; i < batch.size(); i++) {
     const ConditionalMutation& m = batch[i];
@@ -418,6 +428,10 @@ Result<std::vector<CheckAndMutateResult>> ModelRowStore::CheckAndMutateBatch(
   MutexLock l(&state_->mu_);
   for (const ConditionalMutation& m : batch) {
     results.push_back(state_->Evaluate(m.row, m.conditions));
+  }
+  if (all_or_nothing && std::any_of(results.begin(), results.end(),
+                                    [](const CheckAndMutateResult& r) { return !r.applied; })) {
+    for (CheckAndMutateResult& r : results) r.applied = false;
   }
   for (size_t i = 0; i < batch.size(); i++) {
     if (results[i].applied && !batch[i].mutation.empty()) {

@@ -60,6 +60,8 @@ class ModelRowStore final : public RowStore {
                                               const RowMutation& mutation) override;
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const WriteOptions& options, const std::vector<ConditionalMutation>& batch) override;
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& options, const std::vector<ConditionalMutation>& batch) override;
   Result<std::unique_ptr<RowIterator>> Scan(const ReadOptions& options,
                                             const ScanSpec& spec) const override;
   Result<std::unique_ptr<ReadSession>> NewReadSession(
@@ -72,6 +74,9 @@ class ModelRowStore final : public RowStore {
  private:
   class State;
   class Session;
+
+  Result<std::vector<CheckAndMutateResult>> Batch(const std::vector<ConditionalMutation>& batch,
+                                                  bool all_or_nothing);
 
   std::shared_ptr<State> state_;
 };
