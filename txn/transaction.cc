@@ -303,6 +303,9 @@ Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& sto
 
 Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& store,
                                                                   const TxnKey& key) {
+  // A one-phase commit of the key that this snapshot must see may be
+  // between its commit_ts and its write (txn/FORMAT.md, "One-phase commit").
+  db_->latches()->WaitForKey(key, start_ts_);
   const uint64_t wait_until = db_->resolver()->NowMillis() + options_.lock_wait_millis;
   uint64_t backoff_micros = 500;
   for (int round = 0; round < kMaxRounds; ++round) {
@@ -390,6 +393,9 @@ Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
   }
   spec.filter.max_timestamp = start_ts_;
   spec.filter.max_versions = 1;
+  // The scan's snapshot is taken below: every one-phase commit in the range
+  // that it must see is written before it (txn/FORMAT.md, "One-phase commit").
+  db_->latches()->WaitForRange(table, start_row, end_row, start_ts_);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowIterator> rows, store->Scan(ReadOptions(), spec));
   auto lo = writes_.lower_bound(TxnKey{std::string(table), std::string(start_row), ""});
   auto hi = end_row.empty()
@@ -729,6 +735,8 @@ Status TransactionImpl::Commit() {
   // The rows outlive every step: primary_row_ and prewritten_ point into them.
   const std::vector<TableWrites> tables = GroupWrites();
   notes_ = CollectNotes();
+  STRATA_ASSIGN_OR_RETURN(bool committed, CommitOnePhase(tables));
+  if (committed) return Status::OK();
   STRATA_RETURN_IF_ERROR(StartCommit(tables));
   size_t next_row = 0;
   STRATA_RETURN_IF_ERROR(PrewritePrimary(tables, &next_row));     // 1.
@@ -737,6 +745,109 @@ Status TransactionImpl::Commit() {
   STRATA_RETURN_IF_ERROR(CheckMayCommit());
   STRATA_RETURN_IF_ERROR(CommitPrimary(tables[0].rows[0]));  // 4. The commit point.
   return CommitSecondaries(tables);                          // 5.
+}
+
+Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tables) {
+  if (!db_->config().options.one_phase_commit || tables.size() != 1) return false;
+  const std::string& table = tables[0].table;
+  size_t rows = tables[0].rows.size();
+  for (const auto& [where, columns] : notes_) {
+    if (where.first != table) return false;
+    rows++;  // at most: a row may carry writes and notes
+  }
+  if (rows > MaxBatchRows()) return false;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(table));
+  if (start_ts_ < db_->safepoint()) {
+    SetState(State::kAborted);
+    return Fail(TransactionError::Kind::kTooOld, primary_, 0, 0,
+                Status::Aborted("transaction too old: start_ts " + std::to_string(start_ts_) +
+                                " fell below the GC safepoint"));
+  }
+  std::vector<TxnKey> keys;
+  keys.reserve(writes_.size());
+  for (const auto& [key, w] : writes_) keys.push_back(key);
+  Latches* latches = db_->latches();
+  if (!latches->TryAcquire(keys)) return false;
+  struct Releaser {
+    Latches* latches;
+    const std::vector<TxnKey>& keys;
+    ~Releaser() { latches->Release(keys); }
+  } releaser{latches, keys};
+
+  // commit_ts after the latches: a reader that got its start_ts later finds
+  // them and waits.
+  Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+  if (!ts.ok()) {
+    SetState(State::kAborted);
+    return Fail(TransactionError::Kind::kStorage, nullptr, 0, 0, ts.status());
+  }
+  commit_ts_ = *ts;
+  latches->SetCommitTs(keys, commit_ts_);
+
+  // Each row: the prewrite's conditions, then its data and commit records
+  // at once; then the notifications, and the primary's extras.
+  std::vector<ConditionalMutation> batch;
+  std::map<std::string, size_t, std::less<>> index;
+  for (const RowWrites& rw : tables[0].rows) {
+    ConditionalMutation cm;
+    cm.row = rw.row;
+    for (WriteRef ref : rw.keys) {
+      const TxnKey& key = ref->first;
+      const PendingWrite& w = ref->second;
+      cm.conditions.push_back(
+          Condition::NoCellInRange(kWriteFamily, key.column, start_ts_, kMaxTimestamp));
+      const auto floor = lock_floors_.find(key);
+      cm.conditions.push_back(Condition::NoCellInRange(
+          kLockFamily, key.column, floor == lock_floors_.end() ? kMinTimestamp : floor->second,
+          kMaxTimestamp));
+      WriteRecord record;
+      record.kind = w.kind == MutationKind::kPut      ? WriteKind::kPut
+                    : w.kind == MutationKind::kDelete ? WriteKind::kDelete
+                                                      : WriteKind::kLock;
+      record.start_ts = start_ts_;
+      const uint32_t max_inline = db_->config().options.max_inline_value;
+      if (w.kind == MutationKind::kPut) {
+        if (max_inline > 0 && w.value.size() <= max_inline) {
+          record.has_inline_value = true;
+          record.inline_value = w.value;
+        } else {
+          cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
+        }
+      }
+      cm.mutation.Put(kWriteFamily, key.column, commit_ts_, EncodeWrite(record));
+    }
+    index.emplace(rw.row, batch.size());
+    batch.push_back(std::move(cm));
+  }
+  for (const auto& [where, columns] : notes_) {
+    auto it = index.find(where.second);
+    if (it == index.end()) {
+      it = index.emplace(where.second, batch.size()).first;
+      batch.push_back(ConditionalMutation{where.second, {}, RowMutation()});
+    }
+    if (where.second == primary_->row) continue;  // AddPrimaryExtras writes them
+    for (const std::string& c : columns) batch[it->second].mutation.Put(kNotifyFamily, c, commit_ts_, {});
+  }
+  AddPrimaryExtras(&batch[index.at(primary_->row)].mutation);
+
+  WriteOptions wo;
+  wo.sync = db_->config().options.sync;
+  Result<std::vector<CheckAndMutateResult>> r = store->CheckAndMutateAll(wo, batch);
+  if (r.status().IsNotSupported()) return false;
+  if (!r.ok()) {
+    SetState(State::kAborted);
+    return Fail(r.status().IsInvalidArgument() ? TransactionError::Kind::kStorage
+                                               : TransactionError::Kind::kUnknownOutcome,
+                primary_, 0, 0, r.status());
+  }
+  for (const CheckAndMutateResult& one : *r) {
+    if (!one.applied) return false;  // a lock or a conflict: the two phases say which
+  }
+  SetState(State::kCommitted);
+  End();
+  db_->mutable_stats().one_phase_commits.fetch_add(1, std::memory_order_relaxed);
+  if (!notes_.empty()) db_->NotificationsWritten();
+  return true;
 }
 
 std::vector<TableWrites> TransactionImpl::GroupWrites() {

@@ -134,6 +134,12 @@ class TransactionImpl final : public Transaction {
   enum class State { kOpen, kCommitted, kAborted, kStopped };
 
   Status CheckOpen();
+  // One-phase commit (txn/FORMAT.md, "One-phase commit") when the options
+  // allow it and `tables` is one table's rows that fit one batch: true once
+  // committed; false when nothing was written and the two phases must run
+  // (no all-or-nothing batch, a failed condition, a key another one-phase
+  // commit holds); an error when the transaction failed.
+  Result<bool> CommitOnePhase(const std::vector<TableWrites>& tables);
   // Moves to `state`. Leaving kOpen, except for kCommitted, ends the
   // transaction (End); a committed one ends once its secondaries are
   // committed, so that the garbage collector's safepoint never passes a

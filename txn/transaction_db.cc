@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <utility>
 
 #include "common/thread_util.h"
@@ -92,6 +94,7 @@ Result<std::unique_ptr<TransactionDB>> TxnDB::Make(TxnDBConfig config) {
   if (config.oracle == nullptr || config.registry == nullptr || config.tables == nullptr) {
     return Status::InvalidArgument("a TxnDB needs an oracle, a liveness registry and tables");
   }
+  if (config.latches == nullptr) config.latches = std::make_shared<Latches>();
   if (config.options.lock_ttl_millis == 0 ||
       config.options.lock_ttl_millis > TransactionDBOptions::kMaxLockTtlMillis) {
     return Status::InvalidArgument("lock_ttl_millis " +
@@ -380,6 +383,31 @@ TxnDB::SecondaryJob TxnDB::MergeJobs(const std::deque<SecondaryJob>& jobs) {
 
 namespace strata {
 
+namespace {
+
+// The latches of the TransactionDBs opened in this process on one tenant with
+// one TransactionServices: one set, so that a one-phase commit of one holds
+// back the readers of every other.
+std::shared_ptr<txn::Latches> SharedLatches(const TransactionServices& services,
+                                            const std::string& tenant) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<txn::Latches>>* registry =
+      new std::map<std::string, std::weak_ptr<txn::Latches>>();
+  const std::string key = txn::TransactionServicesAccess::dir(services) + '\0' + tenant;
+  std::lock_guard<std::mutex> l(mu);
+  for (auto it = registry->begin(); it != registry->end();) {
+    it = it->second.expired() ? registry->erase(it) : std::next(it);
+  }
+  std::shared_ptr<txn::Latches> latches = (*registry)[key].lock();
+  if (latches == nullptr) {
+    latches = std::make_shared<txn::Latches>();
+    (*registry)[key] = latches;
+  }
+  return latches;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     std::shared_ptr<TransactionServices> services, Tenant tenant,
     const TransactionDBOptions& options) {
@@ -396,6 +424,7 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return tables->tenant().CreateTable(name, txn::TransactionalSchema(table_options));
   };
   config.keep_alive = services;
+  config.latches = SharedLatches(*services, tables->tenant().name());
   config.list_tables = [tables]() -> Result<std::vector<std::string>> {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, tables->tenant().ListTables());
     std::vector<std::string> transactional;

@@ -31,6 +31,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "strata/transaction.h"
+#include "txn/latches.h"
 #include "txn/liveness_registry.h"
 #include "txn/lock_resolver.h"
 #include "txn/timestamp_oracle.h"
@@ -72,6 +73,9 @@ struct TxnDBConfig {
   std::function<bool(FailPoint, uint64_t)> fail_point;
   // Keeps services (or anything else) alive as long as the TxnDB.
   std::shared_ptr<void> keep_alive;
+  // The latches of one-phase commits (txn/latches.h), shared by every TxnDB
+  // on the same tables; nullptr: the TxnDB's own.
+  std::shared_ptr<Latches> latches;
 
   // For the garbage collector (gc/): the names of the transactional tables,
   // and the rows that divide a table into ranges for its tasks (an engine
@@ -138,6 +142,7 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   // For the transactions.
   const TxnDBConfig& config() const { return config_; }
   LockResolver* resolver() { return &resolver_; }
+  Latches* latches() const { return config_.latches.get(); }
   Clock* clock() const { return clock_; }
   uint64_t safepoint() const { return safepoint_.load(std::memory_order_acquire); }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
@@ -163,8 +168,11 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
     // Background secondary-commit batches the store failed; their keys are
     // rolled forward by the next reader.
     std::atomic<uint64_t> background_failures{0};
+    // Transactions committed in one phase.
+    std::atomic<uint64_t> one_phase_commits{0};
   };
   const Stats& stats() const { return stats_; }
+  Stats& mutable_stats() { return stats_; }
 
  private:
   explicit TxnDB(TxnDBConfig config);

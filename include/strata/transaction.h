@@ -157,6 +157,18 @@ struct TransactionDBOptions {
   // Percolator paper does. Off, the primary's row goes in the first batch of
   // its table: one log write fewer per transaction.
   bool prewrite_primary_alone = false;
+  // Commit a transaction whose keys and notifications are all in one table
+  // and fit one batch (max_batch_rows rows) in one phase (txn/FORMAT.md,
+  // "One-phase commit"): its data and commit records are written at
+  // commit_ts in one all-or-nothing conditional batch, with no lock and no
+  // second write, while in-memory latches make readers that must see the
+  // commit wait for it. Every TransactionDB reading or writing the tables
+  // must share those latches: the ones opened in one process on one tenant
+  // with one TransactionServices do. The two phases are used instead when
+  // the store has no all-or-nothing batch, when a condition fails (a lock or
+  // a conflict, which the two phases then resolve or report), or when another
+  // one-phase commit holds one of the keys. Fail points are the two phases'.
+  bool one_phase_commit = false;
   // The columns whose every committed write (put or erase) also writes a
   // notification for their strong observer (strata/observer.h), at the
   // commit timestamp and before the commit point, so that a commit always

@@ -228,6 +228,7 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
     // The kill test syncs; this one is about interleavings, and syncs only
     // to meet commits applied before their fdatasync.
     options_.sync = GetParam().apply_before_sync;
+    options_.one_phase_commit = test::OnePhaseFromEnvironment();
     if (GetParam().short_ttl) {
       options_.lock_ttl_millis = sanitized ? 20 : 5;
       reader_options_.lock_wait_millis = 3 * options_.lock_ttl_millis;
@@ -236,8 +237,10 @@ class BankTest : public ::testing::TestWithParam<BankParam> {
     if (!GetParam().engine) {
       // Foreground secondaries, one row per batch: every fail point of a
       // commit is on the committing thread and comes between two batches.
+      // With one-phase commits, two rows, so that a transfer within one
+      // table fits one batch.
       options_.commit_secondaries_in_background = false;
-      options_.max_batch_rows = 1;
+      options_.max_batch_rows = options_.one_phase_commit ? 2 : 1;
     }
   }
 
@@ -459,6 +462,14 @@ void BankTest::Run() {
   ASSERT_FALSE(HasFatalFailure());
   for (const std::string& table : bank_.tables) {
     EXPECT_EQ(test::CountLocks(*RawStore(table)), 0u) << table;
+  }
+  // Transfers within one table commit in one phase when asked to; across
+  // two, in two.
+  const uint64_t one_phase = TxnDBOf(*db_)->stats().one_phase_commits.load();
+  if (options_.one_phase_commit) {
+    EXPECT_GT(one_phase, 0u);
+  } else {
+    EXPECT_EQ(one_phase, 0u);
   }
   if (engine_ != nullptr) {
     ASSERT_OK(engine_->Compact());  // and once more from SSTables alone

@@ -4,6 +4,7 @@
 // idempotence of prewrite and commit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -60,7 +61,14 @@ class RecordingStore final : public test::ForwardingRowStore {
   }
   Result<std::vector<CheckAndMutateResult>> CheckAndMutateBatch(
       const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
-    Result<std::vector<CheckAndMutateResult>> r = base().CheckAndMutateBatch(o, batch);
+    return Record(batch, base().CheckAndMutateBatch(o, batch));
+  }
+  Result<std::vector<CheckAndMutateResult>> CheckAndMutateAll(
+      const WriteOptions& o, const std::vector<ConditionalMutation>& batch) override {
+    return Record(batch, base().CheckAndMutateAll(o, batch));
+  }
+  Result<std::vector<CheckAndMutateResult>> Record(const std::vector<ConditionalMutation>& batch,
+                                                   Result<std::vector<CheckAndMutateResult>> r) {
     {
       std::lock_guard<std::mutex> l(mu_);
       for (size_t i = 0; i < batch.size(); i++) {
@@ -137,6 +145,7 @@ class TransactionTest : public ::testing::Test {
     tables_->Create("other");
     options_.sync = false;
     options_.commit_secondaries_in_background = false;
+    options_.one_phase_commit = test::OnePhaseFromEnvironment();
   }
 
   void Open() {
@@ -254,6 +263,7 @@ WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) 
 // Joe $2; a transaction with start_ts 7 moves $7 from Bob to Joe and commits
 // at 8. The cells are checked after every step against the figure.
 TEST_F(TransactionTest, PaperBankExampleCellByCell) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   options_.max_inline_value = 0;           // values live in `data`, as in the paper
   options_.prewrite_primary_alone = true;  // the primary first, as in the figure
   Open();
@@ -417,6 +427,7 @@ TEST_F(TransactionTest, OfTwoConcurrentWritersOnlyOneCommits) {
 // 1.3 s) waits out the whole wait, then pushes the live writer's lock and
 // reads on; it does not give up with kKeyLocked.
 TEST_F(TransactionTest, ReadWaitsItsWholeLockWaitThenPushes) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   Seed({{"x", "c"}}, "seed");
   std::unique_ptr<Transaction> writer = Begin();
@@ -448,6 +459,7 @@ TEST_F(TransactionTest, ReadWaitsItsWholeLockWaitThenPushes) {
 // the lock instead of rolling it back, and the writer commits once the older
 // coordinator is gone.
 TEST_F(TransactionTest, PrimaryStaysAliveWhileItsBatchWaitsForAnOlderLock) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   options_.lock_ttl_millis = 600;  // heartbeats every 200 ms
   Open();
   Seed({{"a-p", "c"}, {"k", "c"}}, "seed");
@@ -488,6 +500,7 @@ TEST_F(TransactionTest, PrimaryStaysAliveWhileItsBatchWaitsForAnOlderLock) {
 // registered: a reader that comes right after finds it live (and pushes
 // it) instead of rolling back a transaction that is still committing.
 TEST_F(TransactionTest, PrimaryWrittenAfterALongWaitHasItsWholeTtl) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   options_.lock_ttl_millis = 600;
   Open();
   Seed({{"p", "c"}}, "seed");
@@ -568,6 +581,7 @@ TEST_F(TransactionTest, AbortUndoesEveryKeyOfThePrimaryRow) {
 // A commit that fails while resolving a lock it met says why in error():
 // a store error there is kStorage, not a failure with no kind.
 TEST_F(TransactionTest, StoreErrorWhileResolvingALockIsKStorage) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> older = Begin();
   std::unique_ptr<Transaction> younger = Begin();
@@ -589,6 +603,7 @@ TEST_F(TransactionTest, StoreErrorWhileResolvingALockIsKStorage) {
 // key fail with an error that says so, never NotFound, which would pass for
 // "no value" and hide the value committed below the lock.
 TEST_F(TransactionTest, LockWhosePrimaryTableIsGoneIsNotReadAsNoValue) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   {
     std::unique_ptr<Transaction> t = Begin();
@@ -616,6 +631,7 @@ TEST_F(TransactionTest, LockWhosePrimaryTableIsGoneIsNotReadAsNoValue) {
 }
 
 TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> older = Begin();
   std::unique_ptr<Transaction> younger = Begin();
@@ -636,6 +652,7 @@ TEST_F(TransactionTest, YoungerWriterMeetingALiveOlderLockAbortsItself) {
 }
 
 TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> older = Begin();
   std::unique_ptr<Transaction> younger = Begin();
@@ -657,6 +674,7 @@ TEST_F(TransactionTest, OlderWriterRollsBackAYoungerLock) {
 // writer takes the new bytes in place of the old and commits, rather than
 // asking for both versions of one cell until it gives up.
 TEST_F(TransactionTest, OlderWriterFollowsARollbackRecordItsVictimRewrote) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> older = Begin();
   std::unique_ptr<Transaction> younger = Begin();
@@ -696,6 +714,7 @@ TEST_F(TransactionTest, OlderWriterFollowsARollbackRecordItsVictimRewrote) {
 // a cell marker (txn/FORMAT.md "How locks are erased"): the primary's and a
 // secondary's commit, and a wounded transaction's rollback.
 TEST_F(TransactionTest, CommitsEraseLocksWithColumnMarkersRollbacksWithCellMarkers) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> older = Begin();
   std::unique_ptr<Transaction> younger = Begin();
@@ -766,6 +785,7 @@ TEST_F(TransactionTest, GetForUpdatePreventsWriteSkew) {
 // A GetForUpdate lock hides no value, so readers never wait for it; but one
 // left by a dead coordinator is cleaned up by the reads that meet it.
 TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   ASSERT_NO_FATAL_FAILURE(Seed({{"a", "c"}, {"b", "c"}}, "1"));
   std::unique_ptr<Transaction> t = Begin();
@@ -818,6 +838,7 @@ TEST_F(TransactionTest, NoUpdateIsLostUnderConcurrentIncrements) {
 // then another transaction reads every key. The transaction is all there if
 // its primary committed and not at all otherwise, and no lock is left.
 TEST_F(TransactionTest, CoordinatorStoppedAtEveryFailPoint) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   options_.max_batch_rows = 1;  // several batches, so "after some" is between two
   Open();
   const std::vector<FailPoint> points = {
@@ -867,6 +888,7 @@ TEST_F(TransactionTest, CoordinatorStoppedAtEveryFailPoint) {
 // commit, a resolver rolls it back (its owner died); the commit then fails,
 // and a prewrite it sent before, delivered again, fails too.
 TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> t = Begin();
   ASSERT_OK(t->Set("bank", "k1", "c", "new"));
@@ -911,6 +933,7 @@ TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
 // not walked. A key never read, or whose newest record is a rollback, is
 // looked at whole. A live lock above the commit still stops the prewrite.
 TEST_F(TransactionTest, PrewriteLooksForLocksFromTheCommitItRead) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   Seed({{"bob", "c"}, {"joe", "c"}}, "10");
   uint64_t bob_commit = 0;
@@ -988,10 +1011,12 @@ TEST_F(TransactionTest, KeysReadPastTheFloorLimitAreSearchedWhole) {
   ASSERT_OK(t->Commit());
   std::map<std::string, uint64_t> lock_from;
   for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
+    // t's prewrites (or one-phase batch rows): no write record from start_ts on.
+    const bool ours = std::any_of(call.conditions.begin(), call.conditions.end(), [&](const Condition& c) {
+      return c.family() == kWriteFamily && c.min_timestamp() == t->start_ts();
+    });
     for (const Condition& c : call.conditions) {
-      if (c.family() == kLockFamily && c.kind() == Condition::Kind::kNoCellInRange &&
-          call.mutation.entries().size() > 0 &&
-          call.mutation.entries().back().timestamp == t->start_ts()) {
+      if (ours && c.family() == kLockFamily && c.kind() == Condition::Kind::kNoCellInRange) {
         lock_from[call.row] = c.min_timestamp();
       }
     }
@@ -1023,6 +1048,7 @@ TEST_F(TransactionTest, RepeatedCommitIsANoOp) {
 }
 
 TEST_F(TransactionTest, PrewriteAndCommitWithUnknownOutcomesAreRetried) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   // The primary's prewrite applies but reports an error: the retry finds its
   // own lock.
@@ -1051,6 +1077,7 @@ TEST_F(TransactionTest, PrewriteAndCommitWithUnknownOutcomesAreRetried) {
 }
 
 TEST_F(TransactionTest, ReaderPushesALiveLockAndTheWriterCommitsAboveIt) {
+  options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   std::unique_ptr<Transaction> w = Begin();
   ASSERT_OK(w->Set("bank", "x", "c", "new"));

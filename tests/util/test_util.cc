@@ -92,6 +92,11 @@ bool UnderSanitizer() {
 #endif
 }
 
+bool OnePhaseFromEnvironment() {
+  const char* s = std::getenv("STRATA_TEST_ONE_PHASE");
+  return s != nullptr && s[0] == '1';
+}
+
 bool LongTests() {
 #ifdef STRATA_LONG_TESTS
   return true;

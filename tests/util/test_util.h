@@ -62,6 +62,13 @@ KilledChild RunChildUntilKilled(const std::function<void(int fd)>& child, int de
 // (the instrumented code is 5-20x slower; the interleavings are what matter).
 bool UnderSanitizer();
 
+// The commit mode transaction tests open their TransactionDBs with: one
+// phase when STRATA_TEST_ONE_PHASE=1 is in the environment (CTest runs the
+// transaction tests once in each mode), two phases otherwise. Tests of
+// what only one mode does set TransactionDBOptions::one_phase_commit
+// themselves.
+bool OnePhaseFromEnvironment();
+
 // True when the long variants of randomized tests were asked for (configure
 // with -DSTRATA_LONG_TESTS=ON, or STRATA_LONG_TESTS=1 in the environment).
 bool LongTests();
