@@ -148,6 +148,8 @@ struct Flags {
   // Strata's garbage collector during each run: life time and round
   // interval in milliseconds; 0: none.
   uint64_t gc_ms = 0;
+  // TransactionDBOptions::one_phase_commit.
+  bool one_phase = false;
   std::string db;
   uint64_t seed = 301;
 };
@@ -183,6 +185,9 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
   --gc_ms=N          run Strata's garbage collector during each run, versions kept N ms
                      and a round every N ms (default 0: none); needs --split=0, since
                      it collects a TransactionDB::Open database
+  --one_phase=0|1    Strata's TransactionDBOptions::one_phase_commit (default 0): 1
+                     commits a transfer in one all-or-nothing batch; with --split=1
+                     its whole commit counts as prewrite_us
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
@@ -561,6 +566,7 @@ class StrataBank final : public Bank {
   std::string BeginRun(const Config& c) override {
     strata::TransactionDBOptions o;
     o.sync = c.sync;
+    o.one_phase_commit = g_flags.one_phase;
     o.commit_secondaries_in_background = c.system == System::kStrata;
     if (!g_flags.split) {
       auto db = strata::TransactionDB::Open(g_services, tenant_, o);
@@ -1271,6 +1277,8 @@ void ParseFlags(int* argc, char** argv) {
       if (!ParseBit(value, &g_flags.apply_before_sync)) Usage("bad " + arg);
     } else if (name == "--gc_ms") {
       if (!ParseUint(value, &g_flags.gc_ms)) Usage("bad " + arg);
+    } else if (name == "--one_phase") {
+      if (!ParseBit(value, &g_flags.one_phase)) Usage("bad " + arg);
     } else if (name == "--db") {
       if (value.empty()) Usage("bad " + arg);
       g_flags.db = value;
@@ -1344,11 +1352,11 @@ int main(int argc, char** argv) {
 
   std::printf("txn_bench: txn_seconds=%g accounts=%" PRIu64 " hot_accounts=%" PRIu64
               " fresh_hot=%d full_check=%d split=%d backoff_us=%" PRIu64 " lock_buffer=%" PRIu64
-              " io_uring=%d apply_before_sync=%d gc_ms=%" PRIu64 " dir=%s\n",
+              " io_uring=%d apply_before_sync=%d gc_ms=%" PRIu64 " one_phase=%d dir=%s\n",
               g_flags.seconds, g_flags.accounts, g_flags.hot_accounts, g_flags.fresh_hot ? 1 : 0,
               g_flags.full_check ? 1 : 0, g_flags.split ? 1 : 0, g_flags.backoff_us,
               g_flags.lock_buffer, g_flags.io_uring ? 1 : 0, g_flags.apply_before_sync ? 1 : 0,
-              g_flags.gc_ms, g_root.string().c_str());
+              g_flags.gc_ms, g_flags.one_phase ? 1 : 0, g_root.string().c_str());
   std::printf("load average at start: %s\n", LoadAverage().c_str());
 #ifndef STRATA_HAVE_ROCKSDB
   std::printf("RocksDB was not found at build time: Strata only\n");
