@@ -168,7 +168,7 @@ struct TransactionDBOptions {
   // the store has no all-or-nothing batch, when a condition fails (a lock or
   // a conflict, which the two phases then resolve or report), or when another
   // one-phase commit holds one of the keys. Fail points are the two phases'.
-  bool one_phase_commit = false;
+  bool one_phase_commit = true;
   // The columns whose every committed write (put or erase) also writes a
   // notification for their strong observer (strata/observer.h), at the
   // commit timestamp and before the commit point, so that a commit always

@@ -206,6 +206,7 @@ TEST_F(CollectorTest, ExampleHistoryKeepsEveryReadAtOrAboveTheSafepoint) {
 // not leave the secondary's lock to be read as rolled back. Its locks below
 // the safepoint are rolled forward first.
 TEST_F(CollectorTest, SecondaryOfACommittedPrimaryStaysCommitted) {
+  options_.one_phase_commit = false;  // a coordinator stopped between the phases
   SetUpAll();
   // Stopped after the commit point.
   CommitTwoRowsAndStop(10, "1", FailPoint::kAfterPrimaryCommit);
@@ -224,6 +225,7 @@ TEST_F(CollectorTest, SecondaryOfACommittedPrimaryStaysCommitted) {
 // A coordinator that died before its commit point left locks: the round
 // rolls them back before collecting.
 TEST_F(CollectorTest, DeadCoordinatorsLocksAreRolledBackFirst) {
+  options_.one_phase_commit = false;  // a coordinator stopped between the phases
   SetUpAll();
   Commit("a", "bal", "old", 1, 2);
   CommitTwoRowsAndStop(10, "new", FailPoint::kAfterCommitTs);
@@ -266,6 +268,7 @@ TEST_F(CollectorTest, RunningTransactionsHoldTheSafepointBack) {
 // A transaction whose commit checks the safepoint after its prewrites: a
 // safepoint published between its commit_ts and its check stops it.
 TEST_F(CollectorTest, SafepointPublishedBeforeTheCommitCheckStopsTheCommit) {
+  options_.one_phase_commit = false;  // the check after the prewrites is the two phases'
   SetUpAll();
   oracle_.SetNext(10);
   auto t = db_->Begin({});

@@ -67,12 +67,16 @@ class ObserverTest : public ::testing::Test {
     ASSERT_OK(txn::LocalLivenessRegistry::Open(dir_.path(), ro, &registry_));
   }
 
+  // TransactionDBOptions::one_phase_commit of the next OpenDb.
+  bool one_phase_ = true;
+
   void OpenDb(std::vector<ObservedColumn> observed) {
     txn::TxnDBConfig config;
     config.options.sync = false;
     config.options.commit_secondaries_in_background = false;
     config.options.lock_ttl_millis = 500;
     config.options.prewrite_primary_alone = true;  // so that secondary batches exist
+    config.options.one_phase_commit = one_phase_;
     config.options.observed_columns = std::move(observed);
     config.oracle = &oracle_;
     config.registry = registry_.get();
@@ -317,6 +321,7 @@ TEST_F(ObserverTest, ANotificationWrittenLateBelowAHandledOneIsHandled) {
 // observed columns of two rows: the observer sees each change exactly when
 // the transaction committed (roll-forward by the observer's own read).
 TEST_F(ObserverTest, AStoppedCoordinatorNotifiesExactlyWhenItCommitted) {
+  one_phase_ = false;  // stops between the two phases
   OpenDb({{"t", "in"}});
   std::mutex mu;
   std::map<std::string, std::string> seen;  // row -> value the observer read

@@ -34,6 +34,7 @@ class LockLifetimeTest : public ::testing::Test {
     ASSERT_OK(tables_->Create("bank"));
     TxnDBConfig config;
     config.options.sync = false;
+    config.options.one_phase_commit = false;  // locks and what keeps them alive
     config.options.lock_ttl_millis = kTtlMillis;
     config.options.commit_secondaries_in_background = false;
     config.oracle = &oracle_;
@@ -245,6 +246,7 @@ TEST(HeartbeatIntervalTest, ShortLivenessTimeoutKeepsASlowCoordinatorAlive) {
   uint64_t stop_at = 0;
   TxnDBConfig config;
   config.options.sync = false;
+  config.options.one_phase_commit = false;
   config.options.lock_ttl_millis = 60'000;
   config.oracle = &oracle;
   config.registry = registry.get();
