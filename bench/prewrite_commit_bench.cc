@@ -36,15 +36,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "commit_marks.h"
 #include "strata/engine.h"
 #include "strata/table.h"
 #include "strata/transaction.h"
+#include "txn/table_resolver.h"
 #include "txn/transaction_db.h"
 #include "txn/transaction_services.h"
 
@@ -59,46 +59,8 @@ std::shared_ptr<strata::TransactionServices> g_services;
 std::string g_dir;
 std::atomic<uint64_t> g_run{0};
 
-// When the committing thread passed each fail point of its current Commit.
-struct CommitMarks {
-  bool active = false;
-  SteadyClock::time_point at[5];
-  bool seen[5] = {};
-  void Reset() {
-    for (bool& s : seen) s = false;
-    active = true;
-  }
-};
-thread_local CommitMarks t_marks;
-
-bool MarkFailPoint(strata::txn::FailPoint point, uint64_t /*start_ts*/) {
-  if (t_marks.active) {
-    const int i = static_cast<int>(point);
-    t_marks.at[i] = SteadyClock::now();
-    t_marks.seen[i] = true;
-  }
-  return false;  // never stop the coordinator
-}
-
-class Tables final : public strata::txn::TableResolver {
- public:
-  explicit Tables(strata::Tenant tenant) : tenant_(std::move(tenant)) {}
-  strata::Result<std::shared_ptr<strata::RowStore>> Resolve(std::string_view table) override {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = stores_.find(table);
-    if (it != stores_.end()) return it->second;
-    strata::Result<strata::Table> t = tenant_.OpenTable(table);
-    if (!t.ok()) return t.status();
-    std::shared_ptr<strata::RowStore> store = strata::NewTableRowStore(std::move(t).value());
-    stores_.emplace(std::string(table), store);
-    return store;
-  }
-
- private:
-  strata::Tenant tenant_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<strata::RowStore>, std::less<>> stores_;
-};
+using strata::bench::MarkFailPoint;
+using strata::bench::t_commit_marks;
 
 double Seconds(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -115,7 +77,7 @@ class PrewriteCommit : public benchmark::Fixture {
     config.options.commit_secondaries_in_background = false;
     config.oracle = strata::txn::TransactionServicesAccess::oracle(*g_services);
     config.registry = strata::txn::TransactionServicesAccess::registry(*g_services);
-    config.tables = std::make_shared<Tables>(*g_engine->OpenTenant("bench"));
+    config.tables = std::make_shared<strata::txn::TenantTables>(*g_engine->OpenTenant("bench"));
     config.single_log = true;
     config.fail_point = &MarkFailPoint;
     config.keep_alive = g_services;
@@ -162,16 +124,16 @@ BENCHMARK_DEFINE_F(PrewriteCommit, Blind)(benchmark::State& state) {
       }
     }
     const auto start = SteadyClock::now();
-    t_marks.Reset();
+    t_commit_marks.Reset();
     strata::Status s = (*txn)->Commit();
     const auto end = SteadyClock::now();
-    t_marks.active = false;
+    t_commit_marks.active = false;
     if (!s.ok()) {
       state.SkipWithError(("Commit: " + s.ToString()).c_str());
       break;
     }
     using FP = strata::txn::FailPoint;
-    const CommitMarks& m = t_marks;
+    const strata::bench::CommitMarks& m = t_commit_marks;
     const int pp = static_cast<int>(FP::kAfterPrimaryPrewrite);
     const int sb = static_cast<int>(FP::kAfterSecondaryBatch);
     const int ct = static_cast<int>(FP::kAfterCommitTs);

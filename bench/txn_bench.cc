@@ -104,6 +104,7 @@
 #include <thread>
 #include <vector>
 
+#include "commit_marks.h"
 #include "common/random.h"
 #include "strata/engine.h"
 #include "strata/gc.h"
@@ -310,28 +311,7 @@ uint64_t Nanos(SteadyClock::time_point a, SteadyClock::time_point b) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
 }
 
-// When the committing thread passed each fail point of its current Commit.
-// The TxnDB calls the hook in the committing thread (and, for background
-// secondary commits, in its own thread, where `active` is false).
-struct CommitMarks {
-  bool active = false;
-  SteadyClock::time_point at[5];
-  bool seen[5] = {};
-  void Reset() {
-    for (bool& s : seen) s = false;
-    active = true;
-  }
-};
-thread_local CommitMarks t_marks;
-
-bool MarkFailPoint(strata::txn::FailPoint point, uint64_t /*start_ts*/) {
-  if (t_marks.active) {
-    const int i = static_cast<int>(point);
-    t_marks.at[i] = SteadyClock::now();
-    t_marks.seen[i] = true;
-  }
-  return false;  // never stop the coordinator
-}
+using strata::bench::MarkFailPoint;
 
 // ---- Banks -----------------------------------------------------------------------
 
@@ -448,10 +428,10 @@ class StrataWorker final : public Worker {
       }
     }
     const auto t2 = SteadyClock::now();
-    t_marks.Reset();
+    strata::bench::t_commit_marks.Reset();
     strata::Status s = (*txn)->Commit();
     const auto t3 = SteadyClock::now();
-    t_marks.active = false;
+    strata::bench::t_commit_marks.active = false;
     if (!s.ok()) {
       if (Retryable(s)) {
         steps->wasted += Nanos(t0, t3);
@@ -461,7 +441,7 @@ class StrataWorker final : public Worker {
       return Outcome::kError;
     }
     using FP = strata::txn::FailPoint;
-    const CommitMarks& m = t_marks;
+    const strata::bench::CommitMarks& m = strata::bench::t_commit_marks;
     const int pp = static_cast<int>(FP::kAfterPrimaryPrewrite);
     const int sb = static_cast<int>(FP::kAfterSecondaryBatch);
     const int ct = static_cast<int>(FP::kAfterCommitTs);
