@@ -8,11 +8,17 @@ namespace strata::gc {
 
 void TableSet::Set(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
-  names_.store(std::make_shared<const std::vector<std::string>>(std::move(names)));
+  auto sorted = std::make_shared<const std::vector<std::string>>(std::move(names));
+  MutexLock l(&mu_);
+  names_ = std::move(sorted);
 }
 
 bool TableSet::Contains(std::string_view name) const {
-  const std::shared_ptr<const std::vector<std::string>> names = names_.load();
+  std::shared_ptr<const std::vector<std::string>> names;
+  {
+    MutexLock l(&mu_);
+    names = names_;
+  }
   return names != nullptr && std::binary_search(names->begin(), names->end(), name);
 }
 
