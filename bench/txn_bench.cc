@@ -149,8 +149,8 @@ struct Flags {
   // Strata's garbage collector during each run: life time and round
   // interval in milliseconds; 0: none.
   uint64_t gc_ms = 0;
-  // TransactionDBOptions::one_phase_commit.
-  bool one_phase = false;
+  // TransactionDBOptions::one_phase_commit (the library's default).
+  bool one_phase = strata::TransactionDBOptions().one_phase_commit;
   std::string db;
   uint64_t seed = 301;
 };
@@ -186,9 +186,9 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
   --gc_ms=N          run Strata's garbage collector during each run, versions kept N ms
                      and a round every N ms (default 0: none); needs --split=0, since
                      it collects a TransactionDB::Open database
-  --one_phase=0|1    Strata's TransactionDBOptions::one_phase_commit (default 0): 1
-                     commits a transfer in one all-or-nothing batch; with --split=1
-                     its whole commit counts as prewrite_us
+  --one_phase=0|1    Strata's TransactionDBOptions::one_phase_commit (default 1, the
+                     library's): 1 commits a transfer in one all-or-nothing batch
+                     (its whole commit then counts as prewrite_us); 0, two phases
   --db=DIR           parent directory of the databases (default $STRATA_BENCH_DIR
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
