@@ -116,7 +116,8 @@ BENCHMARK_DEFINE_F(PrewriteCommit, Blind)(benchmark::State& state) {
     }
     char row[96];
     for (int k = 0; k < keys; k++) {
-      std::snprintf(row, sizeof(row), "%s%010llu/%04d", prefix, static_cast<unsigned long long>(txns), k);
+      std::snprintf(row, sizeof(row), "%s%010llu/%04d", prefix,
+                    static_cast<unsigned long long>(txns), k);
       strata::Status s = (*txn)->Set(kTable, row, kColumn, value);
       if (!s.ok()) {
         state.SkipWithError(("Set: " + s.ToString()).c_str());
@@ -157,7 +158,8 @@ BENCHMARK_DEFINE_F(PrewriteCommit, Blind)(benchmark::State& state) {
   const double n = static_cast<double>(txns) * keys;
   state.counters["prewrite_keys/s"] = prewrite_s > 0 ? n / prewrite_s : 0;
   state.counters["commit_keys/s"] = commit_s > 0 ? n / commit_s : 0;
-  state.counters["txn/s"] = benchmark::Counter(static_cast<double>(txns), benchmark::Counter::kIsRate);
+  state.counters["txn/s"] =
+      benchmark::Counter(static_cast<double>(txns), benchmark::Counter::kIsRate);
   state.counters["keys/s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
 }
 
@@ -173,7 +175,8 @@ bool OpenStore() {
   std::filesystem::create_directories(g_dir);
   auto engine = strata::Engine::Open(g_dir + "/db");
   if (!engine.ok()) {
-    std::fprintf(stderr, "prewrite_commit_bench: Engine::Open: %s\n", engine.status().ToString().c_str());
+    std::fprintf(stderr, "prewrite_commit_bench: Engine::Open: %s\n",
+                 engine.status().ToString().c_str());
     return false;
   }
   g_engine = std::move(engine).value();

@@ -329,9 +329,8 @@ Result<CheckAndMutateResult> EngineCore::CheckAndMutate(const TableState& table,
   STRATA_RETURN_IF_ERROR(CheckLive(table));
   std::vector<ConditionalRow> rows{ConditionalRow{row, &conditions, &mutation}};
   std::vector<CheckAndMutateResult> results;
-  STRATA_RETURN_IF_ERROR(
-      CheckAndMutateRows(table, options, rows, /*batch=*/false, /*all_or_nothing=*/false, &gate,
-                         &results));
+  STRATA_RETURN_IF_ERROR(CheckAndMutateRows(table, options, rows, /*batch=*/false,
+                                            /*all_or_nothing=*/false, &gate, &results));
   return std::move(results.front());
 }
 
@@ -413,9 +412,8 @@ Status EngineCore::CheckAndMutateRows(const TableState& table, const WriteOption
     if (cells.track_families) cells.SortByFamily();
     EvaluateConditions(conditions, cells.cells, &(*results)[i]);
   }
-  if (all_or_nothing &&
-      std::any_of(results->begin(), results->end(),
-                  [](const CheckAndMutateResult& r) { return !r.applied; })) {
+  if (all_or_nothing && std::any_of(results->begin(), results->end(),
+                                    [](const CheckAndMutateResult& r) { return !r.applied; })) {
     for (CheckAndMutateResult& r : *results) r.applied = false;
   }
 

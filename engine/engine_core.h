@@ -240,8 +240,7 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   // close_mu_ shared and !closed_ (as for AdmitWrite).
   Status CheckAndMutateRows(const TableState& table, const WriteOptions& options,
                             const std::vector<ConditionalRow>& rows, bool batch,
-                            bool all_or_nothing,
-                            std::shared_lock<SharedGate>* gate,
+                            bool all_or_nothing, std::shared_lock<SharedGate>* gate,
                             std::vector<CheckAndMutateResult>* results);
   // The log's apply function: inserts a group into memtables and publishes it.
   void ApplyGroup(wal::WriteRequest* const* requests, size_t n) LOCKS_EXCLUDED(apply_mu_);

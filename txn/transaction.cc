@@ -826,7 +826,8 @@ Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tab
       batch.push_back(ConditionalMutation{where.second, {}, RowMutation()});
     }
     if (where.second == primary_->row) continue;  // AddPrimaryExtras writes them
-    for (const std::string& c : columns) batch[it->second].mutation.Put(kNotifyFamily, c, commit_ts_, {});
+    for (const std::string& c : columns)
+      batch[it->second].mutation.Put(kNotifyFamily, c, commit_ts_, {});
   }
   AddPrimaryExtras(&batch[index.at(primary_->row)].mutation);
 

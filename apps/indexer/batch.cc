@@ -51,7 +51,8 @@ Index BuildIndex(const std::vector<Page>& pages) {
     std::vector<std::string_view> anchors;
     auto in = index.inlinks.find(url);
     if (in != index.inlinks.end()) {
-      for (const auto& [source, texts] : in->second) anchors.insert(anchors.end(), texts.begin(), texts.end());
+      for (const auto& [source, texts] : in->second)
+        anchors.insert(anchors.end(), texts.begin(), texts.end());
     }
     for (auto& [term, posting] : PostingsOf(page.title, page.text, anchors)) {
       index.postings[term][url] = posting;

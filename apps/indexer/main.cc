@@ -171,7 +171,8 @@ int Run(const Flags& f) {
     std::printf("corpus: %zu pages from the synthetic generator\n", pages.size());
   }
   // Two trees loaded under one NAME would make pages of both one URL.
-  std::stable_sort(pages.begin(), pages.end(), [](const Page& a, const Page& b) { return a.url < b.url; });
+  std::stable_sort(pages.begin(), pages.end(),
+                   [](const Page& a, const Page& b) { return a.url < b.url; });
   for (size_t i = 1; i < pages.size(); i++) {
     if (pages[i].url == pages[i - 1].url) {
       std::fprintf(stderr, "strata-indexer: %s is in two corpora; give each its own NAME=\n",
@@ -240,8 +241,8 @@ int Run(const Flags& f) {
   const size_t loaded = pages.size() - refused.size();
   std::printf("%sconverged in %.1f s: %.0f pages/s, %" PRIu64 " observer runs (%.0f/s), %" PRIu64
               " aborted and tried again\n",
-              tty ? "\r" : "", load_seconds, loaded / load_seconds, stats.runs, stats.runs / load_seconds,
-              stats.aborted);
+              tty ? "\r" : "", load_seconds, loaded / load_seconds, stats.runs,
+              stats.runs / load_seconds, stats.aborted);
   {
     // Storage operations as the paper counts them: row reads, row writes
     // and scans of the store, here of every table and of the observers'
@@ -254,13 +255,15 @@ int Run(const Flags& f) {
     const uint64_t scans = t.scans - tenant_before.scans;
     const uint64_t sst = e.flush_bytes_written + e.compaction_bytes_written -
                          engine_before.flush_bytes_written - engine_before.compaction_bytes_written;
-    std::printf("storage per page: %.1f operations (%.1f row reads, %.1f row writes, %.1f scans); "
-                "%.1f KiB written (%.1f KiB of cells, %.1f KiB of log, %.1f KiB of SSTables)\n",
-                (reads + writes + scans) / n, reads / n, writes / n, scans / n,
-                (t.bytes_written - tenant_before.bytes_written + e.wal_bytes - engine_before.wal_bytes + sst) /
-                    n / 1024,
-                (t.bytes_written - tenant_before.bytes_written) / n / 1024,
-                (e.wal_bytes - engine_before.wal_bytes) / n / 1024, sst / n / 1024);
+    std::printf(
+        "storage per page: %.1f operations (%.1f row reads, %.1f row writes, %.1f scans); "
+        "%.1f KiB written (%.1f KiB of cells, %.1f KiB of log, %.1f KiB of SSTables)\n",
+        (reads + writes + scans) / n, reads / n, writes / n, scans / n,
+        (t.bytes_written - tenant_before.bytes_written + e.wal_bytes - engine_before.wal_bytes +
+         sst) /
+            n / 1024,
+        (t.bytes_written - tenant_before.bytes_written) / n / 1024,
+        (e.wal_bytes - engine_before.wal_bytes) / n / 1024, sst / n / 1024);
   }
 
   // The batch computation of the same corpus: the check and the baseline.
@@ -320,8 +323,8 @@ int Run(const Flags& f) {
     const std::set<std::string> query_terms(terms.begin(), terms.end());
     std::printf("search '%s':\n", q.c_str());
     for (const auto& h : *hits) {
-      std::printf("  %-70s score %5.1f, %zu/%zu terms, %zu in-links\n", h.url.c_str(), h.score, h.matched,
-                  query_terms.size(), h.inlinks);
+      std::printf("  %-70s score %5.1f, %zu/%zu terms, %zu in-links\n", h.url.c_str(), h.score,
+                  h.matched, query_terms.size(), h.inlinks);
     }
     if (hits->empty()) std::printf("  no page\n");
   }

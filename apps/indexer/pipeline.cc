@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "indexer/html.h"
 
@@ -268,7 +268,8 @@ class RefreshObserver final : public Observer {
     std::map<std::string, std::string> old_terms;
     for (const std::string& word : Split(old_terms_s.value_or(""), ' ')) {
       const size_t colon = word.find(':');
-      if (colon != std::string::npos) old_terms.emplace(word.substr(0, colon), word.substr(colon + 1));
+      if (colon != std::string::npos)
+        old_terms.emplace(word.substr(0, colon), word.substr(colon + 1));
     }
     for (const auto& [term, posting] : old_terms) {
       if (terms.count(term) == 0) STRATA_RETURN_IF_ERROR(t->Erase(kPostings, term, u));
@@ -344,9 +345,11 @@ Status DeletePage(TransactionDB* db, std::string_view url) {
 
 Result<std::vector<Page>> ReadPages(TransactionDB* db) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> t, db->Begin());
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it, t->Scan(kPages, "", "", {"raw"}));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it,
+                          t->Scan(kPages, "", "", {"raw"}));
   std::vector<Page> pages;
-  for (; it->Valid(); it->Next()) pages.push_back(Page{std::string(it->row()), std::string(it->value())});
+  for (; it->Valid(); it->Next())
+    pages.push_back(Page{std::string(it->row()), std::string(it->value())});
   STRATA_RETURN_IF_ERROR(it->status());
   return pages;
 }
@@ -379,7 +382,8 @@ Result<Index> ReadIndex(TransactionDB* db) {
   {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionIterator> it, t->Scan(kPostings, "", ""));
     for (; it->Valid(); it->Next()) {
-      index.postings[std::string(it->row())][std::string(it->column())] = DecodePosting(it->value());
+      index.postings[std::string(it->row())][std::string(it->column())] =
+          DecodePosting(it->value());
     }
     STRATA_RETURN_IF_ERROR(it->status());
   }
@@ -398,7 +402,8 @@ Result<std::vector<SearchHit>> Search(TransactionDB* db, std::string_view query,
   const std::set<std::string> terms(terms_v.begin(), terms_v.end());
   for (const std::string& term : terms) {
     STRATA_ASSIGN_OR_RETURN(auto postings, RowOf(t.get(), kPostings, term));
-    const double idf = std::log(1 + 1e6 / static_cast<double>(std::max<size_t>(postings.size(), 1)));
+    const double idf =
+        std::log(1 + 1e6 / static_cast<double>(std::max<size_t>(postings.size(), 1)));
     for (const auto& [url, value] : postings) {
       SearchHit& h = hits[url];
       h.url = url;

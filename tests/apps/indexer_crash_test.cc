@@ -28,7 +28,10 @@ namespace {
 constexpr uint64_t kPages = 60;
 
 SyntheticCorpus Corpus() {
-  return SyntheticCorpus({.pages = kPages, .seed = 5, .duplicate_every = 4, .links_per_page = 4,
+  return SyntheticCorpus({.pages = kPages,
+                          .seed = 5,
+                          .duplicate_every = 4,
+                          .links_per_page = 4,
                           .words_per_page = 30});
 }
 

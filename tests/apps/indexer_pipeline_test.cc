@@ -152,23 +152,27 @@ TEST_F(IndexerPipelineTest, BadInputIsReportedAndNothingElseIsLost) {
     ASSERT_OK(PutPage(db_.get(), url, html));
     pages_[url] = html;
   };
-  put("http://h/good.html", "<title>Good</title><p>plain words</p><a href=loop1.html>into the loop</a>");
+  put("http://h/good.html",
+      "<title>Good</title><p>plain words</p><a href=loop1.html>into the loop</a>");
   put("http://h/broken.html", "<title>Broken<p>text <a href='good.html'>good <b <!-- never closed");
   // Its link comes first: what is after the first 4 MiB is not read.
   std::string big = "<title>Big</title><a href=good.html>from big</a><p>";
   std::mt19937_64 rng(1);
   while (big.size() < (6u << 20)) big += "word" + std::to_string(rng() % 5000) + " ";
   put("http://h/big.html", big + "<a href=loop2.html>cut off</a>");
-  put("http://h/loop1.html", "<title>One</title><a href=loop2.html>two</a><a href=loop1.html>me</a>");
+  put("http://h/loop1.html",
+      "<title>One</title><a href=loop2.html>two</a><a href=loop1.html>me</a>");
   put("http://h/loop2.html", "<title>Two</title><a href=loop3.html>three</a>");
-  put("http://h/loop3.html", "<title>Three</title><a href=loop1.html>one</a><a href='a\x01"
+  put("http://h/loop3.html",
+      "<title>Three</title><a href=loop1.html>one</a><a href='a\x01"
       "b.html'>x</a>");
   // Refused before anything is written.
   EXPECT_TRUE(PutPage(db_.get(), std::string("http://h/bad\x01\xff.html"), "<title>Bad</title>")
                   .IsInvalidArgument());
   EXPECT_TRUE(PutPage(db_.get(), "", "<title>Empty</title>").IsInvalidArgument());
   // Larger than the store's largest value (16 MiB by default).
-  EXPECT_TRUE(PutPage(db_.get(), "http://h/huge.html", std::string(17u << 20, 'x')).IsInvalidArgument());
+  EXPECT_TRUE(
+      PutPage(db_.get(), "http://h/huge.html", std::string(17u << 20, 'x')).IsInvalidArgument());
   CheckAgainstBatch();
   Result<Index> index = ReadIndex(db_.get());
   ASSERT_OK(index);

@@ -143,7 +143,8 @@ TEST_F(OnePhaseTest, OneTableCommitsWithOneBatchAndNothingElse) {
   EXPECT_EQ(Read("bank", "bob", "note"), "<none>");
   // Commit records at commit_ts naming start_ts, and no lock ever written.
   EXPECT_EQ(test::CountLocks(tables_->operator[]("bank")), 0u);
-  const std::vector<Cell> writes = test::CellsOf(tables_->operator[]("bank"), "alice", kWriteFamily);
+  const std::vector<Cell> writes =
+      test::CellsOf(tables_->operator[]("bank"), "alice", kWriteFamily);
   ASSERT_EQ(writes.size(), 2u);
   WriteRecord lock_record;
   ASSERT_OK(DecodeWrite(writes[0].value, &lock_record));

@@ -263,7 +263,7 @@ WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) 
 // Joe $2; a transaction with start_ts 7 moves $7 from Bob to Joe and commits
 // at 8. The cells are checked after every step against the figure.
 TEST_F(TransactionTest, PaperBankExampleCellByCell) {
-  options_.one_phase_commit = false;  // what it checks happens between the two phases
+  options_.one_phase_commit = false;       // what it checks happens between the two phases
   options_.max_inline_value = 0;           // values live in `data`, as in the paper
   options_.prewrite_primary_alone = true;  // the primary first, as in the figure
   Open();
@@ -1012,9 +1012,10 @@ TEST_F(TransactionTest, KeysReadPastTheFloorLimitAreSearchedWhole) {
   std::map<std::string, uint64_t> lock_from;
   for (const RecordingStore::Call& call : tables_->Get("bank")->calls()) {
     // t's prewrites (or one-phase batch rows): no write record from start_ts on.
-    const bool ours = std::any_of(call.conditions.begin(), call.conditions.end(), [&](const Condition& c) {
-      return c.family() == kWriteFamily && c.min_timestamp() == t->start_ts();
-    });
+    const bool ours =
+        std::any_of(call.conditions.begin(), call.conditions.end(), [&](const Condition& c) {
+          return c.family() == kWriteFamily && c.min_timestamp() == t->start_ts();
+        });
     for (const Condition& c : call.conditions) {
       if (ours && c.family() == kLockFamily && c.kind() == Condition::Kind::kNoCellInRange) {
         lock_from[call.row] = c.min_timestamp();
