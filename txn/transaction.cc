@@ -414,7 +414,7 @@ LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
   lock.wall_millis = lock_wall_millis_;
   lock.ttl_millis = db_->config().options.lock_ttl_millis;
   lock.min_commit_ts = start_ts_ + 1;
-  lock.owner = hb_->owner;
+  if (hb_ != nullptr) lock.owner = hb_->owner;  // none in a one-phase commit
   lock.primary_table = primary_->table;
   lock.primary_row = primary_->row;
   lock.primary_column = primary_->column;
@@ -426,36 +426,43 @@ LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
   return lock;
 }
 
+void TransactionImpl::AppendPrewriteConditions(
+    const TxnKey& key, const std::vector<std::pair<uint64_t, std::string>>& rollbacks,
+    std::vector<Condition>* conditions, std::vector<bool>* about_write) const {
+  auto add = [&](Condition c, bool write) {
+    conditions->push_back(std::move(c));
+    if (about_write != nullptr) about_write->push_back(write);
+  };
+  // No write record at or after start_ts, except other transactions'
+  // rollback records seen before, which must still be exactly there.
+  uint64_t from = start_ts_;
+  for (const auto& [ts, bytes] : rollbacks) {
+    if (ts > from) add(Condition::NoCellInRange(kWriteFamily, key.column, from, ts - 1), true);
+    add(Condition::ValueEquals(kWriteFamily, key.column, ts, bytes), true);
+    from = ts + 1;
+  }
+  add(Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp), true);
+  // No lock: none at or above the newest commit record read in the column
+  // (lock_floors_), below which every lock is erased.
+  const auto floor = lock_floors_.find(key);
+  add(Condition::NoCellInRange(kLockFamily, key.column,
+                               floor == lock_floors_.end() ? kMinTimestamp : floor->second,
+                               kMaxTimestamp),
+      false);
+}
+
 ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw, PrewriteState* state) const {
   ConditionalMutation cm;
   cm.row = rw.row;
   state->condition_keys.clear();
+  std::vector<bool> about_write;
   for (size_t i = 0; i < rw.keys.size(); ++i) {
     if (state->done[i]) continue;
     const TxnKey& key = rw.keys[i]->first;
     const PendingWrite& w = rw.keys[i]->second;
-    // No write record at or after start_ts, except other transactions'
-    // rollback records seen before, which must still be exactly there.
-    uint64_t from = start_ts_;
-    for (const auto& [ts, bytes] : state->rollbacks[i]) {
-      if (ts > from) {
-        cm.conditions.push_back(Condition::NoCellInRange(kWriteFamily, key.column, from, ts - 1));
-        state->condition_keys.emplace_back(i, true);
-      }
-      cm.conditions.push_back(Condition::ValueEquals(kWriteFamily, key.column, ts, bytes));
-      state->condition_keys.emplace_back(i, true);
-      from = ts + 1;
-    }
-    cm.conditions.push_back(
-        Condition::NoCellInRange(kWriteFamily, key.column, from, kMaxTimestamp));
-    state->condition_keys.emplace_back(i, true);
-    // No lock: none at or above the newest commit record read in the column
-    // (lock_floors_), below which every lock is erased.
-    const auto floor = lock_floors_.find(key);
-    cm.conditions.push_back(Condition::NoCellInRange(
-        kLockFamily, key.column, floor == lock_floors_.end() ? kMinTimestamp : floor->second,
-        kMaxTimestamp));
-    state->condition_keys.emplace_back(i, false);
+    about_write.clear();
+    AppendPrewriteConditions(key, state->rollbacks[i], &cm.conditions, &about_write);
+    for (bool write : about_write) state->condition_keys.emplace_back(i, write);
     LockRecord lock = MakeLock(w);
     if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
       cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
@@ -794,27 +801,13 @@ Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tab
     for (WriteRef ref : rw.keys) {
       const TxnKey& key = ref->first;
       const PendingWrite& w = ref->second;
-      cm.conditions.push_back(
-          Condition::NoCellInRange(kWriteFamily, key.column, start_ts_, kMaxTimestamp));
-      const auto floor = lock_floors_.find(key);
-      cm.conditions.push_back(Condition::NoCellInRange(
-          kLockFamily, key.column, floor == lock_floors_.end() ? kMinTimestamp : floor->second,
-          kMaxTimestamp));
-      WriteRecord record;
-      record.kind = w.kind == MutationKind::kPut      ? WriteKind::kPut
-                    : w.kind == MutationKind::kDelete ? WriteKind::kDelete
-                                                      : WriteKind::kLock;
-      record.start_ts = start_ts_;
-      const uint32_t max_inline = db_->config().options.max_inline_value;
-      if (w.kind == MutationKind::kPut) {
-        if (max_inline > 0 && w.value.size() <= max_inline) {
-          record.has_inline_value = true;
-          record.inline_value = w.value;
-        } else {
-          cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
-        }
+      AppendPrewriteConditions(key, {}, &cm.conditions, nullptr);
+      // What a prewrite would lock, committed at once.
+      const LockRecord lock = MakeLock(w);
+      if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
+        cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
       }
-      cm.mutation.Put(kWriteFamily, key.column, commit_ts_, EncodeWrite(record));
+      cm.mutation.Put(kWriteFamily, key.column, commit_ts_, EncodeWrite(CommitRecordFor(lock)));
     }
     index.emplace(rw.row, batch.size());
     batch.push_back(std::move(cm));
@@ -846,7 +839,7 @@ Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tab
   }
   SetState(State::kCommitted);
   End();
-  db_->mutable_stats().one_phase_commits.fetch_add(1, std::memory_order_relaxed);
+  db_->CountOnePhaseCommit();
   if (!notes_.empty()) db_->NotificationsWritten();
   return true;
 }

@@ -171,6 +171,16 @@ class TransactionImpl final : public Transaction {
     uint64_t backoff_micros = 200;
     bool waited = false;  // the last failure was waited out: not a round
   };
+  // Appends the conditions a prewrite of `key` writes under (txn/FORMAT.md):
+  // no write record at or after start_ts but `rollbacks` (other
+  // transactions' rollback records seen before, each still exactly there),
+  // and no lock from the newest commit record read in the column on.
+  // *about_write (if given) gets, per condition, whether it is about the
+  // write column (else the lock column).
+  void AppendPrewriteConditions(const TxnKey& key,
+                                const std::vector<std::pair<uint64_t, std::string>>& rollbacks,
+                                std::vector<Condition>* conditions,
+                                std::vector<bool>* about_write) const;
   ConditionalMutation PrewriteOf(const RowWrites& rw, PrewriteState* state) const;
   RowMutation CommitOf(const RowWrites& rw, uint64_t commit_ts) const;
 

@@ -172,7 +172,7 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
     std::atomic<uint64_t> one_phase_commits{0};
   };
   const Stats& stats() const { return stats_; }
-  Stats& mutable_stats() { return stats_; }
+  void CountOnePhaseCommit() { stats_.one_phase_commits.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   explicit TxnDB(TxnDBConfig config);
