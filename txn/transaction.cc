@@ -34,14 +34,28 @@ Status CheckKeyInput(std::string_view table, std::string_view row, std::string_v
 
 TransactionImpl::~TransactionImpl() {
   if (hb_ != nullptr) db_->StopHeartbeat(hb_);
+  ReleasePessimisticLocks();
   End();
 }
 
 void TransactionImpl::SetState(State state) {
   // A committed transaction ends once its secondaries are committed
-  // (CommitSecondaries).
-  if (state_ == State::kOpen && state != State::kOpen && state != State::kCommitted) End();
+  // (CommitSecondaries); its pessimistic locks go at once, its commit being
+  // visible.
+  if (state_ == State::kOpen && state != State::kOpen) {
+    ReleasePessimisticLocks();
+    if (state != State::kCommitted) End();
+  }
   state_ = state;
+}
+
+void TransactionImpl::ReleasePessimisticLocks() {
+  if (for_update_ts_.empty()) return;
+  std::vector<TxnKey> keys;
+  keys.reserve(for_update_ts_.size());
+  for (const auto& [key, ts] : for_update_ts_) keys.push_back(key);
+  db_->pessimistic_locks()->Release(start_ts_, keys);
+  for_update_ts_.clear();
 }
 
 void TransactionImpl::End() {
@@ -61,7 +75,13 @@ Result<std::string> TransactionImpl::Get(std::string_view table, std::string_vie
     return Status::NotFound("erased by this transaction: " + key.ToString());
   }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(key.table));
-  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> value, ReadCommitted(*store, key));
+  // A key this pessimistic transaction locked reads at its for_update_ts.
+  const auto locked = for_update_ts_.find(key);
+  STRATA_ASSIGN_OR_RETURN(
+      std::optional<std::string> value,
+      locked == for_update_ts_.end()
+          ? ReadCommitted(*store, key)
+          : ReadCommittedAt(*store, key, locked->second, options_.for_update_wait_millis));
   if (!value.has_value()) return Status::NotFound("no value at " + key.ToString());
   return std::move(*value);
 }
@@ -86,6 +106,13 @@ Result<std::vector<std::optional<std::string>>> TransactionImpl::BatchGet(
 
 Result<std::string> TransactionImpl::GetForUpdate(std::string_view table, std::string_view row,
                                                   std::string_view column) {
+  if (pessimistic()) {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
+    TxnKey key{std::string(table), std::string(row), std::string(column)};
+    STRATA_RETURN_IF_ERROR(StoreFor(key.table).status());
+    STRATA_RETURN_IF_ERROR(LockForUpdate(key));
+  }
   Result<std::string> value = Get(table, row, column);
   if (!value.ok() && value.status().code() != Status::Code::kNotFound) return value;
   if (!value.ok() && error_.kind != TransactionError::Kind::kNone) return value;
@@ -94,6 +121,34 @@ Result<std::string> TransactionImpl::GetForUpdate(std::string_view table, std::s
     writes_.emplace(std::move(key), PendingWrite{MutationKind::kLock, {}});
   }
   return value;
+}
+
+Status TransactionImpl::LockForUpdate(const TxnKey& key) {
+  if (for_update_ts_.count(key) != 0) return Status::OK();
+  PessimisticLocks::Outcome out =
+      db_->pessimistic_locks()->Acquire(key, start_ts_, options_.for_update_wait_millis * 1000);
+  switch (out.kind) {
+    case PessimisticLocks::Outcome::Kind::kAcquired:
+      break;
+    case PessimisticLocks::Outcome::Kind::kDeadlock:
+      return Fail(TransactionError::Kind::kDeadlock, &key, out.holder, 0,
+                  Status::Aborted("deadlock: " + out.cycle + "; transaction " +
+                                  std::to_string(start_ts_) + " gives way"));
+    case PessimisticLocks::Outcome::Kind::kTimeout:
+      return Fail(TransactionError::Kind::kLockWaitTimeout, &key, out.holder, 0,
+                  Status::Aborted("lock wait timeout: " + key.ToString() +
+                                  " stayed locked by transaction " + std::to_string(out.holder) +
+                                  " for " + std::to_string(options_.for_update_wait_millis) +
+                                  " ms (for_update_wait_millis)"));
+  }
+  for_update_ts_[key] = 0;  // held: let go however the transaction ends
+  // Taken with the lock held: every commit of the key by a transaction that
+  // held it before is below it.
+  Result<uint64_t> ts = db_->config().oracle->GetTimestamp();
+  if (!ts.ok()) return Fail(TransactionError::Kind::kStorage, &key, 0, 0, ts.status());
+  for_update_ts_[key] = *ts;
+  lock_ts_ = std::max(lock_ts_, *ts);
+  return Status::OK();
 }
 
 Status TransactionImpl::Set(std::string_view table, std::string_view row, std::string_view column,
@@ -303,15 +358,22 @@ Result<std::optional<std::string>> TransactionImpl::ValueFromWrite(RowStore& sto
 
 Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& store,
                                                                   const TxnKey& key) {
+  return ReadCommittedAt(store, key, start_ts_, options_.lock_wait_millis);
+}
+
+Result<std::optional<std::string>> TransactionImpl::ReadCommittedAt(RowStore& store,
+                                                                    const TxnKey& key,
+                                                                    uint64_t read_ts,
+                                                                    uint64_t wait_millis) {
   // A one-phase commit of the key that this snapshot must see may be
   // between its commit_ts and its write (txn/FORMAT.md, "One-phase commit").
-  db_->latches()->WaitForKey(key, start_ts_);
-  const uint64_t wait_until = db_->resolver()->NowMillis() + options_.lock_wait_millis;
+  db_->latches()->WaitForKey(key, read_ts);
+  const uint64_t wait_until = db_->resolver()->NowMillis() + wait_millis;
   uint64_t backoff_micros = 500;
   for (int round = 0; round < kMaxRounds; ++round) {
     RowFilter filter;
     filter.columns = {Col(kLockFamily, key.column), Col(kWriteFamily, key.column)};
-    filter.max_timestamp = start_ts_;
+    filter.max_timestamp = read_ts;
     filter.max_versions = 1;
     STRATA_ASSIGN_OR_RETURN(std::vector<Cell> cells, store.ReadRow(ReadOptions(), key.row, filter));
     const Cell* write = nullptr;
@@ -327,11 +389,11 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
         STRATA_RETURN_IF_ERROR(CleanUpLockKind(key, lock));
         continue;
       }
-      if (!LockBlocksRead(lock)) continue;
-      if (options_.lock_wait_millis > 0 && db_->resolver()->NowMillis() < wait_until) {
+      if (!LockBlocksRead(lock, read_ts)) continue;
+      if (wait_millis > 0 && db_->resolver()->NowMillis() < wait_until) {
         STRATA_ASSIGN_OR_RETURN(
             LockResolver::Resolution res,
-            db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, start_ts_));
+            db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, read_ts));
         if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
           db_->clock()->SleepMicros(backoff_micros);
           backoff_micros = std::min<uint64_t>(backoff_micros * 2, 50'000);
@@ -344,10 +406,11 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommitted(RowStore& stor
       }
       STRATA_ASSIGN_OR_RETURN(
           LockResolver::Resolution res,
-          db_->resolver()->Resolve(key, lock, LockResolver::Intent::kRead, start_ts_));
+          db_->resolver()->Resolve(key, lock, LockResolver::Intent::kRead, read_ts));
       if (res.outcome == LockResolver::Resolution::Outcome::kPushed) {
-        // The writer will commit above start_ts: this read may ignore it.
-        pushed_.insert(lock.start_ts);
+        // The writer will commit above read_ts: this read may ignore it.
+        uint64_t& above = pushed_[lock.start_ts];
+        above = std::max(above, read_ts);
         continue;
       }
       blocked = true;  // rolled forward or back: read the key again
@@ -410,10 +473,10 @@ Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
 LockRecord TransactionImpl::MakeLock(const PendingWrite& w) const {
   LockRecord lock;
   lock.kind = w.kind;
-  lock.start_ts = start_ts_;
+  lock.start_ts = lock_ts_;
   lock.wall_millis = lock_wall_millis_;
   lock.ttl_millis = db_->config().options.lock_ttl_millis;
-  lock.min_commit_ts = start_ts_ + 1;
+  lock.min_commit_ts = lock_ts_ + 1;
   if (hb_ != nullptr) lock.owner = hb_->owner;  // none in a one-phase commit
   lock.primary_table = primary_->table;
   lock.primary_row = primary_->row;
@@ -433,9 +496,12 @@ void TransactionImpl::AppendPrewriteConditions(
     conditions->push_back(std::move(c));
     if (about_write != nullptr) about_write->push_back(write);
   };
-  // No write record at or after start_ts, except other transactions'
-  // rollback records seen before, which must still be exactly there.
-  uint64_t from = start_ts_;
+  // No write record at or after start_ts (for a key locked pessimistically,
+  // its for_update_ts: txn/FORMAT.md, "Pessimistic transactions"), except
+  // other transactions' rollback records seen before, which must still be
+  // exactly there.
+  const auto locked = for_update_ts_.find(key);
+  uint64_t from = locked == for_update_ts_.end() ? start_ts_ : locked->second;
   for (const auto& [ts, bytes] : rollbacks) {
     if (ts > from) add(Condition::NoCellInRange(kWriteFamily, key.column, from, ts - 1), true);
     add(Condition::ValueEquals(kWriteFamily, key.column, ts, bytes), true);
@@ -465,9 +531,9 @@ ConditionalMutation TransactionImpl::PrewriteOf(const RowWrites& rw, PrewriteSta
     for (bool write : about_write) state->condition_keys.emplace_back(i, write);
     LockRecord lock = MakeLock(w);
     if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
-      cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
+      cm.mutation.Put(kDataFamily, key.column, lock_ts_, w.value);
     }
-    cm.mutation.Put(kLockFamily, key.column, start_ts_, EncodeLock(lock));
+    cm.mutation.Put(kLockFamily, key.column, lock_ts_, EncodeLock(lock));
   }
   return cm;
 }
@@ -490,7 +556,7 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
     for (const Cell& cell : f.cells) {
       WriteRecord record;
       STRATA_RETURN_IF_ERROR(DecodeWrite(cell.value, &record));
-      if (record.start_ts == start_ts_ && record.kind == WriteKind::kRollback) {
+      if (record.start_ts == lock_ts_ && record.kind == WriteKind::kRollback) {
         if (record.rolled_back_by != 0) {
           return Fail(
               TransactionError::Kind::kAbortedByOlder, &key, record.rolled_back_by, 0,
@@ -518,12 +584,13 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
         }
         continue;
       }
-      return Fail(
-          TransactionError::Kind::kWriteConflict, &key, record.start_ts, cell.timestamp,
-          Status::Aborted("write conflict at " + key.ToString() + ": transaction " +
-                          std::to_string(record.start_ts) + " committed at " +
-                          std::to_string(cell.timestamp) + ", after this transaction's start_ts " +
-                          std::to_string(start_ts_)));
+      return Fail(TransactionError::Kind::kWriteConflict, &key, record.start_ts, cell.timestamp,
+                  Status::Aborted("write conflict at " + key.ToString() + ": transaction " +
+                                  std::to_string(record.start_ts) + " committed at " +
+                                  std::to_string(cell.timestamp) + ", after this transaction's " +
+                                  (for_update_ts_.count(key) != 0
+                                       ? "for_update_ts " + std::to_string(for_update_ts_.at(key))
+                                       : "start_ts " + std::to_string(start_ts_))));
     }
   }
   for (const ConditionFailure& f : result.failures) {
@@ -533,16 +600,16 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
     for (const Cell& cell : f.cells) {
       LockRecord lock;
       STRATA_RETURN_IF_ERROR(DecodeLock(cell.value, &lock));
-      if (lock.start_ts == start_ts_) {
+      if (lock.start_ts == lock_ts_) {
         state->done[i] = true;  // ours, from an earlier attempt
         continue;
       }
-      const bool older = lock.start_ts < start_ts_;
+      const bool older = lock.start_ts < lock_ts_;
       STRATA_ASSIGN_OR_RETURN(
           LockResolver::Resolution res,
           db_->resolver()->Resolve(
               key, lock, older ? LockResolver::Intent::kCheck : LockResolver::Intent::kWound,
-              start_ts_));
+              lock_ts_));
       if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
         // An older transaction is committing: wait for it if the options
         // allow, else give way at once (older transactions win).
@@ -646,10 +713,10 @@ Status TransactionImpl::WritePrimaryCommit(RowStore& store, const RowWrites& rw)
     RowMutation commit = CommitOf(rw, commit_ts_);
     AddPrimaryExtras(&commit);
     Result<CheckAndMutateResult> r = store.CheckAndMutate(
-        wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, start_ts_, expected)}, commit);
+        wo, pk.row, {Condition::ValueEquals(kLockFamily, pk.column, lock_ts_, expected)}, commit);
     if (r.ok() && r->applied) return Status::OK();
     // Not applied, or the outcome is unknown: the primary says what happened.
-    Result<TxnStatus> status = ReadTxnStatus(store, pk.row, pk.column, start_ts_);
+    Result<TxnStatus> status = ReadTxnStatus(store, pk.row, pk.column, lock_ts_);
     if (!status.ok()) {
       return Fail(TransactionError::Kind::kUnknownOutcome, &pk, 0, 0,
                   r.ok() ? status.status() : r.status());
@@ -694,7 +761,7 @@ void TransactionImpl::UndoPrewrites() {
     }
     for (int round = 0; round < kMaxRounds; ++round) {
       Result<TxnStatus> s = db_->resolver()->RollbackPrimary(
-          *primary_store_, primary_->row, primary_->column, start_ts_, 0, expected);
+          *primary_store_, primary_->row, primary_->column, lock_ts_, 0, expected);
       if (!s.ok() || s->state != TxnStatus::State::kLocked) break;
       expected = s->lock_bytes;
     }
@@ -705,13 +772,13 @@ void TransactionImpl::UndoPrewrites() {
   if (primary_row_ != nullptr && primary_row_->keys.size() > 1) {
     RowMutation m;
     for (WriteRef ref : primary_row_->keys) {
-      if (&ref->first != primary_) AddRollback(&m, ref->first.column, start_ts_, 0);
+      if (&ref->first != primary_) AddRollback(&m, ref->first.column, lock_ts_, 0);
     }
     (void)primary_store_->Mutate(wo, primary_row_->row, m);
   }
   for (auto& [store, rw] : prewritten_) {
     RowMutation m;
-    for (WriteRef ref : rw->keys) AddRollback(&m, ref->first.column, start_ts_, 0);
+    for (WriteRef ref : rw->keys) AddRollback(&m, ref->first.column, lock_ts_, 0);
     (void)store->Mutate(wo, rw->row, m);
   }
 }
@@ -805,7 +872,7 @@ Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tab
       // What a prewrite would lock, committed at once.
       const LockRecord lock = MakeLock(w);
       if (w.kind == MutationKind::kPut && !lock.has_inline_value) {
-        cm.mutation.Put(kDataFamily, key.column, start_ts_, w.value);
+        cm.mutation.Put(kDataFamily, key.column, lock_ts_, w.value);
       }
       cm.mutation.Put(kWriteFamily, key.column, commit_ts_, EncodeWrite(CommitRecordFor(lock)));
     }
@@ -1107,6 +1174,10 @@ const char* TransactionErrorKindName(TransactionError::Kind kind) {
       return "unknown outcome";
     case K::kStorage:
       return "storage error";
+    case K::kDeadlock:
+      return "deadlock";
+    case K::kLockWaitTimeout:
+      return "lock wait timeout";
   }
   return "unknown";
 }

@@ -118,10 +118,12 @@ class TransactionImpl final : public Transaction {
   // following it back past rollback and lock records.
   Result<std::optional<std::string>> ValueFromWrite(RowStore& store, const TxnKey& key,
                                                     uint64_t commit_ts, WriteRecord record);
-  // Whether a lock read at start_ts blocks this transaction's read.
-  bool LockBlocksRead(const LockRecord& lock) const {
-    return lock.kind != MutationKind::kLock && lock.min_commit_ts <= start_ts_ &&
-           pushed_.count(lock.start_ts) == 0;
+  // Whether a lock blocks this transaction's read at `read_ts` (start_ts, or
+  // a for_update_ts).
+  bool LockBlocksRead(const LockRecord& lock, uint64_t read_ts) const {
+    if (lock.kind == MutationKind::kLock || lock.min_commit_ts > read_ts) return false;
+    auto pushed = pushed_.find(lock.start_ts);
+    return pushed == pushed_.end() || pushed->second < read_ts;
   }
   Result<std::shared_ptr<RowStore>> StoreFor(const std::string& table);
   const WriteMap& writes() const { return writes_; }
@@ -134,6 +136,17 @@ class TransactionImpl final : public Transaction {
   enum class State { kOpen, kCommitted, kAborted, kStopped };
 
   Status CheckOpen();
+  bool pessimistic() const { return options_.mode == TransactionOptions::Mode::kPessimistic; }
+  // ReadCommitted at `read_ts`, waiting up to `wait_millis` for a live
+  // lock's transaction before pushing it past read_ts.
+  Result<std::optional<std::string>> ReadCommittedAt(RowStore& store, const TxnKey& key,
+                                                     uint64_t read_ts, uint64_t wait_millis);
+  // Takes the pessimistic lock of `key` (txn/pessimistic_locks.h) and its
+  // for_update_ts, unless this transaction holds it already.
+  Status LockForUpdate(const TxnKey& key);
+  // Lets every pessimistic lock go, once the transaction can write no more
+  // or its commit is visible.
+  void ReleasePessimisticLocks();
   // One-phase commit (txn/FORMAT.md, "One-phase commit") when the options
   // allow it and `tables` is one table's rows that fit one batch: true once
   // committed; false when nothing was written and the two phases must run
@@ -249,6 +262,11 @@ class TransactionImpl final : public Transaction {
   const std::shared_ptr<TxnDB> db_;  // lives on, closed, if the caller's handle goes
   const TransactionOptions options_;
   const uint64_t start_ts_;
+  // Where the transaction's locks, data and rollback record go: start_ts,
+  // or for a pessimistic transaction its newest for_update_ts, so that no
+  // lock is written below a commit record (txn/FORMAT.md, "Pessimistic
+  // transactions"). Its locks name it as their start_ts.
+  uint64_t lock_ts_ = start_ts_;
   uint64_t commit_ts_ = 0;
   State state_ = State::kOpen;
   // End has run, or the background thread will end it (its secondaries
@@ -256,7 +274,12 @@ class TransactionImpl final : public Transaction {
   bool ended_ = false;
   TransactionError error_;
   WriteMap writes_;
-  std::set<uint64_t> pushed_;  // transactions whose min_commit_ts this one pushed
+  // The transactions whose min_commit_ts this one pushed, and how far (the
+  // read's timestamp: their commits come above it).
+  std::map<uint64_t, uint64_t> pushed_;
+  // The keys this pessimistic transaction holds locked, with their
+  // for_update_ts (0 while it is being taken).
+  std::map<TxnKey, uint64_t> for_update_ts_;
   std::set<TxnKey> weak_notes_;  // SetWeakNotification
   std::optional<TxnKey> trigger_;  // an observer's run: the notified cell
   Notes notes_;  // CollectNotes, at Commit

@@ -95,6 +95,9 @@ Result<std::unique_ptr<TransactionDB>> TxnDB::Make(TxnDBConfig config) {
     return Status::InvalidArgument("a TxnDB needs an oracle, a liveness registry and tables");
   }
   if (config.latches == nullptr) config.latches = std::make_shared<Latches>();
+  if (config.pessimistic_locks == nullptr) {
+    config.pessimistic_locks = std::make_shared<PessimisticLocks>();
+  }
   if (config.options.lock_ttl_millis == 0 ||
       config.options.lock_ttl_millis > TransactionDBOptions::kMaxLockTtlMillis) {
     return Status::InvalidArgument("lock_ttl_millis " +
@@ -123,6 +126,16 @@ Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& opti
                                    " is over the limit of " +
                                    std::to_string(TransactionOptions::kMaxLockWaitMillis));
   }
+  if (options.for_update_wait_millis > TransactionOptions::kMaxLockWaitMillis) {
+    return Status::InvalidArgument(
+        "for_update_wait_millis " + std::to_string(options.for_update_wait_millis) +
+        " is over the limit of " + std::to_string(TransactionOptions::kMaxLockWaitMillis));
+  }
+  TransactionOptions resolved = options;
+  if (resolved.mode == TransactionOptions::Mode::kDefault) {
+    resolved.mode = config_.options.pessimistic ? TransactionOptions::Mode::kPessimistic
+                                                : TransactionOptions::Mode::kOptimistic;
+  }
   uint64_t start_ts;
   {
     // Registered before a garbage collector can take a floor that misses it
@@ -134,7 +147,7 @@ Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& opti
     MutexLock l(&running_mu_);
     running_.insert(start_ts);
   }
-  return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), options, start_ts));
+  return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), resolved, start_ts));
 }
 
 Result<std::unique_ptr<Transaction>> TxnDB::BeginObserverRun(const TxnKey* trigger) {
@@ -385,25 +398,26 @@ namespace strata {
 
 namespace {
 
-// The latches of the TransactionDBs opened in this process on one tenant with
-// one TransactionServices: one set, so that a one-phase commit of one holds
-// back the readers of every other.
-std::shared_ptr<txn::Latches> SharedLatches(const TransactionServices& services,
-                                            const std::string& tenant) {
+// The one T of the TransactionDBs opened in this process on one tenant with
+// one TransactionServices: one set of latches, so that a one-phase commit of
+// one holds back the readers of every other, and one set of pessimistic
+// locks, so that their pessimistic transactions take turns.
+template <typename T>
+std::shared_ptr<T> SharedPerTenant(const TransactionServices& services, const std::string& tenant) {
   static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<txn::Latches>>* registry =
-      new std::map<std::string, std::weak_ptr<txn::Latches>>();
+  static std::map<std::string, std::weak_ptr<T>>* registry =
+      new std::map<std::string, std::weak_ptr<T>>();
   const std::string key = txn::TransactionServicesAccess::dir(services) + '\0' + tenant;
   std::lock_guard<std::mutex> l(mu);
   for (auto it = registry->begin(); it != registry->end();) {
     it = it->second.expired() ? registry->erase(it) : std::next(it);
   }
-  std::shared_ptr<txn::Latches> latches = (*registry)[key].lock();
-  if (latches == nullptr) {
-    latches = std::make_shared<txn::Latches>();
-    (*registry)[key] = latches;
+  std::shared_ptr<T> shared = (*registry)[key].lock();
+  if (shared == nullptr) {
+    shared = std::make_shared<T>();
+    (*registry)[key] = shared;
   }
-  return latches;
+  return shared;
 }
 
 }  // namespace
@@ -424,7 +438,9 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return tables->tenant().CreateTable(name, txn::TransactionalSchema(table_options));
   };
   config.keep_alive = services;
-  config.latches = SharedLatches(*services, tables->tenant().name());
+  config.latches = SharedPerTenant<txn::Latches>(*services, tables->tenant().name());
+  config.pessimistic_locks =
+      SharedPerTenant<txn::PessimisticLocks>(*services, tables->tenant().name());
   config.list_tables = [tables]() -> Result<std::vector<std::string>> {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, tables->tenant().ListTables());
     std::vector<std::string> transactional;

@@ -34,6 +34,7 @@
 #include "txn/latches.h"
 #include "txn/liveness_registry.h"
 #include "txn/lock_resolver.h"
+#include "txn/pessimistic_locks.h"
 #include "txn/timestamp_oracle.h"
 
 namespace strata::txn {
@@ -76,6 +77,9 @@ struct TxnDBConfig {
   // The latches of one-phase commits (txn/latches.h), shared by every TxnDB
   // on the same tables; nullptr: the TxnDB's own.
   std::shared_ptr<Latches> latches;
+  // The locks of pessimistic transactions (txn/pessimistic_locks.h), shared
+  // like the latches; nullptr: the TxnDB's own.
+  std::shared_ptr<PessimisticLocks> pessimistic_locks;
 
   // For the garbage collector (gc/): the names of the transactional tables,
   // and the rows that divide a table into ranges for its tasks (an engine
@@ -143,6 +147,7 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   const TxnDBConfig& config() const { return config_; }
   LockResolver* resolver() { return &resolver_; }
   Latches* latches() const { return config_.latches.get(); }
+  PessimisticLocks* pessimistic_locks() const { return config_.pessimistic_locks.get(); }
   Clock* clock() const { return clock_; }
   uint64_t safepoint() const { return safepoint_.load(std::memory_order_acquire); }
   bool closed() const { return closed_.load(std::memory_order_acquire); }

@@ -64,7 +64,7 @@ void TxnIterator::FillStoreRow() {
             return;
           }
         }
-        reread = txn_->LockBlocksRead(lock);
+        reread = txn_->LockBlocksRead(lock, txn_->start_ts());
       }
       if (reread) {
         value = txn_->ReadCommitted(*store_, key);

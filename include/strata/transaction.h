@@ -26,11 +26,28 @@
 // transactions that read what the other writes may both commit (write skew).
 // GetForUpdate makes a read conflict like a write, which prevents it.
 //
+// Optimistic and pessimistic transactions. An optimistic transaction (the
+// default) takes no lock before Commit: a key another transaction commits
+// after its start_ts aborts it there. A pessimistic one
+// (TransactionOptions::mode, TransactionDBOptions::pessimistic) locks each key
+// it reads with GetForUpdate at that read, in memory, and reads the key's
+// newest committed value: transactions that GetForUpdate one key take turns,
+// each waiting in the key's queue until the one before it ends, so a hot key's
+// read-modify-write commits without aborting. A wait ends in a deadlock error
+// at once when it would close a cycle, or in a timeout. Pessimistic locks live
+// in memory only: a crash loses them together with the transactions that held
+// them (what a commit had written is resolved as after any crash). They keep
+// out other pessimistic transactions, not optimistic ones: an optimistic
+// commit of a locked key in between makes the lock holder's Commit abort
+// (kWriteConflict).
+//
 // Errors: every call returns a Status; a transaction that failed says why in
 // error() (the key and the conflicting transaction's timestamps):
 //   Aborted   a write conflict, a lock held by an older transaction, rolled
 //             back by an older transaction or by a lock resolver, too old
-//             (start_ts below the GC safepoint); retry with a new transaction
+//             (start_ts below the GC safepoint), a deadlock or a lock-wait
+//             timeout of a pessimistic transaction; retry with a new
+//             transaction
 //   Busy      a read met a lock it may not resolve and could not push, or a
 //             key's lock kept changing through every retry (kKeyLocked)
 //   InvalidArgument  bad input (empty row or column, unknown table, a
@@ -169,6 +186,9 @@ struct TransactionDBOptions {
   // a conflict, which the two phases then resolve or report), or when another
   // one-phase commit holds one of the keys. Fail points are the two phases'.
   bool one_phase_commit = true;
+  // Transactions are pessimistic unless TransactionOptions::mode says
+  // otherwise.
+  bool pessimistic = false;
   // The columns whose every committed write (put or erase) also writes a
   // notification for their strong observer (strata/observer.h), at the
   // commit timestamp and before the commit point, so that a commit always
@@ -187,6 +207,18 @@ struct TransactionOptions {
   // trades latency for fewer retries on keys that transactions contend for.
   static constexpr uint64_t kMaxLockWaitMillis = 24ull * 3600 * 1000;
   uint64_t lock_wait_millis = 0;
+
+  enum class Mode {
+    kDefault,      // TransactionDBOptions::pessimistic decides
+    kOptimistic,   // no lock before Commit
+    kPessimistic,  // GetForUpdate locks the key at the read (see the top of this file)
+  };
+  Mode mode = Mode::kDefault;
+  // How long (milliseconds) a pessimistic GetForUpdate waits for a key
+  // another transaction holds, or for a lock an optimistic commit left on
+  // it, before the transaction fails (kLockWaitTimeout); 0 fails at once.
+  // At most kMaxLockWaitMillis.
+  uint64_t for_update_wait_millis = 3000;
 };
 
 // What stopped a transaction; kind kNone while nothing has.
@@ -201,6 +233,8 @@ struct TransactionError {
     kCoordinatorDead,  // the liveness registry declared this coordinator dead
     kUnknownOutcome,   // the store failed while committing the primary
     kStorage,          // the store failed; nothing was committed
+    kDeadlock,         // a pessimistic lock wait would close a cycle of waits
+    kLockWaitTimeout,  // a pessimistic lock wait ran out (for_update_wait_millis)
   };
   Kind kind = Kind::kNone;
   // The key the error is about, when there is one.
@@ -256,6 +290,14 @@ class Transaction {
   // Get, and make the key conflict as if it were written: Commit aborts if
   // another transaction commits the key after start_ts, and one that tries
   // to commit it later conflicts with this one.
+  //
+  // Pessimistic: first locks the key (waiting for its holder, or failing
+  // with kDeadlock or kLockWaitTimeout, which end the transaction and let
+  // every lock it held go), then takes a fresh timestamp, for_update_ts, and
+  // reads the newest value committed at or below it. Until the transaction
+  // ends, Get of the key reads at for_update_ts too, and Commit aborts only
+  // if a commit of the key came after for_update_ts (start_ts for the keys
+  // it did not lock this way). Its other reads stay at start_ts.
   virtual Result<std::string> GetForUpdate(std::string_view table, std::string_view row,
                                            std::string_view column) = 0;
 

@@ -106,7 +106,7 @@ void WriteLine(int fd, const std::string& line) {
   }
   TransactionDBOptions options;
   options.sync = true;
-  options.one_phase_commit = test::OnePhaseFromEnvironment();
+  test::SetCommitModeFromEnvironment(&options);
   options.lock_ttl_millis = 60'000;  // a TTL cannot be what resolves these locks
   Result<std::unique_ptr<TransactionDB>> db =
       TransactionDB::Open(*services, *(*engine)->OpenTenant("t"), options);

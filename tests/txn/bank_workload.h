@@ -71,10 +71,12 @@ inline Status Populate(TransactionDB* db, const Bank& bank) {
   return txn->Commit();
 }
 
-// Reads 2 or 3 distinct random accounts in `txn` and buffers a transfer of a
-// random part of the first one's balance to the others; `legs` says what it
-// moved. Commit is the caller's. A read error is returned as it is (the
-// transaction is then done for); a negative balance is Corruption.
+// Reads 2 or 3 distinct random accounts in `txn` (with GetForUpdate: in a
+// pessimistic transaction it locks them, in any order, so transfers may
+// deadlock) and buffers a transfer of a random part of the first one's
+// balance to the others; `legs` says what it moved. Commit is the caller's.
+// A read error is returned as it is (the transaction is then done for); a
+// negative balance is Corruption.
 inline Status PrepareTransfer(Transaction* txn, const Bank& bank, Random* rnd,
                               std::vector<Leg>* legs) {
   legs->clear();
@@ -87,8 +89,9 @@ inline Status PrepareTransfer(Transaction* txn, const Bank& bank, Random* rnd,
   }
   std::vector<int64_t> balances;
   for (const Leg& leg : *legs) {
-    STRATA_ASSIGN_OR_RETURN(std::string v, txn->Get(bank.TableOf(leg.account),
-                                                    bank.RowOf(leg.account), kBalanceColumn));
+    STRATA_ASSIGN_OR_RETURN(
+        std::string v,
+        txn->GetForUpdate(bank.TableOf(leg.account), bank.RowOf(leg.account), kBalanceColumn));
     STRATA_ASSIGN_OR_RETURN(int64_t b, ParseBalance(v));
     if (b < 0) {
       return Status::Corruption("account " + bank.RowOf(leg.account) + " has balance " + v +

@@ -18,7 +18,7 @@ namespace {
 
 class TransactionEngineTest : public ::testing::Test {
  protected:
-  TransactionEngineTest() { options_.one_phase_commit = test::OnePhaseFromEnvironment(); }
+  TransactionEngineTest() { test::SetCommitModeFromEnvironment(&options_); }
   void Open() {
     Result<std::unique_ptr<Engine>> e = Engine::Open(dir_.Join("db"));
     ASSERT_OK(e.status());

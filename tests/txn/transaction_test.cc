@@ -145,7 +145,7 @@ class TransactionTest : public ::testing::Test {
     tables_->Create("other");
     options_.sync = false;
     options_.commit_secondaries_in_background = false;
-    options_.one_phase_commit = test::OnePhaseFromEnvironment();
+    test::SetCommitModeFromEnvironment(&options_);
   }
 
   void Open() {
@@ -788,7 +788,11 @@ TEST_F(TransactionTest, ReadsCleanUpDeadGetForUpdateLocks) {
   options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
   ASSERT_NO_FATAL_FAILURE(Seed({{"a", "c"}, {"b", "c"}}, "1"));
-  std::unique_ptr<Transaction> t = Begin();
+  // Optimistic, so that its locks are at start_ts (a pessimistic
+  // transaction's are at its for_update_ts).
+  TransactionOptions optimistic;
+  optimistic.mode = TransactionOptions::Mode::kOptimistic;
+  std::unique_ptr<Transaction> t = Begin(optimistic);
   ASSERT_EQ(*t->GetForUpdate("bank", "a", "c"), "1");  // "a" is the primary: a lock kind
   ASSERT_OK(t->Set("bank", "b", "c", "2"));
   hook_ = [&](FailPoint p, uint64_t ts) {
