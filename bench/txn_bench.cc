@@ -17,6 +17,10 @@
 //                committed in the background (the default)
 //   strata_fg    the same with commit_secondaries_in_background = false
 //                (2-key transfers only)
+//   strata_pess  the same as strata with pessimistic transactions
+//                (TransactionDBOptions::pessimistic): GetForUpdate each
+//                account, which locks it and waits for its holder, as
+//                rocks_pess does
 //   rocks_pess   rocksdb::TransactionDB: GetForUpdate, Put, Commit; lock
 //                waits up to RocksDB's default 1 s, then TimedOut = an abort
 //   rocks_occ    rocksdb::OptimisticTransactionDB with set_snapshot: Get at
@@ -193,10 +197,10 @@ constexpr char kHelp[] = R"(txn_bench flags (besides Google Benchmark's --benchm
                      or the system temp dir)
   --seed=N           seed of the account choices (default 301)
 Benchmark names: transfer/<system>/keys:<k>/<low|high>/<sync|nosync>/...threads:<t>
-with system strata, strata_fg, rocks_pess, rocks_occ.
+with system strata, strata_fg, strata_pess, rocks_pess, rocks_occ.
 )";
 
-enum class System { kStrata, kStrataFg, kRocksPessimistic, kRocksOptimistic };
+enum class System { kStrata, kStrataFg, kRocksPessimistic, kRocksOptimistic, kStrataPess };
 enum class Contention { kLow, kHigh };
 
 const char* SystemName(System s) {
@@ -205,6 +209,8 @@ const char* SystemName(System s) {
       return "strata";
     case System::kStrataFg:
       return "strata_fg";
+    case System::kStrataPess:
+      return "strata_pess";
     case System::kRocksPessimistic:
       return "rocks_pess";
     case System::kRocksOptimistic:
@@ -221,7 +227,9 @@ struct Config {
   std::string name;  // the benchmark's
 };
 
-bool IsStrata(System s) { return s == System::kStrata || s == System::kStrataFg; }
+bool IsStrata(System s) {
+  return s == System::kStrata || s == System::kStrataFg || s == System::kStrataPess;
+}
 
 // ---- Accounts ------------------------------------------------------------------
 
@@ -392,7 +400,7 @@ class BenchTables final : public strata::txn::TableResolver {
 
 class StrataWorker final : public Worker {
  public:
-  explicit StrataWorker(strata::TransactionDB* db) : db_(db) {}
+  StrataWorker(strata::TransactionDB* db, bool for_update) : db_(db), for_update_(for_update) {}
 
   Outcome Attempt(const Transfer& t, Steps* steps, std::string* error) override {
     const auto t0 = SteadyClock::now();
@@ -405,7 +413,8 @@ class StrataWorker final : public Worker {
     const size_t k = t.keys.size();
     balances_.resize(k);
     for (size_t i = 0; i < k; i++) {
-      strata::Result<std::string> v = (*txn)->Get(kTable, t.keys[i], kColumn);
+      strata::Result<std::string> v = for_update_ ? (*txn)->GetForUpdate(kTable, t.keys[i], kColumn)
+                                                  : (*txn)->Get(kTable, t.keys[i], kColumn);
       if (!v.ok()) {
         if (Retryable(v.status())) {
           steps->wasted += Nanos(t0, SteadyClock::now());
@@ -462,6 +471,7 @@ class StrataWorker final : public Worker {
 
  private:
   strata::TransactionDB* const db_;
+  const bool for_update_;  // strata_pess: GetForUpdate
   std::vector<uint64_t> balances_;
 };
 
@@ -547,7 +557,8 @@ class StrataBank final : public Bank {
     strata::TransactionDBOptions o;
     o.sync = c.sync;
     o.one_phase_commit = g_flags.one_phase;
-    o.commit_secondaries_in_background = c.system == System::kStrata;
+    o.commit_secondaries_in_background = c.system != System::kStrataFg;
+    o.pessimistic = c.system == System::kStrataPess;
     if (!g_flags.split) {
       auto db = strata::TransactionDB::Open(g_services, tenant_, o);
       if (!db.ok()) return StatusString("TransactionDB::Open", db.status());
@@ -577,8 +588,8 @@ class StrataBank final : public Bank {
     return std::string();
   }
 
-  std::unique_ptr<Worker> NewWorker(const Config&) override {
-    return std::make_unique<StrataWorker>(run_db_.get());
+  std::unique_ptr<Worker> NewWorker(const Config& c) override {
+    return std::make_unique<StrataWorker>(run_db_.get(), c.system == System::kStrataPess);
   }
 
   std::string EndRun() override {
@@ -1142,16 +1153,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         "\nSummary: committed transfers/s (median of %s), abort%% in parentheses; "
         "ratios = Strata / RocksDB\n",
         "the repetitions");
-    std::printf("%-6s %-4s %4s %3s | %16s %16s | %16s %16s | %7s %7s %7s\n", "sync", "cont", "keys",
-                "thr", "strata", "strata_fg", "rocks_pess", "rocks_occ", "S/pess", "S/occ",
-                "fg/pess");
-    std::printf("%s\n", std::string(124, '-').c_str());
+    PrintHeader();
     for (const auto& [key, systems] : rows_) PrintRow(key, systems);
     std::printf("\nHeadline: 2-key transfers, Strata vs RocksDB TransactionDB (pessimistic)\n");
-    std::printf("%-6s %-4s %4s %3s | %16s %16s | %16s %16s | %7s %7s %7s\n", "sync", "cont", "keys",
-                "thr", "strata", "strata_fg", "rocks_pess", "rocks_occ", "S/pess", "S/occ",
-                "fg/pess");
-    std::printf("%s\n", std::string(124, '-').c_str());
+    PrintHeader();
     for (const auto& [key, systems] : rows_) {
       if (key.keys == 2 && (key.threads == 8 || key.threads == 16)) PrintRow(key, systems);
     }
@@ -1176,15 +1181,22 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::snprintf(buf, sizeof(buf), "%.2fx", Median(ia->second.tps) / d);
     return buf;
   }
+  static void PrintHeader() {
+    std::printf("%-6s %-4s %4s %3s | %16s %16s %16s | %16s %16s | %7s %7s %7s %7s\n", "sync",
+                "cont", "keys", "thr", "strata", "strata_fg", "strata_pess", "rocks_pess",
+                "rocks_occ", "S/pess", "S/occ", "fg/pess", "P/pess");
+    std::printf("%s\n", std::string(149, '-').c_str());
+  }
   static void PrintRow(const Key& key, const std::map<int, Figures>& s) {
-    std::printf("%-6s %-4s %4d %3d | %16s %16s | %16s %16s | %7s %7s %7s\n",
+    std::printf("%-6s %-4s %4d %3d | %16s %16s %16s | %16s %16s | %7s %7s %7s %7s\n",
                 key.sync ? "sync" : "nosync", key.contention == 0 ? "low" : "high", key.keys,
                 key.threads, Cell(s, System::kStrata).c_str(), Cell(s, System::kStrataFg).c_str(),
-                Cell(s, System::kRocksPessimistic).c_str(),
+                Cell(s, System::kStrataPess).c_str(), Cell(s, System::kRocksPessimistic).c_str(),
                 Cell(s, System::kRocksOptimistic).c_str(),
                 Ratio(s, System::kStrata, System::kRocksPessimistic).c_str(),
                 Ratio(s, System::kStrata, System::kRocksOptimistic).c_str(),
-                Ratio(s, System::kStrataFg, System::kRocksPessimistic).c_str());
+                Ratio(s, System::kStrataFg, System::kRocksPessimistic).c_str(),
+                Ratio(s, System::kStrataPess, System::kRocksPessimistic).c_str());
   }
 
   std::map<Key, std::map<int, Figures>> rows_;
@@ -1290,8 +1302,8 @@ void RegisterAll() {
     for (Contention cont : {Contention::kLow, Contention::kHigh}) {
       for (int keys : {1, 2, 8, 32}) {
         for (int threads : {1, 2, 4, 8, 16}) {
-          for (System system : {System::kStrata, System::kStrataFg, System::kRocksPessimistic,
-                                System::kRocksOptimistic}) {
+          for (System system : {System::kStrata, System::kStrataFg, System::kStrataPess,
+                                System::kRocksPessimistic, System::kRocksOptimistic}) {
             if (system == System::kStrataFg && keys != 2) continue;
 #ifndef STRATA_HAVE_ROCKSDB
             if (!IsStrata(system)) continue;
