@@ -59,6 +59,7 @@ Status CompactionStream::Add(const Slice& key, const Slice& value) {
   if (!column_.empty() && CellKeyColumn(column_.front().key) != CellKeyColumn(key)) {
     STRATA_RETURN_IF_ERROR(FlushColumn());
   }
+  if (column_.empty()) column_family_ = DecodeBigEndian16(rest.data());
   column_.push_back(Entry{key.ToString(), value.ToString()});
   return Status::OK();
 }
@@ -70,11 +71,20 @@ Status CompactionStream::FlushColumn() {
   SequenceNumber column_delete_seq = 0;
   bool have_last_ts = false;
   uint64_t last_ts = 0;
+  const FamilyInfo* family = schema_ != nullptr ? schema_->FamilyById(column_family_) : nullptr;
+  const bool hides_by_timestamp = family != nullptr && family->column_markers_hide_by_timestamp;
   for (size_t i = 0; i < column_.size(); i++) {
     const Slice key(column_[i].key);
     const CellType type = CellKeyType(key);
     const uint64_t ts = CellKeyTimestamp(key);
     const SequenceNumber seq = CellKeySequence(key);
+    if (type == CellType::kDeleteColumn && hides_by_timestamp) {
+      // It hides everything after it in the column, whenever written, so
+      // all of that goes. A row marker hides less (only what came before
+      // it), so only the bottom lets this marker go.
+      keep[i] = !RowAtBottom();
+      break;
+    }
     if (type == CellType::kDeleteColumn) {
       // A newer column marker seen before it (at a timestamp as high or
       // higher) hides everything this one does: it goes too.

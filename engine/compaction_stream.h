@@ -16,7 +16,14 @@
 //     unless the output is bottommost, or nothing older than the inputs may
 //     hold their row (asked per row, see `older_may_hold_row`): then
 //     everything they could hide is in the inputs and already dropped, so
-//     they go too.
+//     they go too;
+//   - in a family with column_markers_hide_by_timestamp, everything after
+//     a column's first DeleteColumn (lower timestamps, and its own timestamp
+//     with lower sequences) is dropped, whatever its sequence, markers
+//     included; that first marker is kept as above, even under a row marker
+//     (which hides only what was written before it). A version written
+//     below it later, in data newer than the inputs, is what the family's
+//     writer promises never to need.
 //
 // Thread-compatible.
 #ifndef STRATA_ENGINE_COMPACTION_STREAM_H_
@@ -81,6 +88,7 @@ class CompactionStream {
   };
   std::vector<RowMarker> row_markers_;
   std::vector<Entry> column_;  // entries of the current column, in order
+  uint16_t column_family_ = 0;  // the family id of column_
   uint64_t dropped_ = 0;
 };
 

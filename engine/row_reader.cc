@@ -279,6 +279,14 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
     if (type == CellType::kDeleteColumn) {
       at->saw_undurable |= undurable;
       column_delete_seq = std::max(column_delete_seq, seq);
+      // Where column markers hide by timestamp, what follows this one (below
+      // its timestamp, or at it and older) is hidden, whenever written. An
+      // unknown family is Corruption only once a version of it is found.
+      if (found.family == nullptr) {
+        found.family = schema.FamilyById(fam);
+        found.family_id = fam;
+      }
+      if (found.family != nullptr && found.family->column_markers_hide_by_timestamp) done = true;
       continue;
     }
     if (ts <= range->max_timestamp) at->saw_undurable |= undurable;

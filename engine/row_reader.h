@@ -7,7 +7,9 @@
 //   - of several entries at one (column, timestamp), the newest sequence wins;
 //     a DeleteCell winner hides that version;
 //   - a DeleteColumn at T hides versions with timestamp <= T written before it
-//     (lower sequence);
+//     (lower sequence); in a family with column_markers_hide_by_timestamp
+//     (strata/options.h) it also hides every version below T written after
+//     it, so nothing after it in its column's key order is visible;
 //   - a DeleteRow at T hides every cell of the row with timestamp <= T written
 //     before it.
 //
@@ -196,9 +198,10 @@ struct RowCells final : public RowSink {
 // hands out (a version or cell delete of a wanted column in its range, a
 // column or row delete marker) is one of at's undurable ones.
 // Once a column has given its max_versions, or the walk is below its
-// min_timestamp, the rest of the column is skipped (by a Seek past it when
-// more than a few entries remain): a column with a long history costs only
-// the versions the filter can use, and those above them.
+// min_timestamp, or has met a column marker in a family whose column markers
+// hide by timestamp, the rest of the column is skipped (by a Seek past it
+// when more than a few entries remain): a column with a long history costs
+// only the versions the filter can use, and those above them.
 // Family names come from `schema`; a family id it does not know is
 // Corruption. Returns the iterator's error, if any.
 Status CollectRowFromHere(InternalIterator* it, const Slice& row_prefix, ReadPoint* at,

@@ -7,6 +7,19 @@
 
 namespace strata::engine {
 
+namespace {
+
+// A family's flags in a schema_v4 (engine/MANIFEST.md).
+// DO NOT CHANGE: stored on disk.
+constexpr uint32_t kFamilyHidesByTimestamp = 1;  // column_markers_hide_by_timestamp
+constexpr uint32_t kKnownFamilyFlags = kFamilyHidesByTimestamp;
+
+uint32_t FamilyFlags(const FamilyInfo& f) {
+  return f.column_markers_hide_by_timestamp ? kFamilyHidesByTimestamp : 0;
+}
+
+}  // namespace
+
 Status ValidateName(std::string_view what, std::string_view name) {
   if (name.empty()) return Status::InvalidArgument(std::string(what) + " name is empty");
   if (name.size() > kMaxNameLength) {
@@ -92,8 +105,8 @@ Result<Schema> Schema::FromUserImpl(const TableSchema& input, bool* implicit_def
     }
     uint32_t index = 0;
     while (s.groups_[index].name != group) index++;
-    s.families_.push_back(
-        FamilyInfo{f.name, static_cast<uint16_t>(s.families_.size() + 1), index, 0});
+    s.families_.push_back(FamilyInfo{f.name, static_cast<uint16_t>(s.families_.size() + 1), index,
+                                     0, f.column_markers_hide_by_timestamp});
   }
   s.next_family_id_ = static_cast<uint32_t>(s.families_.size() + 1);
   s.BuildIndex();
@@ -164,9 +177,17 @@ Result<Schema> Schema::Alter(const Schema& current, const TableSchema& input, ui
                                        std::to_string(kMaxFamilyId) + " family ids");
       }
       if (first_new == nullptr) first_new = &f;
-      out.families_.push_back(
-          FamilyInfo{f.name, static_cast<uint16_t>(out.next_family_id_++), slot, 0});
+      out.families_.push_back(FamilyInfo{f.name, static_cast<uint16_t>(out.next_family_id_++), slot,
+                                         0, f.column_markers_hide_by_timestamp});
       continue;
+    }
+    // The family's data was written under its rule, and a reader or
+    // compaction would read it under the other.
+    if (f.column_markers_hide_by_timestamp != had->column_markers_hide_by_timestamp) {
+      return Status::InvalidArgument("column family '" + f.name +
+                                     "': column_markers_hide_by_timestamp cannot change (it is " +
+                                     (had->column_markers_hide_by_timestamp ? "on" : "off") +
+                                     "); a family keeps it from its creation");
     }
     if (first_new != nullptr) {
       return Status::InvalidArgument(
@@ -224,7 +245,9 @@ TableSchema Schema::ToUser() const {
     if (!g.name.empty()) s.locality_groups.push_back(g);
   }
   for (const auto& f : families_) {
-    s.families.push_back({.name = f.name, .locality_group = groups_[f.locality_group].name});
+    s.families.push_back({.name = f.name,
+                          .locality_group = groups_[f.locality_group].name,
+                          .column_markers_hide_by_timestamp = f.column_markers_hide_by_timestamp});
   }
   return s;
 }
@@ -249,8 +272,13 @@ void Schema::EncodeTo(std::string* dst) const {
   // written only when some group has one of its own.
   bool v3 = false;
   for (const auto& g : groups_) v3 = v3 || g.write_buffer_size != 0;
+  // Version 4 is version 3 with each family's flags; it is written only
+  // when some family has a flag set.
+  bool v4 = false;
+  for (const auto& f : families_) v4 = v4 || FamilyFlags(f) != 0;
+  v3 = v3 || v4;
   if (v3) v1 = false;
-  PutVarint32(dst, v1 ? 1 : v3 ? 3 : 2);  // schema encoding version
+  PutVarint32(dst, v1 ? 1 : v4 ? 4 : v3 ? 3 : 2);  // schema encoding version
   PutVarint32(dst, static_cast<uint32_t>(groups_.size()));
   for (const auto& g : groups_) {
     PutLengthPrefixedSlice(dst, g.name);
@@ -267,6 +295,7 @@ void Schema::EncodeTo(std::string* dst) const {
     PutVarint32(dst, f.id);
     PutVarint32(dst, f.locality_group);
     if (!v1) PutVarint64(dst, f.moved_at);
+    if (v4) PutVarint32(dst, FamilyFlags(f));
   }
   if (!v1) PutVarint32(dst, next_family_id_);
 }
@@ -275,7 +304,7 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
   auto bad = [](const char* what) { return Status::Corruption(std::string("schema: ") + what); };
   uint32_t version, ngroups, nfamilies;
   if (!GetVarint32(input, &version)) return bad("truncated version");
-  if (version < 1 || version > 3) return bad("unknown schema encoding version");
+  if (version < 1 || version > 4) return bad("unknown schema encoding version");
   if (!GetVarint32(input, &ngroups)) return bad("truncated group count");
   Schema s;
   for (uint32_t i = 0; i < ngroups; i++) {
@@ -294,7 +323,7 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     g.compression_level = static_cast<int>(level);
     g.block_size = block;
     g.bloom_bits_per_key = static_cast<int>(bloom);
-    if (version == 3 && !GetVarint64(input, &g.write_buffer_size)) {
+    if (version >= 3 && !GetVarint64(input, &g.write_buffer_size)) {
       return bad("truncated group options");
     }
     // Checksummed but out of range (written by a damaged or newer engine):
@@ -309,17 +338,21 @@ Status Schema::DecodeFrom(Slice* input, Schema* schema) {
     Slice name;
     uint32_t id, group;
     uint64_t moved_at = 0;
+    uint32_t flags = 0;
     if (!GetLengthPrefixedSlice(input, &name) || !GetVarint32(input, &id) ||
-        !GetVarint32(input, &group) || (version >= 2 && !GetVarint64(input, &moved_at))) {
+        !GetVarint32(input, &group) || (version >= 2 && !GetVarint64(input, &moved_at)) ||
+        (version >= 4 && !GetVarint32(input, &flags))) {
       return bad("truncated family");
     }
+    if ((flags & ~kKnownFamilyFlags) != 0) return bad("unknown family flags");
     const bool id_ok = version == 1 ? id == i + 1
                                     : id >= 1 && id <= kMaxFamilyId &&
                                           (s.families_.empty() || id > s.families_.back().id);
     if (!id_ok || group >= s.groups_.size() || s.IsFreeSlot(group)) {
       return bad("family id or group out of range");
     }
-    s.families_.push_back(FamilyInfo{name.ToString(), static_cast<uint16_t>(id), group, moved_at});
+    s.families_.push_back(FamilyInfo{name.ToString(), static_cast<uint16_t>(id), group, moved_at,
+                                     (flags & kFamilyHidesByTimestamp) != 0});
   }
   if (version == 1) {
     s.next_family_id_ = nfamilies + 1;

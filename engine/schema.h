@@ -55,6 +55,9 @@ struct FamilyInfo {
   // written while it lived in another group, where all of them were flushed
   // (a family moves only when it holds no data), so replay skips them.
   uint64_t moved_at = 0;
+  // ColumnFamilyOptions::column_markers_hide_by_timestamp: a DeleteColumn
+  // at T hides every version below T, whenever written (row_reader.h).
+  bool column_markers_hide_by_timestamp = false;
 };
 
 // What a schema change takes away; the engine checks that none of it holds
@@ -83,9 +86,10 @@ class Schema {
   // are matched by name; a family keeps its id, and `sequence` becomes the
   // moved_at of each family that changes group. InvalidArgument when the
   // input is bad, when it lists the families the table keeps in another
-  // order than theirs, or a new family before one of them, or when the
-  // table has used up its family ids. Whether what goes holds data is the
-  // caller's to check.
+  // order than theirs, or a new family before one of them, when it changes
+  // a kept family's column_markers_hide_by_timestamp, or when the table has
+  // used up its family ids. Whether what goes holds data is the caller's to
+  // check.
   static Result<Schema> Alter(const Schema& current, const TableSchema& input,
                               uint64_t sequence, SchemaChange* change);
 
@@ -110,7 +114,8 @@ class Schema {
   TableSchema ToUser() const;
 
   // Manifest encoding; see engine/MANIFEST.md. Schemas that need nothing of
-  // version 2 (free slots, id gaps, moved families) are written as version 1.
+  // version 2 (free slots, id gaps, moved families) are written as version 1,
+  // and each later version only when the schema needs what it adds.
   void EncodeTo(std::string* dst) const;
   static Status DecodeFrom(Slice* input, Schema* schema);
 

@@ -93,8 +93,11 @@ class Tenant {
   // change, never a mix. Handles of the table see the new schema at once;
   // an iterator keeps the schema of its Scan call. A new_schema equal to the
   // current one changes nothing.
+  // A family's column_markers_hide_by_timestamp is its own for life: the
+  // family's data was written under its rule.
   // Errors, with nothing changed: InvalidArgument for a bad name or schema
-  // (as CreateTable) or a reordering of families; NotFound when there is no
+  // (as CreateTable), a reordering of families, or a change of a kept
+  // family's column_markers_hide_by_timestamp; NotFound when there is no
   // such table; FailedPrecondition, naming the family or group, when a
   // family or group to be removed or moved holds data. An error loading an
   // in-memory group's files comes after the change is made and says so.

@@ -201,6 +201,16 @@ struct ColumnFamilyOptions {
   // The locality group this family lives in; empty means the group "default",
   // which is created when some family needs it.
   std::string locality_group;
+  // How a DeleteColumn at T hides the versions of its column. Off, as for
+  // every delete: those at or below T written before it. On: also every
+  // version below T written after it, so a read stops at the first column
+  // marker it meets instead of walking the versions and markers below it.
+  // The writer must never need a version it writes below a column marker
+  // after that marker: it is hidden while the marker stands, but a flush or
+  // compaction drops the marker once no older data may hold its row, as in
+  // any family, and such a version then shows. Fixed when the family is
+  // created: AlterTable refuses to change it.
+  bool column_markers_hide_by_timestamp = false;
 };
 
 struct TableSchema {

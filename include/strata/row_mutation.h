@@ -4,7 +4,8 @@
 // Table::CheckAndMutate checks, applies and reports.
 //
 // Later entries of one mutation win over earlier ones: a Put after a
-// DeleteColumn of the same column at a covering timestamp is visible.
+// DeleteColumn of the same column at a covering timestamp is visible (but
+// see ColumnFamilyOptions::column_markers_hide_by_timestamp).
 //
 // Value types; thread-compatible. Intentionally copyable.
 #ifndef STRATA_ROW_MUTATION_H_

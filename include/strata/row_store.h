@@ -29,7 +29,10 @@
 //   - DeleteRow removes every version of every column of the row at or below
 //     its timestamp.
 // A delete removes only what was written before it: a later Put is visible
-// even at a timestamp the delete covered. Nothing else removes a version,
+// even at a timestamp the delete covered. The one exception: in a family
+// with ColumnFamilyOptions::column_markers_hide_by_timestamp, a Put written
+// after a DeleteColumn, below (not at) its timestamp, may or may not be
+// visible; its writer must never need it. Nothing else removes a version,
 // except garbage collection the store's owner sets up (a compaction filter
 // installed in the Table store's engine).
 //

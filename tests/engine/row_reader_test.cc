@@ -1,8 +1,10 @@
 // The row walk on its own: ResolvedFilter's single columns (order, repeats
 // and their ranges, binary qualifiers) and CollectRowFromHere with a filter of
 // single columns, with or without ranges of their own, against the same walk
-// over the whole row, on random rows of versions and delete markers; and the
-// walk skipping what a column can no longer give.
+// over the whole row, on random rows of versions and delete markers; the
+// whole-row walk against the visibility rules spelled out, in families whose
+// column markers hide by timestamp and in others; and the walk skipping what
+// a column can no longer give.
 #include "engine/row_reader.h"
 
 #include <gtest/gtest.h>
@@ -89,9 +91,11 @@ class Collected final : public RowSink {
   std::vector<size_t> columns;
 };
 
+// Family "c" (id 3) has column_markers_hide_by_timestamp.
 Schema ThreeFamilies() {
   TableSchema s;
-  s.families = {{.name = "a"}, {.name = "b"}, {.name = "c"}};
+  s.families = {
+      {.name = "a"}, {.name = "b"}, {.name = "c", .column_markers_hide_by_timestamp = true}};
   Result<Schema> schema = Schema::FromUser(s);
   EXPECT_OK(schema);
   return *schema;
@@ -299,6 +303,66 @@ TEST_F(RandomRowTest, SingleColumnsEqualTheWholeRowWalkRestrictedToThem) {
   }
 }
 
+// The visibility rules of row_reader.h, entry by entry: the cells of row
+// "r" a reader at `snapshot` sees, in cell-key order.
+std::vector<Cell> VisibleByTheRules(const std::map<std::string, std::string>& entries,
+                                    SequenceNumber snapshot, const Schema& schema) {
+  std::vector<ParsedCellKey> row;
+  std::vector<std::string> values;
+  for (const auto& [key, value] : entries) {
+    ParsedCellKey k;
+    EXPECT_TRUE(ParseCellKey(key, &k));
+    if (k.row != "r" || k.sequence > snapshot) continue;
+    row.push_back(k);
+    values.push_back(value);
+  }
+  std::vector<Cell> out;
+  for (size_t i = 0; i < row.size(); i++) {
+    const ParsedCellKey& v = row[i];
+    if (v.type != CellType::kPut) continue;
+    const bool by_timestamp = schema.FamilyById(v.family)->column_markers_hide_by_timestamp;
+    bool hidden = false;
+    for (const ParsedCellKey& e : row) {
+      const bool same_column = e.family == v.family && e.qualifier == v.qualifier;
+      switch (e.type) {
+        case CellType::kPut:
+        case CellType::kDeleteCell:
+          hidden |= same_column && e.timestamp == v.timestamp && e.sequence > v.sequence;
+          break;
+        case CellType::kDeleteColumn:
+          hidden |= same_column && ((e.timestamp >= v.timestamp && e.sequence > v.sequence) ||
+                                    (by_timestamp && e.timestamp > v.timestamp));
+          break;
+        case CellType::kDeleteRow:
+          hidden |= e.timestamp >= v.timestamp && e.sequence > v.sequence;
+          break;
+      }
+    }
+    if (!hidden) {
+      out.push_back(Cell{schema.FamilyById(v.family)->name, v.qualifier, v.timestamp, values[i]});
+    }
+  }
+  return out;
+}
+
+// Random rows, read whole at random snapshots: the walk hands out exactly
+// what the rules say, in family "c" (column markers hide by timestamp) and
+// in the others.
+TEST_F(RandomRowTest, WholeRowWalkFollowsTheRules) {
+  for (int round = 0; round < rounds_; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::map<std::string, std::string> entries;
+    SequenceNumber seq = 1;
+    AddRandomRow(&rnd_, RowShape{60, 3, 3, 10, 8, 1}, &seq, &entries);
+    const SequenceNumber snapshot = rnd_.Uniform(3) == 0 ? rnd_.Uniform(seq) : seq;
+    VectorIterator it(entries);
+    it.Seek(prefix_);
+    Collected got;
+    ASSERT_OK(Collect(&it, prefix_, snapshot, ResolvedFilter(), schema_, &got));
+    ASSERT_EQ(got.cells, VisibleByTheRules(entries, snapshot, schema_));
+  }
+}
+
 TEST(ResolvedFilterTest, RepeatsReadOverTheUnionOfTheirRanges) {
   ResolvedFilter f;
   f.min_timestamp = 3;
@@ -478,6 +542,56 @@ TEST(CollectRowTest, SkipsUnwantedColumnsWhateverTheirVersions) {
   std::string next;
   AppendRowPrefix(&next, "s");
   EXPECT_TRUE(it.key().starts_with(next));
+}
+
+// A column erased by a column marker per write, as a transaction's lock
+// column is: where column markers hide by timestamp the walk stops at the
+// newest marker and seeks past the rest; elsewhere it must walk every older
+// version and marker, since one written after a marker could be visible.
+TEST(CollectRowTest, StopsAtTheFirstColumnMarkerWhereMarkersHideByTimestamp) {
+  const Schema schema = ThreeFamilies();
+  std::string prefix;
+  AppendRowPrefix(&prefix, "r");
+  for (uint16_t family : {1, 3}) {
+    SCOPED_TRACE("family " + std::to_string(family));
+    std::map<std::string, std::string> entries;
+    SequenceNumber seq = 1;
+    auto add = [&](const std::string& q, uint64_t ts, CellType type) {
+      std::string k;
+      AppendCellKey(&k, "r", family, q, ts, seq++, type);
+      entries[k] = q + std::to_string(ts);
+    };
+    constexpr uint64_t kWrites = 1000;
+    for (uint64_t ts = 1; ts <= kWrites; ts++) {
+      add("lock", ts, CellType::kPut);
+      add("lock", ts, CellType::kDeleteColumn);
+    }
+    add("lock", kWrites + 1, CellType::kPut);  // a live lock
+    add("z", 1, CellType::kPut);               // the next column
+    for (const bool whole : {false, true}) {
+      ResolvedFilter filter;
+      if (!whole) {
+        filter.AddColumn(family, "lock");
+        filter.AddColumn(family, "z");
+        filter.SortColumns();
+      }
+      CountingIterator it(entries);
+      it.Seek(prefix);
+      const int seeks_before = it.seeks;
+      Collected got;
+      ASSERT_OK(Collect(&it, prefix, seq, filter, schema, &got));
+      ASSERT_EQ(got.cells.size(), 2u);
+      EXPECT_EQ(got.cells[0].timestamp, kWrites + 1);
+      EXPECT_EQ(got.cells[1].qualifier, "z");
+      if (family == 3) {
+        // The live lock, the marker, a few steps and one Seek.
+        EXPECT_LE(it.nexts, 12) << whole;
+        EXPECT_EQ(it.seeks - seeks_before, 1) << whole;
+      } else {
+        EXPECT_GE(it.nexts, static_cast<int>(2 * kWrites)) << whole;
+      }
+    }
+  }
 }
 
 TEST(CollectRowTest, MalformedQualifierIsCorruptionWantedOrNot) {

@@ -1,6 +1,6 @@
 // Schema (engine/schema.h): the ids and slots Schema::Alter hands out and
-// keeps, what it reports as taken away, and the manifest encoding of both
-// schema versions and of tag 14 (engine/MANIFEST.md).
+// keeps, what it reports as taken away, and the manifest encoding of every
+// schema version and of tag 14 (engine/MANIFEST.md).
 #include "engine/schema.h"
 
 #include <gtest/gtest.h>
@@ -292,6 +292,104 @@ TEST(SchemaTest, GroupWriteBufferSizeIsVersion3) {
   std::string v1;
   plain->EncodeTo(&v1);
   EXPECT_EQ(v1[0], 1);
+}
+
+// A family with column_markers_hide_by_timestamp makes the encoding version
+// 4 (version 3 plus flags per family); every older version reads with the
+// option off, and a schema without it keeps its version.
+TEST(SchemaTest, FamilyFlagsAreVersion4) {
+  TableSchema user = Base();
+  user.families.push_back(
+      {.name = "h", .locality_group = "g2", .column_markers_hide_by_timestamp = true});
+  auto schema = Schema::FromUser(user);
+  ASSERT_OK(schema);
+  EXPECT_TRUE(schema->FindFamily("h")->column_markers_hide_by_timestamp);
+  EXPECT_FALSE(schema->FindFamily("a")->column_markers_hide_by_timestamp);
+  std::string e;
+  schema->EncodeTo(&e);
+  EXPECT_EQ(e[0], 4);
+  const Schema back = RoundTrip(*schema);
+  EXPECT_TRUE(back.FindFamily("h")->column_markers_hide_by_timestamp);
+  EXPECT_FALSE(back.FindFamily("b")->column_markers_hide_by_timestamp);
+  const TableSchema shown = back.ToUser();
+  ASSERT_EQ(shown.families.size(), 4u);
+  EXPECT_TRUE(shown.families[3].column_markers_hide_by_timestamp);
+  EXPECT_FALSE(shown.families[0].column_markers_hide_by_timestamp);
+
+  // Every prefix is Corruption; so is a flag bit no reader knows. The
+  // flags are each family's last field, and "h" is the last family, before
+  // next_family_id (5).
+  for (size_t n = 0; n < e.size(); n++) {
+    Slice cut(e.data(), n);
+    Schema s;
+    EXPECT_TRUE(Schema::DecodeFrom(&cut, &s).IsCorruption()) << n;
+  }
+  ASSERT_EQ(e.substr(e.size() - 2), std::string("\x01\x05", 2));
+  for (char flags : {'\x02', '\x03', '\x40'}) {
+    std::string odd = e;
+    odd[odd.size() - 2] = flags;
+    Slice in(odd);
+    Schema s;
+    EXPECT_TRUE(Schema::DecodeFrom(&in, &s).IsCorruption()) << int{flags};
+  }
+
+  // The worked example of engine/MANIFEST.md.
+  TableSchema h;
+  h.families = {{.name = "h", .column_markers_hide_by_timestamp = true}};
+  auto example = Schema::FromUser(h);
+  ASSERT_OK(example);
+  std::string bytes;
+  example->EncodeTo(&bytes);
+  EXPECT_EQ(bytes, std::string("\x04\x01\x07"
+                               "default"
+                               "\x00\x00\x03\x80\x80\x01\x0a\x00"
+                               "\x01\x01h\x01\x00\x00\x01"
+                               "\x02",
+                               26));
+
+  // Without the option, versions 1 and 3 as before; each reads it as off.
+  user.families.back().column_markers_hide_by_timestamp = false;
+  for (uint64_t size : {uint64_t{0}, uint64_t{64} << 10}) {
+    user.locality_groups.back().write_buffer_size = size;
+    auto plain = Schema::FromUser(user);
+    ASSERT_OK(plain);
+    std::string old;
+    plain->EncodeTo(&old);
+    EXPECT_EQ(old[0], size == 0 ? 1 : 3);
+    Slice in(old);
+    Schema s;
+    ASSERT_OK(Schema::DecodeFrom(&in, &s));
+    for (const FamilyInfo& f : s.families()) EXPECT_FALSE(f.column_markers_hide_by_timestamp);
+  }
+}
+
+// A schema change carries the option of the families it keeps and refuses
+// to change it; a new family takes the option it is given.
+TEST(SchemaTest, AlterRefusesToChangeTheOption) {
+  TableSchema user = Base();
+  user.families[1].column_markers_hide_by_timestamp = true;  // b
+  auto base = Schema::FromUser(user);
+  ASSERT_OK(base);
+  for (size_t i : {0, 1}) {
+    TableSchema in = user;
+    in.families[i].column_markers_hide_by_timestamp =
+        !in.families[i].column_markers_hide_by_timestamp;
+    SchemaChange change;
+    const Status s = Schema::Alter(*base, in, 9, &change).status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.ToString().find(in.families[i].name), std::string::npos) << s.ToString();
+  }
+  // Moved to another group, and a new family with it.
+  TableSchema in = user;
+  in.families[1].locality_group = "g1";
+  in.families.push_back({.name = "d", .column_markers_hide_by_timestamp = true});
+  SchemaChange change;
+  auto altered = Schema::Alter(*base, in, 9, &change);
+  ASSERT_OK(altered);
+  EXPECT_TRUE(altered->FindFamily("b")->column_markers_hide_by_timestamp);
+  EXPECT_TRUE(altered->FindFamily("d")->column_markers_hide_by_timestamp);
+  EXPECT_FALSE(altered->FindFamily("a")->column_markers_hide_by_timestamp);
+  RoundTrip(*altered);
 }
 
 TEST(SchemaTest, ManifestTag14ReplacesTheSchema) {

@@ -6,7 +6,9 @@
 // one after another, a Put setting a version and each delete erasing the
 // versions it covers at that moment. Since a delete hides only what was
 // written before it, that is the contract's visibility by definition, with
-// no markers, sequences or merging. Every call takes one mutex, so calls are
+// no markers, sequences or merging. It ignores
+// ColumnFamilyOptions::column_markers_hide_by_timestamp: a Put below an
+// earlier DeleteColumn shows, which the contract allows. Every call takes one mutex, so calls are
 // atomic for every row at once (stronger than the contract asks). Nothing is
 // durable: WriteOptions::sync changes nothing.
 //
