@@ -53,18 +53,28 @@ Status GetHead(Slice* in, const char* what, uint8_t max_kind, uint8_t* kind, uin
 
 TableSchema TransactionalSchema(const TransactionalTableOptions& options) {
   TableSchema schema;
-  auto group = [&](std::string_view name, bool in_memory, const LocalityGroupOptions& from) {
+  auto group = [&](std::string_view name, bool in_memory, const LocalityGroupOptions& from,
+                   bool markers_hide_by_timestamp) {
     LocalityGroupOptions g = from;
     g.name = std::string(name);
     g.in_memory = in_memory;
     schema.locality_groups.push_back(g);
-    schema.families.push_back(ColumnFamilyOptions{std::string(name), std::string(name)});
+    schema.families.push_back(ColumnFamilyOptions{
+        .name = std::string(name),
+        .locality_group = std::string(name),
+        .column_markers_hide_by_timestamp = markers_hide_by_timestamp,
+    });
   };
-  group(kDataFamily, false, options.data_group);
-  group(kWriteFamily, false, options.data_group);
-  group(kLockFamily, true, options.lock_group);
-  group(kNotifyFamily, true, options.notify_group);
-  group(kAckFamily, false, options.data_group);
+  group(kDataFamily, /*in_memory=*/false, options.data_group, /*markers_hide_by_timestamp=*/false);
+  group(kWriteFamily, /*in_memory=*/false, options.data_group, /*markers_hide_by_timestamp=*/false);
+  // No lock is written below a commit's column marker after it (FORMAT.md,
+  // "How locks are erased"), so reads of a lock stop at the newest marker.
+  // Not `notify`: a notification written later below a run's marker must
+  // not be hidden ("Notifications").
+  group(kLockFamily, /*in_memory=*/true, options.lock_group, /*markers_hide_by_timestamp=*/true);
+  group(kNotifyFamily, /*in_memory=*/true, options.notify_group,
+        /*markers_hide_by_timestamp=*/false);
+  group(kAckFamily, /*in_memory=*/false, options.data_group, /*markers_hide_by_timestamp=*/false);
   return schema;
 }
 

@@ -24,9 +24,12 @@ inline constexpr std::string_view kAckFamily = "ack";
 
 // The schema of a transactional table: one family per locality group of the
 // same name, `lock` and `notify` in memory; `lock` takes options.lock_group,
-// the others options.data_group.
+// the others options.data_group; `lock`'s column markers hide by timestamp
+// (ColumnFamilyOptions::column_markers_hide_by_timestamp).
 TableSchema TransactionalSchema(const TransactionalTableOptions& options);
-// Whether `schema` is one TransactionalSchema made (any group options).
+// Whether `schema` is one TransactionalSchema made (any group options, and
+// `lock` with or without column_markers_hide_by_timestamp: tables created
+// before it was set keep working, only their lock reads walk further).
 bool IsTransactionalSchema(const TableSchema& schema);
 
 // What a transaction does to a cell. DO NOT CHANGE: stored in records.

@@ -121,10 +121,13 @@ struct TransactionalTableOptions {
   // The `data`, `write` and `ack` groups; LocalityGroupOptions says what
   // each field trades.
   LocalityGroupOptions data_group;
-  // The `lock` group (in memory). A read of a column walks the locks and
-  // erase markers its memtable holds, one of each per transaction: a small
-  // write buffer keeps that walk short on rows many transactions write, at
-  // the cost of more flushes.
+  // The `lock` group (in memory). Its family's column markers hide by
+  // timestamp (txn/FORMAT.md, "How locks are erased"), so a read of a lock
+  // column stops at the erase marker of the newest commit there. The erased
+  // locks below it stay in the memtable until a flush drops them: a small
+  // write buffer drops them sooner on rows many transactions write (and
+  // bounds the walk over them in tables created before the option), at the
+  // cost of more flushes.
   LocalityGroupOptions lock_group = [] {
     LocalityGroupOptions g;
     g.write_buffer_size = 1 << 20;

@@ -113,6 +113,13 @@ TEST(RecordsTest, TransactionalSchema) {
     EXPECT_EQ(schema.locality_groups[i].in_memory,
               schema.families[i].name == kLockFamily || schema.families[i].name == kNotifyFamily);
   }
+  // Column markers hide by timestamp in `lock` alone: `notify` relies on
+  // the ordinary rule. A table made before `lock` had it is transactional.
+  for (const ColumnFamilyOptions& f : schema.families) {
+    EXPECT_EQ(f.column_markers_hide_by_timestamp, f.name == kLockFamily) << f.name;
+  }
+  schema.families[2].column_markers_hide_by_timestamp = false;
+  EXPECT_TRUE(IsTransactionalSchema(schema));
   schema.locality_groups[2].in_memory = false;
   EXPECT_FALSE(IsTransactionalSchema(schema));
 }

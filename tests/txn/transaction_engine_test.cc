@@ -114,6 +114,13 @@ TEST_F(TransactionEngineTest, CommitsAcrossTablesSurviveReopen) {
   ASSERT_OK(table.status());
   std::unique_ptr<RowStore> store = NewTableRowStore(*table);
   EXPECT_EQ(test::CountLocks(*store), 0u);
+  // Its `lock` family's column markers hide by timestamp, and no other's.
+  Result<TableSchema> schema = table->GetSchema();
+  ASSERT_OK(schema.status());
+  ASSERT_EQ(schema->families.size(), 5u);
+  for (const ColumnFamilyOptions& f : schema->families) {
+    EXPECT_EQ(f.column_markers_hide_by_timestamp, f.name == txn::kLockFamily) << f.name;
+  }
 }
 
 // Transactions may outlive their TransactionDB: once it is gone their calls
