@@ -251,7 +251,9 @@ int CmdCatalog(const engine::Catalog& c, const Args& args) {
         for (const engine::FamilyInfo& f : schema.families()) {
           if (f.locality_group != g) continue;
           if (!families.empty()) families += ", ";
-          families += f.name + " (id " + std::to_string(f.id) + ")";
+          families +=
+              f.name + " (id " + std::to_string(f.id) +
+              (f.column_markers_hide_by_timestamp ? ", column markers hide by timestamp)" : ")");
         }
         std::printf("      families: %s\n", families.empty() ? "none" : families.c_str());
       }

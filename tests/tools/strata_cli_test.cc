@@ -45,7 +45,8 @@ class StrataCliTest : public ::testing::Test {
     TableSchema schema;
     schema.locality_groups.push_back({.name = "locks", .in_memory = true});
     schema.families.push_back({.name = "balance"});
-    schema.families.push_back({.name = "lock", .locality_group = "locks"});
+    schema.families.push_back(
+        {.name = "lock", .locality_group = "locks", .column_markers_hide_by_timestamp = true});
     auto tenant = (*engine)->OpenTenant("bank");
     ASSERT_OK(tenant);
     ASSERT_OK(tenant->CreateTable("accounts", schema));
@@ -96,8 +97,8 @@ TEST_F(StrataCliTest, CatalogShowsTheSchemaTabletsAndFiles) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   for (const char* want :
        {"tenant 1 'bank'", "disk quota 1.00 GiB", "table", "'accounts'", "'locks': in memory",
-        "families: balance (id 1)", "families: lock (id 2)", "rows [start, end)",
-        "level 0: 2 files", "newest segment 0000000"}) {
+        "families: balance (id 1)", "families: lock (id 2, column markers hide by timestamp)",
+        "rows [start, end)", "level 0: 2 files", "newest segment 0000000"}) {
     EXPECT_TRUE(Contains(r.out, want)) << want << "\n" << r.out;
   }
   r = RunTool("catalog --files " + Quote(dir_.path()));
