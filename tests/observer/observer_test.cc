@@ -67,8 +67,10 @@ class ObserverTest : public ::testing::Test {
     ASSERT_OK(txn::LocalLivenessRegistry::Open(dir_.path(), ro, &registry_));
   }
 
-  // TransactionDBOptions::one_phase_commit of the next OpenDb.
+  // TransactionDBOptions::one_phase_commit and pessimistic of the next
+  // OpenDb.
   bool one_phase_ = true;
+  bool pessimistic_ = false;
 
   void OpenDb(std::vector<ObservedColumn> observed) {
     txn::TxnDBConfig config;
@@ -77,6 +79,7 @@ class ObserverTest : public ::testing::Test {
     config.options.lock_ttl_millis = 500;
     config.options.prewrite_primary_alone = true;  // so that secondary batches exist
     config.options.one_phase_commit = one_phase_;
+    config.options.pessimistic = pessimistic_;
     config.options.observed_columns = std::move(observed);
     config.oracle = &oracle_;
     config.registry = registry_.get();
@@ -93,6 +96,9 @@ class ObserverTest : public ::testing::Test {
     handle_ = std::move(db).value();
     db_ = txn::TxnDBOf(*handle_);
   }
+
+  // The body of the BankTotalsFollow... tests.
+  void BankTotalsFollowTransfers(bool pessimistic);
 
   void StartWorker(std::vector<ObserverSpec> specs, int threads = 1) {
     WorkerConfig config;
@@ -443,15 +449,21 @@ TEST_F(ObserverTest, AFailingObserverBlocksNothingAndLosesNothing) {
 // The paper's bank: transfers between accounts of four branches; an
 // observer of each balance keeps its branch's total (from the balance it
 // saw last). After quiescence each total equals the sum of its accounts.
-TEST_F(ObserverTest, BankTotalsFollowTransfers) {
+// With pessimistic transactions the runs and the transfers lock what they
+// read with GetForUpdate: runs on one branch take turns at its total.
+void ObserverTest::BankTotalsFollowTransfers(bool pessimistic) {
+  pessimistic_ = pessimistic;
   OpenDb({{"t", "bal"}});
-  auto obs = std::make_shared<FnObserver>([](Transaction* t, std::string_view row) {
+  auto read = [pessimistic](Transaction* t, std::string_view row, std::string_view column) {
+    return pessimistic ? t->GetForUpdate("t", row, column) : t->Get("t", row, column);
+  };
+  auto obs = std::make_shared<FnObserver>([read](Transaction* t, std::string_view row) {
     STRATA_ASSIGN_OR_RETURN(std::string bal, t->Get("t", row, "bal"));
     Result<std::string> seen = t->Get("t", row, "seen");
     if (!seen.ok() && !seen.status().IsNotFound()) return seen.status();
     const long delta = std::stol(bal) - (seen.ok() ? std::stol(*seen) : 0);
     const std::string branch = "branch" + std::string(row.substr(4, 1));  // "acct<b>-<i>"
-    Result<std::string> total = t->Get("t", branch, "total");
+    Result<std::string> total = read(t, branch, "total");
     if (!total.ok() && !total.status().IsNotFound()) return total.status();
     STRATA_RETURN_IF_ERROR(
         t->Set("t", branch, "total", std::to_string((total.ok() ? std::stol(*total) : 0) + delta)));
@@ -473,8 +485,8 @@ TEST_F(ObserverTest, BankTotalsFollowTransfers) {
     if (from == to) continue;
     auto t = db_->Begin({});
     ASSERT_OK(t);
-    auto f = (*t)->Get("t", from, "bal");
-    auto g = (*t)->Get("t", to, "bal");
+    auto f = read(t->get(), from, "bal");
+    auto g = read(t->get(), to, "bal");
     if (!f.ok() || !g.ok()) continue;  // a lock in the way: skip this one
     const long amount = 1 + static_cast<long>(rng() % 10);
     ASSERT_OK((*t)->Set("t", from, "bal", std::to_string(std::stol(*f) - amount)));
@@ -493,6 +505,9 @@ TEST_F(ObserverTest, BankTotalsFollowTransfers) {
   EXPECT_EQ(all, 100L * branches * per_branch);
   EXPECT_GT(worker_->GetStats().runs, 0u);
 }
+
+TEST_F(ObserverTest, BankTotalsFollowTransfers) { BankTotalsFollowTransfers(false); }
+TEST_F(ObserverTest, BankTotalsFollowPessimisticTransfers) { BankTotalsFollowTransfers(true); }
 
 TEST_F(ObserverTest, BadSpecsAreRejected) {
   OpenDb({{"t", "in"}});
