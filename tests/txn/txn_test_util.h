@@ -4,6 +4,7 @@
 #define STRATA_TESTS_TXN_TXN_TEST_UTIL_H_
 
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "strata/row_store.h"
+#include "strata/transaction.h"
 #include "txn/local_liveness_registry.h"
 #include "txn/records.h"
 #include "txn/timestamp_oracle.h"
@@ -108,6 +110,22 @@ inline std::vector<Cell> CellsOf(const RowStore& store, std::string_view row,
   filter.families = {std::string(family)};
   Result<std::vector<Cell>> cells = store.ReadRow(ReadOptions(), row, filter);
   return cells.ok() ? *cells : std::vector<Cell>();
+}
+
+// The commit mode transaction tests open their TransactionDBs with, set in
+// `options`: one phase when STRATA_TEST_ONE_PHASE=1 is in the environment,
+// pessimistic transactions (with one phase, the default) when
+// STRATA_TEST_PESSIMISTIC=1, two phases and optimistic transactions
+// otherwise. CTest runs the transaction tests once in each mode. Tests of
+// what only one mode does set TransactionDBOptions::one_phase_commit and
+// TransactionOptions::mode themselves.
+inline void SetCommitModeFromEnvironment(TransactionDBOptions* options) {
+  auto set = [](const char* name) {
+    const char* s = std::getenv(name);
+    return s != nullptr && s[0] == '1';
+  };
+  options->pessimistic = set("STRATA_TEST_PESSIMISTIC");
+  options->one_phase_commit = set("STRATA_TEST_ONE_PHASE") || options->pessimistic;
 }
 
 // Every lock cell of a whole table.

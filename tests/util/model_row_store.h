@@ -8,9 +8,9 @@
 // written before it, that is the contract's visibility by definition, with
 // no markers, sequences or merging. It ignores
 // ColumnFamilyOptions::column_markers_hide_by_timestamp: a Put below an
-// earlier DeleteColumn shows, which the contract allows. Every call takes one mutex, so calls are
-// atomic for every row at once (stronger than the contract asks). Nothing is
-// durable: WriteOptions::sync changes nothing.
+// earlier DeleteColumn shows, which the contract allows. Every call takes
+// one mutex, so calls are atomic for every row at once (stronger than the
+// contract asks). Nothing is durable: WriteOptions::sync changes nothing.
 //
 // Input is checked as the Table store checks it: the same families (in
 // schema order) and the same size limits. Scans copy their rows' cells when

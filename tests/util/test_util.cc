@@ -92,15 +92,6 @@ bool UnderSanitizer() {
 #endif
 }
 
-void SetCommitModeFromEnvironment(TransactionDBOptions* options) {
-  auto set = [](const char* name) {
-    const char* s = std::getenv(name);
-    return s != nullptr && s[0] == '1';
-  };
-  options->pessimistic = set("STRATA_TEST_PESSIMISTIC");
-  options->one_phase_commit = set("STRATA_TEST_ONE_PHASE") || options->pessimistic;
-}
-
 bool LongTests() {
 #ifdef STRATA_LONG_TESTS
   return true;

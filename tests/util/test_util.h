@@ -8,8 +8,6 @@
 #include <functional>
 #include <string>
 
-#include "strata/transaction.h"
-
 namespace strata::test {
 
 // A fresh, empty directory under the system temp dir, removed with its
@@ -63,15 +61,6 @@ KilledChild RunChildUntilKilled(const std::function<void(int fd)>& child, int de
 // True in ASan or TSan builds, where randomized tests run fewer operations
 // (the instrumented code is 5-20x slower; the interleavings are what matter).
 bool UnderSanitizer();
-
-// The commit mode transaction tests open their TransactionDBs with, set in
-// `options`: one phase when STRATA_TEST_ONE_PHASE=1 is in the environment,
-// pessimistic transactions (with one phase, the default) when
-// STRATA_TEST_PESSIMISTIC=1, two phases and optimistic transactions
-// otherwise. CTest runs the transaction tests once in each mode. Tests of
-// what only one mode does set TransactionDBOptions::one_phase_commit and
-// TransactionOptions::mode themselves.
-void SetCommitModeFromEnvironment(TransactionDBOptions* options);
 
 // True when the long variants of randomized tests were asked for (configure
 // with -DSTRATA_LONG_TESTS=ON, or STRATA_LONG_TESTS=1 in the environment).
