@@ -77,7 +77,7 @@
 // At the end a summary table gives Strata / RocksDB ratios per
 // configuration (medians over --benchmark_repetitions) and the headline rows.
 //
-//   build/bench/txn_bench                                    # everything, ~4 min
+//   build/bench/txn_bench                                    # everything
 //   build/bench/txn_bench --benchmark_filter='keys:2/'       # 2-key transfers only
 //   build/bench/txn_bench --benchmark_filter='keys:2/.*threads:(8|16)$'
 //       --benchmark_repetitions=3      # (one command line) the headline, 3 times
