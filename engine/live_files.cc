@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "engine/level_iterator.h"
 #include "engine/merging_iterator.h"
 #include "sstable/table_builder.h"
 
@@ -153,10 +154,24 @@ Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::O
     children.push_back(imm.mem->NewIterator());
     pins.push_back(imm.mem);
   }
-  for (const auto& level : view.levels) {
-    for (const auto& file : level) {
-      if (file->meta.largest < lo) continue;
-      if (!hi.empty() && file->meta.smallest >= hi) continue;
+  auto overlaps = [&](const TableFile& file) {
+    return !(file.meta.largest < lo) && (hi.empty() || file.meta.smallest < hi);
+  };
+  for (size_t l = 0; l < view.levels.size(); l++) {
+    if (l > 0) {
+      // A deeper level's files are disjoint and ordered: one child reads
+      // them in turn, opening each when the walk reaches it.
+      std::vector<std::shared_ptr<TableFile>> files;
+      for (const auto& file : view.levels[l]) {
+        if (overlaps(*file)) files.push_back(file);
+      }
+      if (!files.empty()) {
+        children.push_back(NewLevelIterator(std::move(files), &table_cache_, owner));
+      }
+      continue;
+    }
+    for (const auto& file : view.levels[l]) {
+      if (!overlaps(*file)) continue;
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_.Get(file->meta.number, owner);
       if (!reader.ok()) return reader.status();

@@ -86,7 +86,10 @@ class LiveFiles {
 
   // A merged iterator over the view's memtables and the files that may hold
   // keys in [lo, hi) (hi empty: unbounded), for scans; tables it opens
-  // charge their cached blocks to `owner`. Point reads go through
+  // charge their cached blocks to `owner`. Level-0 files are opened now
+  // (an error to open one is returned); each deeper level is one child that
+  // opens its files as the walk reaches them (errors in its status()).
+  // Point reads go through
   // ReadRowFromGroup (engine/point_read.h).
   Status NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,
                           const std::string& lo, const std::string& hi,
