@@ -1,8 +1,20 @@
 #include "engine/scan_iterator.h"
 
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
 #include "common/coding.h"
 
 namespace strata::engine {
+
+void ScanIterator::Collector::Add(const FoundColumn& column, uint64_t timestamp, Slice value) {
+  const Slice& q = column.qualifier;
+  entries.push_back(Entry{column.family_id, &column.family->name, timestamp, bytes.size(),
+                          static_cast<uint32_t>(q.size()), static_cast<uint32_t>(value.size())});
+  bytes.append(q.data(), q.size());
+  bytes.append(value.data(), value.size());
+}
 
 ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
                            std::shared_ptr<TableState> table, std::shared_ptr<const Schema> schema,
@@ -12,59 +24,89 @@ ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
       table_(std::move(table)),
       schema_(std::move(schema)),
       inputs_(std::move(inputs)),
+      start_prefix_(std::move(start_prefix)),
       end_prefix_(std::move(end_prefix)),
       filter_(std::move(filter)),
       snapshot_(snapshot) {
+  run_ends_.reserve(inputs_.size());
+  SeekInputs(start_prefix_);
+}
+
+void ScanIterator::Seek(std::string_view row) {
+  if (!status_.ok()) return;
+  std::string target;
+  if (!row.empty()) AppendRowPrefix(&target, Slice(row.data(), row.size()));
+  if (Slice(target).compare(start_prefix_) < 0) target = start_prefix_;
+  SeekInputs(target);
+}
+
+void ScanIterator::SeekInputs(const std::string& target) {
+  valid_ = false;
+  if (!end_prefix_.empty() && !target.empty() && Slice(target).compare(end_prefix_) >= 0) return;
   for (auto& in : inputs_) {
-    if (start_prefix.empty()) {
+    if (target.empty()) {
       in.it->SeekToFirst();
     } else {
-      in.it->Seek(start_prefix);
+      in.it->Seek(target);
     }
+    if (!NotePosition(&in)) return;
   }
   Advance();
 }
 
-Slice ScanIterator::PrefixOf(InternalIterator* it) {
-  if (!it->Valid()) return Slice();
-  Slice key = it->key();
+bool ScanIterator::NotePosition(GroupInput* in) {
+  in->prefix_size = 0;
+  if (!in->it->Valid()) {
+    if (!in->it->status().ok()) {
+      status_ = in->it->status();
+      return false;
+    }
+    return true;
+  }
+  const Slice key = in->it->key();
   Slice rest = key;
   if (!SkipMemcomparable(&rest)) {
     status_ = Status::Corruption("scan met a malformed cell key " + HexBytes(key));
-    return Slice();
+    return false;
   }
-  return Slice(key.data(), key.size() - rest.size());
+  in->prefix_size = key.size() - rest.size();
+  return true;
 }
 
 void ScanIterator::Advance() {
   valid_ = false;
   while (status_.ok()) {
-    std::string smallest;
-    bool any = false;
-    for (auto& in : inputs_) {
-      if (!in.it->status().ok()) {
-        status_ = in.it->status();
-        return;
+    // The smallest row any input stands on.
+    const GroupInput* smallest = nullptr;
+    Slice smallest_prefix;
+    for (const auto& in : inputs_) {
+      if (in.prefix_size == 0) continue;
+      const Slice p(in.it->key().data(), in.prefix_size);
+      if (smallest == nullptr || p.compare(smallest_prefix) < 0) {
+        smallest = &in;
+        smallest_prefix = p;
       }
-      Slice p = PrefixOf(in.it.get());
-      if (!status_.ok()) return;
-      if (p.empty()) continue;
-      if (!any || p.compare(smallest) < 0) smallest.assign(p.data(), p.size());
-      any = true;
     }
-    if (!any) return;
-    if (!end_prefix_.empty() && Slice(smallest).compare(end_prefix_) >= 0) return;
-    RowCells cells;
-    // Inputs interleave families: cells from several are ordered by family id.
-    cells.track_families = inputs_.size() > 1;
+    if (smallest == nullptr) return;
+    if (!end_prefix_.empty() && smallest_prefix.compare(end_prefix_) >= 0) return;
+    // The walks move the inputs, so the prefix is copied.
+    row_prefix_.assign(smallest_prefix.data(), smallest_prefix.size());
+    const Slice prefix(row_prefix_);
+    collected_.Clear();
+    run_ends_.clear();
     ReadPoint at = engine_->ReadPointAt(snapshot_);
     for (auto& in : inputs_) {
-      if (PrefixOf(in.it.get()) != Slice(smallest)) continue;
-      Status s = CollectRowFromHere(in.it.get(), smallest, &at, filter_, *schema_, &cells);
+      if (in.prefix_size != prefix.size() ||
+          std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0) {
+        continue;
+      }
+      Status s = CollectRowFromHere(in.it.get(), prefix, &at, filter_, *schema_, &collected_);
+      if (s.ok() && !NotePosition(&in)) return;
       if (!s.ok()) {
         status_ = s;
         return;
       }
+      run_ends_.push_back(collected_.entries.size());
     }
     // A row with records a crash may still lose is handed out once they
     // are durable.
@@ -72,17 +114,74 @@ void ScanIterator::Advance() {
       status_ = s;
       return;
     }
-    if (cells.cells.empty()) continue;  // deleted or filtered out
-    Slice enc(smallest);
+    if (collected_.entries.empty()) continue;  // deleted or filtered out
+    Slice enc(prefix);
     if (!GetMemcomparable(&enc, &row_)) {
       status_ = Status::Corruption("scan met a malformed row key");
       return;
     }
-    if (cells.track_families) cells.SortByFamily();
-    cells_ = std::move(cells.cells);
+    PublishRow(run_ends_);
     valid_ = true;
     return;
   }
+}
+
+void ScanIterator::PublishRow(const std::vector<size_t>& run_ends) {
+  std::vector<Collector::Entry>* entries = &collected_.entries;
+  // Runs of several groups interleave families: merge them by family id
+  // (schema order). Each run is in cell-key order, so by family already.
+  size_t runs = 0;
+  size_t begin = 0;
+  for (size_t end : run_ends) {
+    if (end > begin) runs++;
+    begin = end;
+  }
+  if (runs > 1) {
+    auto by_family = [](const Collector::Entry& a, const Collector::Entry& b) {
+      return a.family_id < b.family_id;
+    };
+    merged_.clear();
+    size_t run_begin = 0;
+    for (size_t end : run_ends) {
+      const auto first = entries->begin() + static_cast<ptrdiff_t>(run_begin);
+      const auto last = entries->begin() + static_cast<ptrdiff_t>(end);
+      run_begin = end;
+      if (first == last) continue;
+      merge_scratch_.clear();
+      std::merge(merged_.begin(), merged_.end(), first, last, std::back_inserter(merge_scratch_),
+                 by_family);
+      merged_.swap(merge_scratch_);
+    }
+    entries = &merged_;
+  }
+  views_.resize(entries->size());
+  const char* bytes = collected_.bytes.data();
+  for (size_t i = 0; i < entries->size(); i++) {
+    const Collector::Entry& e = (*entries)[i];
+    CellView& v = views_[i];
+    v.family = *e.family;
+    v.qualifier = std::string_view(bytes + e.offset, e.qualifier_size);
+    v.timestamp = e.timestamp;
+    v.value = std::string_view(bytes + e.offset + e.qualifier_size, e.value_size);
+  }
+  cells_built_ = false;
+}
+
+const std::vector<Cell>& ScanIterator::cells() const {
+  if (!cells_built_) {
+    // Reuses the strings of earlier rows.
+    cells_.resize(views_.size());
+    for (size_t i = 0; i < views_.size(); i++) {
+      const CellView& v = views_[i];
+      Cell& c = cells_[i];
+      c.family.assign(v.family);
+      c.qualifier.assign(v.qualifier);
+      c.timestamp = v.timestamp;
+      c.value.assign(v.value);
+    }
+    cells_built_ = true;
+  }
+  return cells_;
 }
 
 }  // namespace strata::engine

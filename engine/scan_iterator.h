@@ -8,8 +8,10 @@
 #ifndef STRATA_ENGINE_SCAN_ITERATOR_H_
 #define STRATA_ENGINE_SCAN_ITERATOR_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/iterator.h"
@@ -45,6 +47,9 @@ class ScanIterator final : public RowIterator {
   struct GroupInput {
     std::shared_ptr<const GroupView> view;  // keeps memtables alive
     std::unique_ptr<InternalIterator> it;
+    // The length of the row prefix of the entry `it` stands on; 0 when it
+    // is not valid. Kept by the scan, which moves `it`.
+    size_t prefix_size = 0;
   };
 
   // Rows from `start_prefix` (empty: the first) to before `end_prefix`
@@ -58,15 +63,46 @@ class ScanIterator final : public RowIterator {
 
   bool Valid() const override { return valid_; }
   void Next() override { Advance(); }
+  void Seek(std::string_view row) override;
   std::string_view row() const override { return row_; }
-  const std::vector<Cell>& cells() const override { return cells_; }
+  const std::vector<CellView>& cell_views() const override { return views_; }
+  const std::vector<Cell>& cells() const override;
   Status status() const override { return status_; }
 
  private:
-  // The encoded row prefix of the entry `it` stands on (empty when it is
-  // not valid).
-  Slice PrefixOf(InternalIterator* it);
+  // Where the row walks put the cells they find: their bytes appended to
+  // one buffer, each cell an entry naming its parts by offset (the buffer
+  // may move while the row grows). Reused from row to row.
+  class Collector final : public RowSink {
+   public:
+    struct Entry {
+      uint16_t family_id;
+      const std::string* family;
+      uint64_t timestamp;
+      size_t offset;  // qualifier, then value, in bytes
+      uint32_t qualifier_size;
+      uint32_t value_size;
+    };
+    void Clear() {
+      bytes.clear();
+      entries.clear();
+    }
+    void Add(const FoundColumn& column, uint64_t timestamp, Slice value) override;
+
+    std::string bytes;
+    std::vector<Entry> entries;
+  };
+
+  // Seeks every input to `target` (an encoded row prefix; empty: the first
+  // entry) and moves to the first row from there.
+  void SeekInputs(const std::string& target);
+  // Records where input `in` stands (its prefix_size); false on a
+  // malformed key, with status_ set.
+  bool NotePosition(GroupInput* in);
   void Advance();
+  // Orders the collected cells by family when the walks of several groups
+  // gave them (each walk's run is already in order), then points views_ at them.
+  void PublishRow(const std::vector<size_t>& run_ends);
 
   const std::shared_ptr<const DurableReads> engine_;
   const std::shared_ptr<TableState> table_;
@@ -74,12 +110,21 @@ class ScanIterator final : public RowIterator {
   // does not reach it.
   const std::shared_ptr<const Schema> schema_;
   std::vector<GroupInput> inputs_;
+  const std::string start_prefix_;
   const std::string end_prefix_;
   const ResolvedFilter filter_;
   const SequenceNumber snapshot_;
   bool valid_ = false;
   std::string row_;
-  std::vector<Cell> cells_;
+  std::string row_prefix_;  // the encoded prefix of the row being read
+  Collector collected_;
+  std::vector<Collector::Entry> merged_;  // scratch for PublishRow
+  std::vector<Collector::Entry> merge_scratch_;
+  std::vector<size_t> run_ends_;  // scratch for Advance
+  std::vector<CellView> views_;
+  // cells(): built from views_ on the first call for a row.
+  mutable std::vector<Cell> cells_;
+  mutable bool cells_built_ = false;
   Status status_;
 };
 

@@ -1,7 +1,6 @@
 #include "txn/txn_iterator.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <utility>
 
@@ -37,22 +36,36 @@ void TxnIterator::FillStoreRow() {
   store_pos_ = 0;
   while (status_.ok() && rows_->Valid()) {
     store_row_.assign(rows_->row());
-    const std::vector<Cell>& cells = rows_->cells();
-    // Cells come grouped by family (lock before write? by schema order:
-    // data, write, lock), so collect per column first.
-    std::map<std::string, std::pair<const Cell*, const Cell*>> by_column;  // write, lock
-    for (const Cell& cell : cells) {
-      auto& slot = by_column[cell.qualifier];
-      if (cell.family == kWriteFamily) slot.first = &cell;
-      if (cell.family == kLockFamily) slot.second = &cell;
+    // Cells come grouped by family in schema order (data, write, lock),
+    // each family's by qualifier, one version per column: the write and
+    // lock cells are two runs in column order, walked side by side.
+    const std::vector<CellView>& cells = rows_->cell_views();
+    write_cells_.clear();
+    lock_cells_.clear();
+    for (const CellView& cell : cells) {
+      if (cell.family == kWriteFamily) write_cells_.push_back(&cell);
+      if (cell.family == kLockFamily) lock_cells_.push_back(&cell);
     }
-    for (auto& [column, slot] : by_column) {
-      TxnKey key{table_, store_row_, column};
+    size_t w = 0;
+    size_t l = 0;
+    while (w < write_cells_.size() || l < lock_cells_.size()) {
+      const CellView* write = nullptr;
+      const CellView* lock_cell = nullptr;
+      if (l == lock_cells_.size() ||
+          (w < write_cells_.size() && write_cells_[w]->qualifier <= lock_cells_[l]->qualifier)) {
+        write = write_cells_[w++];
+      }
+      if (l < lock_cells_.size() &&
+          (write == nullptr || lock_cells_[l]->qualifier == write->qualifier)) {
+        lock_cell = lock_cells_[l++];
+      }
+      const std::string_view column = write != nullptr ? write->qualifier : lock_cell->qualifier;
+      TxnKey key{table_, store_row_, std::string(column)};
       Result<std::optional<std::string>> value = std::optional<std::string>();
       bool reread = false;
-      if (slot.second != nullptr) {
+      if (lock_cell != nullptr) {
         LockRecord lock;
-        Status s = DecodeLock(slot.second->value, &lock);
+        Status s = DecodeLock(lock_cell->value, &lock);
         if (!s.ok()) {
           status_ = s;
           return;
@@ -68,20 +81,22 @@ void TxnIterator::FillStoreRow() {
       }
       if (reread) {
         value = txn_->ReadCommitted(*store_, key);
-      } else if (slot.first != nullptr) {
+      } else if (write != nullptr) {
         WriteRecord record;
-        Status s = DecodeWrite(slot.first->value, &record);
+        Status s = DecodeWrite(write->value, &record);
         if (!s.ok()) {
           status_ = s;
           return;
         }
-        value = txn_->ValueFromWrite(*store_, key, slot.first->timestamp, std::move(record));
+        value = txn_->ValueFromWrite(*store_, key, write->timestamp, std::move(record));
       }
       if (!value.ok()) {
         status_ = value.status();
         return;
       }
-      if (value->has_value()) store_entries_.push_back(Entry{column, std::move(**value)});
+      if (value->has_value()) {
+        store_entries_.push_back(Entry{std::string(column), std::move(**value)});
+      }
     }
     rows_->Next();
     if (!store_entries_.empty()) return;

@@ -72,6 +72,9 @@ class TxnIterator final : public TransactionIterator {
   const std::vector<std::string> columns_;
   std::string store_row_;
   std::vector<Entry> store_entries_;
+  // Scratch of FillStoreRow: the row's write and lock cells.
+  std::vector<const CellView*> write_cells_;
+  std::vector<const CellView*> lock_cells_;
   size_t store_pos_ = 0;
   bool valid_ = false;
   From from_ = kStore;

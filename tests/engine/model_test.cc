@@ -1,11 +1,16 @@
 // Randomized model test: random mutations (puts, all three delete kinds,
-// several entries per mutation) and random filtered reads, checked against a
-// model that applies the visibility rules by their definition, across reopens.
+// several entries per mutation), random filtered reads and random scans
+// (seeks forward and back, nexts, bounds, filters, timestamp ranges, one
+// iterator kept open while writes, flushes and compactions go on), checked
+// against a model that applies the visibility rules by their definition,
+// across reopens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 #include <tuple>
 
 #include "common/random.h"
@@ -31,14 +36,55 @@ struct ModelEntry {
 class Model {
  public:
   void Apply(const std::string& row, const RowMutation& m) {
+    visible_.erase(row);
     for (const auto& e : m.entries()) {
       rows_[row].push_back(ModelEntry{e.kind, e.family, e.qualifier, e.timestamp, e.value, next_++});
     }
   }
 
-  // The visible cells of a row by definition of the rules in row_reader.h.
+  // The visible cells of a row that pass `f`.
   std::vector<Cell> Read(const std::string& row, const RowFilter& f) const {
     std::vector<Cell> out;
+    const std::vector<Cell>& visible = Visible(row);
+    const Cell* column = nullptr;  // the first cell of the current column
+    uint32_t n = 0;
+    for (const Cell& c : visible) {
+      if (column == nullptr || c.family != column->family || c.qualifier != column->qualifier) {
+        column = &c;
+        n = 0;
+      }
+      const bool wanted =
+          (f.families.empty() && f.columns.empty()) ||
+          std::find(f.families.begin(), f.families.end(), c.family) != f.families.end() ||
+          std::find(f.columns.begin(), f.columns.end(), std::make_pair(c.family, c.qualifier)) !=
+              f.columns.end();
+      if (!wanted || c.timestamp < f.min_timestamp || c.timestamp > f.max_timestamp) continue;
+      if (n++ >= f.max_versions) continue;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  // The first row at or after `from` (after it, when `after`) in
+  // [spec.start_row, spec.end_row) whose read by spec.filter has cells.
+  std::optional<std::string> NextRow(const ScanSpec& spec, const std::string& from,
+                                     bool after) const {
+    auto it = rows_.lower_bound(std::max(from, spec.start_row));
+    if (after && it != rows_.end() && it->first == from) ++it;
+    for (; it != rows_.end(); ++it) {
+      if (!spec.end_row.empty() && it->first >= spec.end_row) break;
+      if (!Read(it->first, spec.filter).empty()) return it->first;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // Every visible cell of a row, by definition of the rules in row_reader.h,
+  // ordered as a read returns them; kept until the row changes.
+  const std::vector<Cell>& Visible(const std::string& row) const {
+    auto cached = visible_.find(row);
+    if (cached != visible_.end()) return cached->second;
+    std::vector<Cell>& out = visible_[row];
     auto it = rows_.find(row);
     if (it == rows_.end()) return out;
     const auto& entries = it->second;
@@ -50,47 +96,53 @@ class Model {
       auto& w = winner[key];
       if (w == nullptr || w->order < e.order) w = &e;
     }
+    // A put is hidden by a later DeleteRow, or a later DeleteColumn of its
+    // column, at or above its timestamp: found in one walk from the newest
+    // entry back, keeping the highest such timestamps seen so far.
+    std::vector<bool> hidden(entries.size(), false);
+    {
+      bool row_deleted = false;
+      uint64_t row_delete_ts = 0;
+      std::map<std::pair<std::string, std::string>, uint64_t> column_delete_ts;
+      for (size_t i = entries.size(); i-- > 0;) {
+        const ModelEntry& d = entries[i];
+        if (d.kind == RowMutation::Kind::kPut) {
+          auto c = column_delete_ts.find({d.family, d.qualifier});
+          hidden[i] = (row_deleted && row_delete_ts >= d.timestamp) ||
+                      (c != column_delete_ts.end() && c->second >= d.timestamp);
+        } else if (d.kind == RowMutation::Kind::kDeleteRow) {
+          row_delete_ts = row_deleted ? std::max(row_delete_ts, d.timestamp) : d.timestamp;
+          row_deleted = true;
+        } else if (d.kind == RowMutation::Kind::kDeleteColumn) {
+          auto [c, inserted] = column_delete_ts.try_emplace({d.family, d.qualifier}, d.timestamp);
+          if (!inserted) c->second = std::max(c->second, d.timestamp);
+        }
+      }
+    }
     std::map<std::pair<int, std::string>, std::vector<const ModelEntry*>> columns;
     for (const auto& [key, e] : winner) {
       if (e->kind != RowMutation::Kind::kPut) continue;
-      bool hidden = false;
-      for (const auto& d : entries) {
-        if (d.order <= e->order || d.timestamp < e->timestamp) continue;
-        if (d.kind == RowMutation::Kind::kDeleteRow ||
-            (d.kind == RowMutation::Kind::kDeleteColumn && d.family == e->family &&
-             d.qualifier == e->qualifier)) {
-          hidden = true;
-          break;
-        }
-      }
-      if (hidden) continue;
+      // Entries of a row are stored in order: an entry's index is its age.
+      if (hidden[static_cast<size_t>(e - entries.data())]) continue;
       columns[{FamilyIndex(e->family), e->qualifier}].push_back(e);
     }
     for (auto& [col, puts] : columns) {
-      const std::string& fam = kFamilies[col.first];
-      bool wanted = (f.families.empty() && f.columns.empty()) ||
-                    std::find(f.families.begin(), f.families.end(), fam) != f.families.end() ||
-                    std::find(f.columns.begin(), f.columns.end(), std::make_pair(fam, col.second)) !=
-                        f.columns.end();
-      if (!wanted) continue;
-      std::sort(puts.begin(), puts.end(),
-                [](const ModelEntry* a, const ModelEntry* b) { return a->timestamp > b->timestamp; });
-      uint32_t n = 0;
+      std::sort(puts.begin(), puts.end(), [](const ModelEntry* a, const ModelEntry* b) {
+        return a->timestamp > b->timestamp;
+      });
       for (const ModelEntry* p : puts) {
-        if (p->timestamp < f.min_timestamp || p->timestamp > f.max_timestamp) continue;
-        if (n++ >= f.max_versions) break;
         out.push_back(Cell{p->family, p->qualifier, p->timestamp, p->value});
       }
     }
     return out;
   }
 
- private:
   static int FamilyIndex(const std::string& f) {
     return static_cast<int>(std::find(kFamilies.begin(), kFamilies.end(), f) - kFamilies.begin());
   }
   std::map<std::string, std::vector<ModelEntry>> rows_;
   uint64_t next_ = 0;
+  mutable std::map<std::string, std::vector<Cell>> visible_;
 };
 
 TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
@@ -134,6 +186,85 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   };
   auto random_qualifier = [&] { return std::string(1, static_cast<char>('p' + rnd.Uniform(4))); };
   auto random_ts = [&] { return 1 + rnd.Uniform(12); };
+  auto random_filter = [&] {
+    RowFilter f;
+    if (rnd.OneIn(3)) f.families.push_back(kFamilies[rnd.Uniform(kFamilies.size())]);
+    if (rnd.OneIn(4)) f.columns.emplace_back(kFamilies[rnd.Uniform(3)], random_qualifier());
+    if (rnd.OneIn(3)) {
+      f.min_timestamp = random_ts();
+      f.max_timestamp = f.min_timestamp + rnd.Uniform(6);
+    }
+    if (rnd.OneIn(3)) f.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
+    return f;
+  };
+  // Seek targets and bounds: the rows, the empty row, and rows between them.
+  auto random_target = [&] {
+    static const char* kBetween[] = {"", "aa", "b\0", "ba", "bb", "ca", "f"};
+    if (rnd.OneIn(2)) return random_row();
+    const int i = static_cast<int>(rnd.Uniform(7));
+    return std::string(kBetween[i], i == 2 ? 2 : std::strlen(kBetween[i]));
+  };
+  // A scan, its spec, and the model as it was when the scan began: it must
+  // read that snapshot whatever happens after. `snapshot` is `model` while
+  // nothing has changed since; a scan kept open gets a copy in `copy`.
+  struct OpenScan {
+    std::unique_ptr<RowIterator> it;
+    ScanSpec spec;
+    const Model* snapshot = nullptr;
+    Model copy;
+  };
+  auto new_scan = [&]() -> std::unique_ptr<OpenScan> {
+    auto s = std::make_unique<OpenScan>();
+    if (rnd.OneIn(2)) s->spec.start_row = random_target();
+    if (rnd.OneIn(2)) s->spec.end_row = random_target();
+    if (!s->spec.end_row.empty() && s->spec.end_row < s->spec.start_row) {
+      std::swap(s->spec.start_row, s->spec.end_row);
+    }
+    s->spec.filter = random_filter();
+    auto it = table.Scan(ReadOptions(), s->spec);
+    EXPECT_OK(it);
+    if (!it.ok()) return nullptr;
+    s->it = std::move(it.value());
+    s->snapshot = &model;
+    return s;
+  };
+  // Checks where the scan stands (a fresh one: at its first row; else after
+  // a seek), then moves it `steps` times (a seek or a next), checking each row.
+  auto drive_scan = [&](OpenScan* s, int steps, bool fresh, int op) {
+    std::optional<std::string> expected = s->snapshot->NextRow(s->spec, "", false);
+    std::string at;
+    for (int step = 0; step <= steps; step++) {
+      if (step > 0 || !fresh) {
+        if (!s->it->Valid() || rnd.OneIn(3) || step == 0) {
+          const std::string target = random_target();
+          s->it->Seek(target);
+          expected = s->snapshot->NextRow(s->spec, target, false);
+        } else {
+          s->it->Next();
+          expected = s->snapshot->NextRow(s->spec, at, true);
+        }
+      }
+      ASSERT_OK(s->it->status());
+      ASSERT_EQ(s->it->Valid(), expected.has_value()) << "op " << op << " step " << step;
+      if (!expected) continue;
+      at = *expected;
+      ASSERT_EQ(std::string(s->it->row()), at) << "op " << op << " step " << step;
+      const std::vector<Cell> want = s->snapshot->Read(at, s->spec.filter);
+      ASSERT_EQ(s->it->cells(), want) << "op " << op << " row '" << at << "'";
+      const std::vector<CellView>& views = s->it->cell_views();
+      ASSERT_EQ(views.size(), want.size());
+      for (size_t i = 0; i < views.size(); i++) {
+        EXPECT_EQ(views[i].family, want[i].family);
+        EXPECT_EQ(views[i].qualifier, want[i].qualifier);
+        EXPECT_EQ(views[i].timestamp, want[i].timestamp);
+        EXPECT_EQ(views[i].value, want[i].value);
+      }
+    }
+  };
+  // Kept open across later operations until a reopen.
+  std::unique_ptr<OpenScan> held;
+  int scans = 0;
+  int held_checks = 0;
   const int ops = test::LongTests() ? 1000000 : test::UnderSanitizer() ? 10000 : 100000;
   int reads = 0;
   uint64_t compactions = 0;
@@ -160,15 +291,25 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       wo.sync = rnd.OneIn(10);
       ASSERT_OK(table.Mutate(wo, row, m));
       model.Apply(row, m);
-    } else if (dice < 997) {
-      RowFilter f;
-      if (rnd.OneIn(3)) f.families.push_back(kFamilies[rnd.Uniform(kFamilies.size())]);
-      if (rnd.OneIn(4)) f.columns.emplace_back(kFamilies[rnd.Uniform(3)], random_qualifier());
-      if (rnd.OneIn(3)) {
-        f.min_timestamp = random_ts();
-        f.max_timestamp = f.min_timestamp + rnd.Uniform(6);
+    } else if (dice < 560) {
+      std::unique_ptr<OpenScan> scan = new_scan();
+      ASSERT_NE(scan, nullptr);
+      ASSERT_NO_FATAL_FAILURE(drive_scan(scan.get(), static_cast<int>(rnd.Uniform(12)), true, op));
+      scans++;
+      if (held == nullptr || rnd.OneIn(8)) {
+        scan->copy = model;
+        scan->snapshot = &scan->copy;
+        held = std::move(scan);
       }
-      if (rnd.OneIn(3)) f.max_versions = 1 + static_cast<uint32_t>(rnd.Uniform(3));
+    } else if (dice < 565) {
+      if (held != nullptr) {
+        // Writes, flushes and compactions since it began change nothing it reads.
+        ASSERT_NO_FATAL_FAILURE(
+            drive_scan(held.get(), static_cast<int>(rnd.Uniform(12)), false, op));
+        held_checks++;
+      }
+    } else if (dice < 997) {
+      const RowFilter f = random_filter();
       const std::string row = random_row();
       auto got = table.ReadRow(ReadOptions(), row, f);
       ASSERT_OK(got);
@@ -180,6 +321,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       ASSERT_OK(engine->Compact());
     } else {
       compactions += engine->GetStats().compactions;
+      held.reset();  // an iterator must not outlive Close
       ASSERT_OK(engine->Close());
       engine.reset();
       engine = open();
@@ -187,6 +329,8 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
     }
   }
   EXPECT_GT(reads, ops / 3);
+  EXPECT_GT(scans, ops / 200);
+  EXPECT_GT(held_checks, ops / 400);
   EXPECT_GT(engine->GetStats().table_files, 0u);
   EXPECT_GT(compactions + engine->GetStats().compactions, 0u);
 }

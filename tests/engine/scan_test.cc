@@ -1,6 +1,7 @@
 // Scans: rows in order across memtables and files, with row ranges and
-// filters; one snapshot while writes go on; a scan of one locality group
-// opens only that group's files.
+// filters; one snapshot while writes go on; one iterator seeking anywhere in
+// its range across tablets and levels; a scan of one locality group opens
+// only that group's files.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -101,6 +102,96 @@ TEST_F(EngineTest, ScanSeesOneSnapshotWhileWritesGoOn) {
     n++;
   }
   EXPECT_EQ(n, 100u);
+}
+
+TEST_F(EngineTest, OneIteratorSeeksAnywhereInItsRangeAcrossTabletsAndLevels) {
+  options_.write_buffer_size = 64 << 10;
+  options_.tablet_split_size = 256 << 10;
+  options_.level0_compaction_trigger = 2;
+  options_.target_file_size = 64 << 10;
+  Reopen();
+  auto key = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "k%05d", i);
+    return std::string(buf);
+  };
+  constexpr int kRows = 8000;
+  for (int i = 0; i < kRows; i++) {
+    RowMutation m;
+    m.Put("a", "x", 1, std::string(60, static_cast<char>('a' + i % 26)))
+        .Put("b", "y", 2, std::to_string(i));
+    ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, key(i), m));
+  }
+  ASSERT_OK(engine_->Compact());
+  for (int n = 0; engine_->GetStats().tablet_splits == 0 && n < 1000; n++) {
+    ASSERT_OK(engine_->Flush());
+  }
+  ASSERT_GT(engine_->GetStats().tablet_splits, 0u);
+  ASSERT_OK(engine_->Compact());
+  // Deletes of every 10th row stay in the memtable, over the files' rows.
+  for (int i = 0; i < kRows; i += 10) {
+    ASSERT_OK(table_.Mutate(WriteOptions{.sync = false}, key(i), RowMutation().DeleteRow()));
+  }
+  auto tablets = table_.GetTabletStats();
+  ASSERT_OK(tablets);
+  ASSERT_GT(tablets->size(), 1u);
+
+  auto it = table_.Scan(ReadOptions(), ScanSpec{.start_row = key(1000), .end_row = key(7000)});
+  ASSERT_OK(it);
+  RowIterator& rows = **it;
+  // Where each step must land: the row (-1: !Valid()).
+  auto expect_at = [&](int i, const char* step) {
+    SCOPED_TRACE(step);
+    ASSERT_OK(rows.status());
+    if (i < 0) {
+      EXPECT_FALSE(rows.Valid());
+      return;
+    }
+    ASSERT_TRUE(rows.Valid());
+    EXPECT_EQ(rows.row(), key(i));
+    // Family a (group "small") before family b (group "big"), as ReadRow
+    // orders them.
+    ASSERT_EQ(rows.cell_views().size(), 2u);
+    EXPECT_EQ(rows.cell_views()[0].family, "a");
+    EXPECT_EQ(rows.cell_views()[0].value, std::string(60, static_cast<char>('a' + i % 26)));
+    EXPECT_EQ(rows.cell_views()[1].family, "b");
+    EXPECT_EQ(rows.cell_views()[1].timestamp, 2u);
+    EXPECT_EQ(rows.cell_views()[1].value, std::to_string(i));
+    ASSERT_EQ(rows.cells().size(), 2u);
+    EXPECT_EQ(rows.cells()[1].value, std::to_string(i));
+  };
+  expect_at(1001, "first row: start_row 1000 is deleted");
+  rows.Seek(key(4000));
+  expect_at(4001, "seek to a deleted row");
+  rows.Next();
+  expect_at(4002, "next");
+  rows.Seek(key(1500) + "x");
+  expect_at(1501, "backwards, between rows");
+  rows.Seek("");
+  expect_at(1001, "the empty row: the start of the range");
+  rows.Seek("a");
+  expect_at(1001, "below start_row");
+  rows.Seek(key(6999));
+  expect_at(6999, "the last row of the range");
+  rows.Next();
+  expect_at(-1, "past end_row");
+  rows.Seek(key(3333));
+  expect_at(3333, "a seek after the end");
+  rows.Seek(key(7000));
+  expect_at(-1, "end_row");
+  rows.Seek("zzz");
+  expect_at(-1, "beyond every row");
+  // Every tablet boundary, walked across by Next after a seek just below it.
+  for (const TabletStats& t : *tablets) {
+    if (t.start_row.empty() || t.start_row <= key(1000) || t.start_row >= key(6990)) continue;
+    const int first = std::stoi(t.start_row.substr(1));
+    rows.Seek(key(first - 3));
+    for (int i = first - 3; i < first + 3; i++) {
+      if (i % 10 == 0) continue;
+      expect_at(i, "across a tablet boundary");
+      rows.Next();
+    }
+  }
 }
 
 TEST(EngineScanGroupsTest, ScanOfOneGroupOpensOnlyThatGroupsFiles) {

@@ -41,21 +41,43 @@ std::string TooBig(std::string_view what, size_t size, size_t limit) {
          std::to_string(limit);
 }
 
-// Rows copied when the scan started.
+// Rows copied when the scan started, in row order.
 class ModelScanIterator final : public RowIterator {
  public:
   explicit ModelScanIterator(std::vector<std::pair<std::string, std::vector<Cell>>> rows)
-      : rows_(std::move(rows)) {}
+      : rows_(std::move(rows)) {
+    Publish();
+  }
 
   bool Valid() const override { return pos_ < rows_.size(); }
-  void Next() override { pos_++; }
+  void Next() override {
+    pos_++;
+    Publish();
+  }
+  void Seek(std::string_view row) override {
+    pos_ = static_cast<size_t>(
+        std::lower_bound(rows_.begin(), rows_.end(), row,
+                         [](const auto& r, std::string_view target) { return r.first < target; }) -
+        rows_.begin());
+    Publish();
+  }
   std::string_view row() const override { return rows_[pos_].first; }
+  const std::vector<CellView>& cell_views() const override { return views_; }
   const std::vector<Cell>& cells() const override { return rows_[pos_].second; }
   Status status() const override { return Status::OK(); }
 
  private:
+  void Publish() {
+    views_.clear();
+    if (pos_ >= rows_.size()) return;
+    for (const Cell& c : rows_[pos_].second) {
+      views_.push_back(CellView{c.family, c.qualifier, c.timestamp, c.value});
+    }
+  }
+
   const std::vector<std::pair<std::string, std::vector<Cell>>> rows_;
   size_t pos_ = 0;
+  std::vector<CellView> views_;
 };
 
 }  // namespace
