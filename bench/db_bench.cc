@@ -67,11 +67,11 @@ using Clock = std::chrono::steady_clock;
 
 // ---- Flags --------------------------------------------------------------------
 
-constexpr std::array<const char*, 8> kWorkloads = {"fillseq",    "fillrandom",  "overwrite",
+constexpr std::array<const char*, 9> kWorkloads = {"fillseq",    "fillrandom",  "overwrite",
                                                    "readrandom", "readmissing", "readseq",
-                                                   "seekrandom", "scansmall"};
+                                                   "seekrandom", "seekreuse",   "scansmall"};
 
-// seekrandom: Next() calls after each seek, as db_bench's --seek_nexts.
+// seekrandom, seekreuse: Next() calls after each seek, as db_bench's --seek_nexts.
 constexpr uint64_t kSeekNexts = 10;
 // scansmall: bytes of each value of the small family (decimal digits of the row number).
 constexpr size_t kSmallValueSize = 8;
@@ -112,6 +112,9 @@ Workloads (--benchmarks, run in the order given, for each compression):
                new scan: a Strata Table::Scan with start_row = the key, a new
                RocksDB Iterator and Seek (a Strata scan cannot seek again, so
                neither engine reuses an iterator); reports seeks/s
+  seekreuse    seekrandom with one iterator per thread, made once and sought
+               again for every seek (Strata: RowIterator::Seek; RocksDB:
+               Iterator::Seek), as db_bench's --reuse_iterator
   scansmall    a database of its own: one table with locality group "big"
                (family big, --value_size byte values) and locality group
                "small" (family small, 8-byte values), both on each of --num
@@ -121,14 +124,14 @@ Workloads (--benchmarks, run in the order given, for each compression):
                and small, one iterator over small. Reports rows/s and the
                table bytes and files each engine read; then a scan of family
                big, to show which files each group's scan reads.
-readrandom, readmissing, readseq and seekrandom use the database the workloads
+readrandom, readmissing, readseq, seekrandom and seekreuse use the database the workloads
 before them left (loaded untimed with fillrandom when there is none). Before the first read phase after
 writes both engines settle the same way: Strata with Engine::Compact(),
 RocksDB with CompactRange over every key.
 
 Flags:
   --num N              keys in the database (default 1000000)
-  --reads N            operations of readrandom, readmissing and seekrandom
+  --reads N            operations of readrandom, readmissing, seekrandom and seekreuse
                        (default: --num)
   --threads N          client threads per workload (default 1)
   --compression C      none | zstd (default: both, one after the other)
@@ -142,7 +145,8 @@ Flags:
                        $STRATA_BENCH_DIR, or the system temp dir); what this
                        program creates is removed at the end
   --benchmarks LIST    comma list (default fillseq,fillrandom,overwrite,
-                       readrandom,readmissing,readseq,seekrandom,scansmall)
+                       readrandom,readmissing,readseq,seekrandom,seekreuse,
+                       scansmall)
   --seed N             seed of the key orders and values (default 301)
   --help               this text
 
@@ -462,7 +466,9 @@ class Cursor {
   virtual bool Valid() const = 0;
   // REQUIRES: Valid().
   virtual void Next() = 0;
-  // REQUIRES: Valid(). Both valid until the next Next().
+  // To the first key >= `key`, as a new cursor there would stand.
+  virtual void Seek(std::string_view key) = 0;
+  // REQUIRES: Valid(). Both valid until the cursor moves.
   virtual std::string_view key() const = 0;
   virtual std::string_view value() const = 0;
   // Empty when there was no error.
@@ -517,8 +523,12 @@ class StrataCursor final : public Cursor {
     it_->Next();
     CheckRow();
   }
+  void Seek(std::string_view key) override {
+    it_->Seek(key);
+    CheckRow();
+  }
   std::string_view key() const override { return it_->row(); }
-  std::string_view value() const override { return it_->cells()[0].value; }
+  std::string_view value() const override { return it_->cell_views()[0].value; }
   std::string error() const override {
     if (!error_.empty()) return error_;
     const strata::Status s = it_->status();
@@ -528,11 +538,12 @@ class StrataCursor final : public Cursor {
  private:
   void CheckRow() {
     if (!it_->Valid()) return;
-    const std::vector<strata::Cell>& cells = it_->cells();
+    const std::vector<strata::CellView>& cells = it_->cell_views();
     if (cells.size() != 1 || cells[0].family != family_) {
       error_ = "scan: row '" + std::string(it_->row()) + "' has " + std::to_string(cells.size()) +
                " cells" +
-               (cells.empty() ? std::string() : ", the first of family " + cells[0].family) +
+               (cells.empty() ? std::string()
+                              : ", the first of family " + std::string(cells[0].family)) +
                "; expected one cell of family " + family_;
     }
   }
@@ -690,6 +701,7 @@ class RocksCursor final : public Cursor {
 
   bool Valid() const override { return it_->Valid(); }
   void Next() override { it_->Next(); }
+  void Seek(std::string_view key) override { it_->Seek(rocksdb::Slice(key.data(), key.size())); }
   std::string_view key() const override {
     const rocksdb::Slice k = it_->key();
     return std::string_view(k.data(), k.size());
@@ -1000,12 +1012,21 @@ PhaseResult RunPhase(const Flags& f, const std::string& label, Store* store, Op 
 
 // One seekrandom operation: a new cursor at random existing key `index`, then
 // kSeekNexts Next() calls, checking that the rows are the keys from `index`
-// on, in order, with values of the right size.
-std::string SeekAndNext(const Flags& f, Store* store, uint64_t index, std::string* key,
-                        OpCounts* c) {
+// on, in order, with values of the right size. With `reused` (seekreuse),
+// *reused is sought again instead (made by the first call).
+std::string SeekAndNext(const Flags& f, Store* store, uint64_t index, std::string* key, OpCounts* c,
+                        std::unique_ptr<Cursor>* reused = nullptr) {
   MakeKey(f, index, false, key);
-  std::unique_ptr<Cursor> cursor;
-  std::string err = store->NewCursor(Family::kMain, *key, &cursor);
+  std::unique_ptr<Cursor> own;
+  std::unique_ptr<Cursor>& cursor = reused != nullptr ? *reused : own;
+  std::string err;
+  if (reused == nullptr) {
+    err = store->NewCursor(Family::kMain, *key, &cursor);
+  } else {
+    // Over every key (a scan's range bounds its seeks), then sought.
+    if (cursor == nullptr) err = store->NewCursor(Family::kMain, std::string_view(), &cursor);
+    if (err.empty()) cursor->Seek(*key);
+  }
   if (!err.empty()) return err;
   const uint64_t want = std::min<uint64_t>(kSeekNexts + 1, f.num - index);
   uint64_t n = 0;
@@ -1285,6 +1306,14 @@ EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const 
       r = RunOps(f, label, reads, [&](int t, uint64_t, std::string* key, OpCounts* c) {
         return SeekAndNext(f, store.get(), rnds[t].Uniform(f.num), key, c);
       });
+    } else if (bench == "seekreuse") {
+      ready_for_reads(label);
+      std::vector<strata::Random> rnds;
+      for (int t = 0; t < f.threads; t++) rnds.emplace_back(f.seed * 3000 + t);
+      std::vector<std::unique_ptr<Cursor>> cursors(f.threads);
+      r = RunOps(f, label, reads, [&](int t, uint64_t, std::string* key, OpCounts* c) {
+        return SeekAndNext(f, store.get(), rnds[t].Uniform(f.num), key, c, &cursors[t]);
+      });
     } else if (bench == "scansmall") {
       r = RunGroupScan(f, label, open, dir + "-groups", zstd, values, &run.group);
     } else {  // readrandom, readmissing
@@ -1428,7 +1457,7 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
     } else if (name == "readseq" || name == "scansmall") {
       extra += "rows " + both(a.rows, of_b(&PhaseResult::rows)) + " of " +
                std::to_string(f.num * (name == "readseq" ? f.threads : 1));
-    } else if (name == "seekrandom") {
+    } else if (name == "seekrandom" || name == "seekreuse") {
       extra += "found " + both(a.found, of_b(&PhaseResult::found)) + " of " +
                std::to_string(a.ops) + ", rows " + both(a.rows, of_b(&PhaseResult::rows)) +
                " (Seek + " + std::to_string(kSeekNexts) + " Next)";
@@ -1441,7 +1470,7 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
                 b ? Fmt("%.1f", b->MBPerSec()).c_str() : "n/a", lat(a).c_str(),
                 b ? lat(*b).c_str() : "n/a", extra.c_str());
   }
-  std::printf("(op/s: rows/s for readseq and scansmall, seeks/s for seekrandom)\n");
+  std::printf("(op/s: rows/s for readseq and scansmall, seeks/s for seekrandom and seekreuse)\n");
   if (s.settle_seconds >= 0) {
     std::printf("settle before reads (Strata Engine::Compact, RocksDB CompactRange over all "
                 "keys): Strata %.1f s -> %s; RocksDB %s -> %s\n",
