@@ -1,5 +1,6 @@
 // Engine internals in isolation: the merge a compaction or a scan runs over
-// its children (engine/merging_iterator.h).
+// its children (engine/merging_iterator.h), and a level's files read through
+// one ConcatIterator (engine/concat_iterator.h).
 //
 //   build/bench/engine_bench --benchmark_filter=Merge
 #include <benchmark/benchmark.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "engine/concat_iterator.h"
 #include "engine/merging_iterator.h"
 
 namespace strata::engine {
@@ -71,6 +73,33 @@ void BM_MergeOverlapping(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_MergeOverlapping)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32);
+
+// A level-0 compaction's shape: 4 overlapping level-0 files over N disjoint
+// level-1 files holding as much again, the level-1 files each a child
+// (state.range(1) == 0) or read through one ConcatIterator (1).
+void BM_MergeLevel0IntoLevel1(benchmark::State& state) {
+  const int level1_files = static_cast<int>(state.range(0));
+  const bool concat = state.range(1) != 0;
+  auto runs = Runs(5);
+  std::vector<std::vector<std::string>> level1(level1_files);
+  const std::vector<std::string>& below = runs[4];
+  for (size_t i = 0; i < below.size(); i++) {
+    level1[i * level1_files / below.size()].push_back(below[i]);
+  }
+  Walk(state, [&] {
+    std::vector<std::unique_ptr<InternalIterator>> children;
+    for (int i = 0; i < 4; i++) children.push_back(std::make_unique<VectorIterator>(&runs[i]));
+    std::vector<std::unique_ptr<InternalIterator>> files;
+    for (const auto& f : level1) files.push_back(std::make_unique<VectorIterator>(&f));
+    if (concat) {
+      children.push_back(NewConcatIterator(std::move(files)));
+    } else {
+      for (auto& f : files) children.push_back(std::move(f));
+    }
+    return NewMergingIterator(std::move(children));
+  });
+}
+BENCHMARK(BM_MergeLevel0IntoLevel1)->ArgsProduct({{2, 8, 20}, {0, 1}});
 
 }  // namespace
 }  // namespace strata::engine

@@ -1,6 +1,6 @@
-// MergingIterator against a std::map model: full walks and seeks over
-// random children, children that run dry or start empty, and errors that
-// stick.
+// MergingIterator and ConcatIterator against a std::map model: full walks
+// and seeks over random children, children that run dry or start empty,
+// and errors that stick.
 #include "engine/merging_iterator.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "engine/concat_iterator.h"
 
 namespace strata::engine {
 namespace {
@@ -122,6 +123,44 @@ TEST(MergingIteratorTest, AChildsErrorSticks) {
   merged->SeekToFirst();
   EXPECT_FALSE(merged->Valid());
   EXPECT_TRUE(merged->status().IsIOError());
+}
+
+TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurn) {
+  Random rnd(302);
+  Entries model;
+  std::vector<std::unique_ptr<InternalIterator>> its;
+  uint64_t next = 0;
+  for (int child = 0; child < 12; child++) {
+    Entries part;
+    // Some children are empty.
+    const int n = child % 4 == 2 ? 0 : static_cast<int>(1 + rnd.Uniform(50));
+    for (int i = 0; i < n; i++) {
+      next += 1 + rnd.Uniform(3);
+      part[Key(next)] = std::to_string(child);
+    }
+    model.insert(part.begin(), part.end());
+    its.push_back(std::make_unique<VectorIterator>(part));
+  }
+  auto concat = NewConcatIterator(std::move(its));
+  concat->SeekToFirst();
+  ExpectSame(concat.get(), model, model.begin());
+  for (int s = 0; s < 50; s++) {
+    const std::string target = Key(rnd.Uniform(next + 2));
+    concat->Seek(target);
+    ExpectSame(concat.get(), model, model.lower_bound(target));
+  }
+}
+
+TEST(ConcatIteratorTest, AChildsErrorSticks) {
+  std::vector<std::unique_ptr<InternalIterator>> its;
+  its.push_back(std::make_unique<VectorIterator>(Entries{{"a", ""}, {"b", ""}}));
+  its.push_back(std::make_unique<VectorIterator>(Entries{{"c", ""}, {"d", ""}}, "d"));
+  its.push_back(std::make_unique<VectorIterator>(Entries{{"e", ""}}));
+  auto concat = NewConcatIterator(std::move(its));
+  std::string seen;
+  for (concat->SeekToFirst(); concat->Valid(); concat->Next()) seen += concat->key().ToString();
+  EXPECT_EQ(seen, "abc");
+  EXPECT_TRUE(concat->status().IsIOError());
 }
 
 }  // namespace
