@@ -172,6 +172,53 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
 }
 
+// Engine::Compact goes top-down a whole level at a time: level 0 into
+// level 1, then all of level 1 into level 2, one compaction each, however
+// many files level 1 holds by then.
+TEST_F(EngineTest, ManualCompactionMergesAWholeLevelAtATime) {
+  options_.level0_compaction_trigger = 8;  // no compaction before Compact
+  options_.level1_max_bytes = 64 << 10;
+  options_.target_file_size = 16 << 10;
+  Reopen();
+  Random rnd(303);
+  auto write_all = [&](uint64_t ts) {
+    WriteOptions unsynced;
+    unsynced.sync = false;
+    for (int i = 0; i < 2000; i++) {
+      RowMutation m;
+      m.Put("b", "y", ts, rnd.RandomBytes(100));
+      ASSERT_OK(table_.Mutate(unsynced, "row" + std::to_string(i), m));
+      if (i == 999) {
+        ASSERT_OK(engine_->Flush());
+      }
+    }
+    ASSERT_OK(engine_->Flush());
+  };
+  write_all(1);
+  ASSERT_OK(engine_->Compact());
+  EngineStats st = engine_->GetStats();
+  // Level 1 overflowed into level 2, which holds everything now.
+  ASSERT_EQ(st.level_files.size(), 7u);
+  EXPECT_EQ(st.level_files[0] + st.level_files[1], 0u);
+  EXPECT_GT(st.level_files[2], 0u);
+
+  write_all(2);
+  ASSERT_EQ(engine_->GetStats().level_files[0], 2u);
+  const uint64_t compactions = engine_->GetStats().compactions;
+  ASSERT_OK(engine_->Compact());
+  st = engine_->GetStats();
+  // Level 0 into level 1 (more than 16 files of 16 KiB), then level 1
+  // into level 2.
+  EXPECT_EQ(st.compactions - compactions, 2u);
+  EXPECT_EQ(st.level_files[0] + st.level_files[1], 0u);
+  EXPECT_GT(st.level_files[2], 10u);
+  for (int i = 0; i < 2000; i += 97) {
+    auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_OK(cells) << i;
+    EXPECT_EQ(cells->size(), 2u) << i;
+  }
+}
+
 TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
   test::ScratchDir dir("parallel");
   EngineOptions o;
