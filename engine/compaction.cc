@@ -1,6 +1,7 @@
 #include "engine/compaction.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace strata::engine {
 
@@ -22,8 +23,9 @@ uint64_t LevelBytes(const std::vector<std::shared_ptr<TableFile>>& files) {
 }
 
 // Fills c->inputs for a compaction of `level` of the group's view; false
-// when a running compaction holds what it would need.
-bool PickInputs(const GroupView& view, int level, const EngineOptions& options,
+// when a running compaction holds what it would need. With `whole_level`,
+// a deeper level gives all its files, not the one that rewrites least.
+bool PickInputs(const GroupView& view, int level, bool whole_level, const EngineOptions& options,
                 sstable::TableCache* tables, Compaction* c) {
   const auto& here = view.levels[level];
   const auto& below = view.levels[level + 1];
@@ -41,6 +43,9 @@ bool PickInputs(const GroupView& view, int level, const EngineOptions& options,
   if (level == 0) {
     // Level-0 files overlap one another: all of them go at once, and only
     // one level-0 compaction of a group runs at a time.
+    if (std::any_of(here.begin(), here.end(), busy)) return false;
+    c->inputs[0] = here;
+  } else if (whole_level) {
     if (std::any_of(here.begin(), here.end(), busy)) return false;
     c->inputs[0] = here;
   } else {
@@ -109,29 +114,43 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
     LocalityGroupState* group;
     std::shared_ptr<const GroupView> view;
     int level;
+    bool whole_level;
   };
   std::vector<Candidate> candidates;
   for (LocalityGroupState* g : groups) {
     std::shared_ptr<const GroupView> view = g->current();
-    const int trigger = force ? 1 : options.level0_compaction_trigger;
-    if (static_cast<int>(view->levels[0].size()) >= trigger) {
-      candidates.push_back(
-          {static_cast<double>(view->levels[0].size()) / options.level0_compaction_trigger, g,
-           view, 0});
+    if (force) {
+      // A manual compaction pushes every level down into the deepest one
+      // that holds data (level 1 at least), so each key ends up in one
+      // file. It goes top-down, a whole level at a time, like RocksDB's
+      // CompactRange: each level's data then merges into the level below
+      // once, where pushing file by file, or a lower level before a higher
+      // one, rewrites some files below several times.
+      int deepest = 1;
+      for (int n = kNumLevels - 1; n > 1 && deepest == 1; n--) {
+        if (!view->levels[n].empty()) deepest = n;
+      }
+      int shallowest = 0;
+      while (shallowest < deepest && view->levels[shallowest].empty()) shallowest++;
+      if (shallowest < deepest) {
+        // Before any compaction for size: those come after, and would
+        // rewrite what this one merges anyway.
+        candidates.push_back({std::numeric_limits<double>::infinity(), g, view, shallowest,
+                              /*whole_level=*/true});
+        continue;
+      }
     }
-    // A manual compaction also pushes every level down into the deepest
-    // one that holds data, so each key ends up in one file.
-    int deepest = 0;
-    for (int n = kNumLevels - 1; n > 0 && deepest == 0; n--) {
-      if (!view->levels[n].empty()) deepest = n;
+    if (static_cast<int>(view->levels[0].size()) >= options.level0_compaction_trigger) {
+      candidates.push_back(
+          {static_cast<double>(view->levels[0].size()) / options.level0_compaction_trigger, g, view,
+           0, /*whole_level=*/false});
     }
     uint64_t max_bytes = options.level1_max_bytes;
     for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
       const uint64_t bytes = LevelBytes(view->levels[n]);
       if (bytes > max_bytes) {
-        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
-      } else if (force && bytes > 0 && n < deepest) {
-        candidates.push_back({static_cast<double>(bytes) / max_bytes, g, view, n});
+        candidates.push_back(
+            {static_cast<double>(bytes) / max_bytes, g, view, n, /*whole_level=*/false});
       }
     }
   }
@@ -141,7 +160,7 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
     *compaction = Compaction();
     compaction->group = c.group;
     compaction->level = c.level;
-    if (!PickInputs(*c.view, c.level, options, tables, compaction)) continue;
+    if (!PickInputs(*c.view, c.level, c.whole_level, options, tables, compaction)) continue;
     for (const auto& inputs : compaction->inputs) {
       for (const auto& f : inputs) f->being_compacted = true;
     }

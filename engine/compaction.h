@@ -43,8 +43,9 @@ struct Compaction {
 
 // Picks, among `groups`, the most urgent compaction whose inputs no running
 // compaction holds, and marks its inputs as being compacted; false when
-// none is due. With `force`, any level-0 file is reason enough and every
-// level above the deepest one holding data is pushed down (Engine::Compact).
+// none is due. With `force` (Engine::Compact), every level above the
+// deepest one holding data is pushed down first, top-down and a whole level
+// at a time (level-0 files below the trigger included).
 // Readers `tables` opens (for Compaction::deeper) are charged to the
 // group's tenant. REQUIRES: the engine's background mutex held.
 bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const EngineOptions& options,

@@ -5,6 +5,7 @@
 
 #include "engine/clamped_iterator.h"
 #include "engine/compaction_stream.h"
+#include "engine/concat_iterator.h"
 #include "engine/merging_iterator.h"
 #include "engine/table_file_writer.h"
 
@@ -57,16 +58,26 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
   const std::shared_ptr<const Schema> schema = tablet.table->schema();
   const LocalityGroupOptions& group_options = schema->locality_groups()[group->index];
 
+  // Level-0 files overlap, so each is a child of the merge; the files of a
+  // deeper level are disjoint and in key order, so one child reads them all
+  // in turn (a merge step costs about log2 of its children).
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
-  for (const auto& inputs : c_->inputs) {
-    for (const auto& f : inputs) {
+  for (int i = 0; i < 2; i++) {
+    const int level = c_->level + i;
+    std::vector<std::unique_ptr<InternalIterator>> files;
+    for (const auto& f : c_->inputs[i]) {
       Result<std::shared_ptr<sstable::TableReader>> reader =
           ctx_.files->table_cache()->Get(f->meta.number, tablet.table->budget->cache_id());
       if (!reader.ok()) return reader.status();
       // Read once: the inputs' blocks would only evict what readers use.
-      children.push_back((*reader)->NewIterator(/*fill_cache=*/false));
+      files.push_back((*reader)->NewIterator(/*fill_cache=*/false));
       pins.push_back(std::move(reader.value()));
+    }
+    if (level == 0) {
+      for (auto& f : files) children.push_back(std::move(f));
+    } else if (!files.empty()) {
+      children.push_back(NewConcatIterator(std::move(files)));
     }
   }
   std::unique_ptr<InternalIterator> input = NewMergingIterator(std::move(children), std::move(pins));

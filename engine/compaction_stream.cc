@@ -56,24 +56,29 @@ Status CompactionStream::Add(const Slice& key, const Slice& value) {
     }
     return emit_(key, value);
   }
-  if (!column_.empty() && CellKeyColumn(column_.front().key) != CellKeyColumn(key)) {
+  if (column_size_ > 0 && CellKeyColumn(column_.front().key) != CellKeyColumn(key)) {
     STRATA_RETURN_IF_ERROR(FlushColumn());
   }
-  if (column_.empty()) column_family_ = DecodeBigEndian16(rest.data());
-  column_.push_back(Entry{key.ToString(), value.ToString()});
+  if (column_size_ == 0) column_family_ = DecodeBigEndian16(rest.data());
+  if (column_size_ == column_.size()) column_.emplace_back();
+  Entry& e = column_[column_size_++];
+  e.key.assign(key.data(), key.size());
+  e.value.assign(value.data(), value.size());
   return Status::OK();
 }
 
 Status CompactionStream::FlushColumn() {
-  if (column_.empty()) return Status::OK();
-  std::vector<bool> keep(column_.size(), false);
-  std::vector<size_t> puts;  // kept puts, newest first
+  if (column_size_ == 0) return Status::OK();
+  std::vector<bool>& keep = keep_;
+  keep.assign(column_size_, false);
+  std::vector<size_t>& puts = puts_;  // kept puts, newest first
+  puts.clear();
   SequenceNumber column_delete_seq = 0;
   bool have_last_ts = false;
   uint64_t last_ts = 0;
   const FamilyInfo* family = schema_ != nullptr ? schema_->FamilyById(column_family_) : nullptr;
   const bool hides_by_timestamp = family != nullptr && family->column_markers_hide_by_timestamp;
-  for (size_t i = 0; i < column_.size(); i++) {
+  for (size_t i = 0; i < column_size_; i++) {
     const Slice key(column_[i].key);
     const CellType type = CellKeyType(key);
     const uint64_t ts = CellKeyTimestamp(key);
@@ -130,14 +135,14 @@ Status CompactionStream::FlushColumn() {
     }
   }
   Status s;
-  for (size_t i = 0; i < column_.size() && s.ok(); i++) {
+  for (size_t i = 0; i < column_size_ && s.ok(); i++) {
     if (keep[i]) {
       s = emit_(column_[i].key, column_[i].value);
     } else {
       dropped_++;
     }
   }
-  column_.clear();
+  column_size_ = 0;
   return s;
 }
 

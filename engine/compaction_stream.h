@@ -87,8 +87,15 @@ class CompactionStream {
     SequenceNumber sequence;
   };
   std::vector<RowMarker> row_markers_;
-  std::vector<Entry> column_;  // entries of the current column, in order
-  uint16_t column_family_ = 0;  // the family id of column_
+  // The entries of the current column, in order: the first column_size_ of
+  // column_. Entries past it are kept for their buffers, which the next
+  // columns reuse, so a merge allocates only while its columns grow.
+  std::vector<Entry> column_;
+  size_t column_size_ = 0;
+  uint16_t column_family_ = 0;  // the family id of the current column
+  // Scratch of FlushColumn, kept for their capacity.
+  std::vector<bool> keep_;
+  std::vector<size_t> puts_;
   uint64_t dropped_ = 0;
 };
 

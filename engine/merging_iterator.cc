@@ -1,53 +1,99 @@
 #include "engine/merging_iterator.h"
 
+#include <utility>
+
 namespace strata::engine {
 namespace {
 
-// Picks the smallest child by a linear scan: a group has a handful of
-// children, where a heap costs more than it saves.
+// A binary min-heap of the valid children by current key, each with its key
+// cached: a step moves one child and sifts it down, so it reads only that
+// child and costs about log2(children) key comparisons. A compaction merges
+// every level-0 file with a level's worth of files below, and a scan every
+// file of a group, where a scan over all children per step (each read
+// through virtual calls) was the cost that grew with the count.
 class MergingIterator final : public InternalIterator {
  public:
   MergingIterator(std::vector<std::unique_ptr<InternalIterator>> children,
                   std::vector<std::shared_ptr<const void>> pins)
-      : pins_(std::move(pins)), children_(std::move(children)) {}
+      : pins_(std::move(pins)), children_(std::move(children)) {
+    heap_.reserve(children_.size());
+  }
 
-  bool Valid() const override { return current_ != nullptr && status_.ok(); }
+  bool Valid() const override { return !heap_.empty() && status_.ok(); }
 
   void SeekToFirst() override {
     for (auto& c : children_) c->SeekToFirst();
-    FindSmallest();
+    Rebuild();
   }
   void Seek(const Slice& target) override {
     for (auto& c : children_) c->Seek(target);
-    FindSmallest();
+    Rebuild();
   }
   void Next() override {
-    current_->Next();
-    FindSmallest();
+    Node& top = heap_.front();
+    top.child->Next();
+    if (top.child->Valid()) {
+      top.key = top.child->key();
+    } else {
+      Status s = top.child->status();
+      if (!s.ok()) {
+        status_ = std::move(s);
+        heap_.clear();
+        return;
+      }
+      top = heap_.back();
+      heap_.pop_back();
+      if (heap_.empty()) return;
+    }
+    SiftDown(0);
   }
   // Takes the children where they stand (see NewMergingIteratorAtChildren).
-  void StartAtChildren() { FindSmallest(); }
-  Slice key() const override { return current_->key(); }
-  Slice value() const override { return current_->value(); }
+  void StartAtChildren() { Rebuild(); }
+  Slice key() const override { return heap_.front().key; }
+  Slice value() const override { return heap_.front().child->value(); }
   Status status() const override { return status_; }
 
  private:
-  void FindSmallest() {
-    current_ = nullptr;
+  struct Node {
+    InternalIterator* child;
+    Slice key;  // child->key(), valid until the child moves
+  };
+
+  void Rebuild() {
+    heap_.clear();
     for (auto& c : children_) {
       if (!c->status().ok()) {
         status_ = c->status();
+        heap_.clear();
         return;
       }
-      if (!c->Valid()) continue;
-      if (current_ == nullptr || c->key().compare(current_->key()) < 0) current_ = c.get();
+      if (c->Valid()) heap_.push_back(Node{c.get(), c->key()});
     }
+    for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+  }
+
+  // Restores the heap below `i`, whose key may have grown. Keys are unique
+  // (see the header), so ties need no rule.
+  void SiftDown(size_t i) {
+    const size_t n = heap_.size();
+    Node moving = heap_[i];
+    for (;;) {
+      size_t smallest = 2 * i + 1;
+      if (smallest >= n) break;
+      if (smallest + 1 < n && heap_[smallest + 1].key.compare(heap_[smallest].key) < 0) {
+        smallest++;
+      }
+      if (moving.key.compare(heap_[smallest].key) < 0) break;
+      heap_[i] = heap_[smallest];
+      i = smallest;
+    }
+    heap_[i] = moving;
   }
 
   // Declared first so that the children go before what they read from.
   std::vector<std::shared_ptr<const void>> pins_;
   std::vector<std::unique_ptr<InternalIterator>> children_;
-  InternalIterator* current_ = nullptr;
+  std::vector<Node> heap_;  // the valid children; heap_[0] is the current one
   Status status_;
 };
 

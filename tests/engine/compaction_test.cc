@@ -1,13 +1,17 @@
-// Compactions: the compaction filter's view and decisions, inputs read past
-// the block cache, parallel compactions, and the rate limit (its pace, and
-// neither Close nor a drop held off by a compaction it slows).
+// Compactions: the compaction filter's view and decisions, the block cache
+// (inputs read past it, outputs neither cached nor opened, so the blocks
+// readers cached stay), Engine::Compact's whole-level steps, parallel
+// compactions, and the rate limit (its pace, and neither Close nor a drop
+// held off by a compaction it slows).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,6 +174,189 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   ASSERT_OK((*scan)->status());
   EXPECT_EQ(rows, 1000u);
   EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
+}
+
+// Engine::Compact goes top-down a whole level at a time: level 0 into
+// level 1, then all of level 1 into level 2, one compaction each, however
+// many files level 1 holds by then.
+TEST_F(EngineTest, ManualCompactionMergesAWholeLevelAtATime) {
+  options_.level0_compaction_trigger = 8;  // no compaction before Compact
+  options_.level1_max_bytes = 64 << 10;
+  options_.target_file_size = 16 << 10;
+  Reopen();
+  Random rnd(303);
+  auto write_all = [&](uint64_t ts) {
+    WriteOptions unsynced;
+    unsynced.sync = false;
+    for (int i = 0; i < 2000; i++) {
+      RowMutation m;
+      m.Put("b", "y", ts, rnd.RandomBytes(100));
+      ASSERT_OK(table_.Mutate(unsynced, "row" + std::to_string(i), m));
+      if (i == 999) {
+        ASSERT_OK(engine_->Flush());
+      }
+    }
+    ASSERT_OK(engine_->Flush());
+  };
+  write_all(1);
+  ASSERT_OK(engine_->Compact());
+  EngineStats st = engine_->GetStats();
+  // Level 1 overflowed into level 2, which holds everything now.
+  ASSERT_EQ(st.level_files.size(), 7u);
+  EXPECT_EQ(st.level_files[0] + st.level_files[1], 0u);
+  EXPECT_GT(st.level_files[2], 0u);
+
+  write_all(2);
+  ASSERT_EQ(engine_->GetStats().level_files[0], 2u);
+  const uint64_t compactions = engine_->GetStats().compactions;
+  ASSERT_OK(engine_->Compact());
+  st = engine_->GetStats();
+  // Level 0 into level 1 (more than 16 files of 16 KiB), then level 1
+  // into level 2.
+  EXPECT_EQ(st.compactions - compactions, 2u);
+  EXPECT_EQ(st.level_files[0] + st.level_files[1], 0u);
+  EXPECT_GT(st.level_files[2], 10u);
+  for (int i = 0; i < 2000; i += 97) {
+    auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_OK(cells) << i;
+    EXPECT_EQ(cells->size(), 2u) << i;
+  }
+}
+
+// Records the table files opened for reading and created, and counts
+// reads, so a test can tell which files a compaction touched.
+class FileAccessLog final : public test::ForwardingFileSystem {
+ public:
+  Status NewRandomAccessFile(const std::string& p, std::unique_ptr<RandomAccessFile>* r) override {
+    std::unique_ptr<RandomAccessFile> f;
+    STRATA_RETURN_IF_ERROR(ForwardingFileSystem::NewRandomAccessFile(p, &f));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      opened_.push_back(p);
+    }
+    *r = std::make_unique<Counted>(std::move(f), &reads_);
+    return Status::OK();
+  }
+  Status NewWritableFile(const std::string& p, const FileOpenOptions& o,
+                         std::unique_ptr<WritableFile>* r) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      created_.push_back(p);
+    }
+    return ForwardingFileSystem::NewWritableFile(p, o, r);
+  }
+  uint64_t reads() const { return reads_.load(); }
+  std::vector<std::string> opened() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return opened_;
+  }
+  std::vector<std::string> created() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return created_;
+  }
+
+ private:
+  class Counted final : public RandomAccessFile {
+   public:
+    Counted(std::unique_ptr<RandomAccessFile> base, std::atomic<uint64_t>* reads)
+        : base_(std::move(base)), reads_(reads) {}
+    Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+      reads_->fetch_add(1);
+      return base_->Read(offset, n, result, scratch);
+    }
+    Result<uint64_t> Size() const override { return base_->Size(); }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    std::atomic<uint64_t>* reads_;
+  };
+  mutable std::mutex mu_;
+  std::vector<std::string> opened_;
+  std::vector<std::string> created_;
+  std::atomic<uint64_t> reads_{0};
+};
+
+// Compactions through several levels neither insert their outputs' blocks
+// into the block cache nor open their outputs, and leave the blocks another
+// tenant's reader cached where they were: reading those rows again reads no
+// file.
+TEST_F(EngineTest, CompactionLeavesCachedBlocksInTheCache) {
+  // Outlives the fixture's engine, which is closed after the test body.
+  static FileAccessLog& fs = *new FileAccessLog;
+  options_.file_system = &fs;
+  options_.block_cache_size = 256 << 10;
+  options_.level0_compaction_trigger = 2;
+  // Level 1 overflows after the first level-0 compaction, so files move
+  // on to level 2 and merge there with what is below them.
+  options_.level1_max_bytes = 64 << 10;
+  options_.target_file_size = 32 << 10;
+  Reopen();
+  ASSERT_OK(engine_->CreateTenant("reader"));
+  Tenant reader = *engine_->OpenTenant("reader");
+  TableSchema schema;
+  schema.locality_groups = {{.name = "g", .block_size = 1024}};
+  schema.families = {{.name = "f", .locality_group = "g"}};
+  ASSERT_OK(reader.CreateTable("rt", schema));
+  Table rt = *reader.OpenTable("rt");
+  Random rnd(302);  // incompressible values
+  for (int i = 0; i < 300; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, rnd.RandomBytes(100));
+    ASSERT_OK(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m));
+  }
+  ASSERT_OK(engine_->Flush());
+  for (int i = 0; i < 300; i++) ASSERT_OK(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)));
+  const uint64_t cached = reader.GetStats()->block_cache_bytes;
+  ASSERT_GT(cached, 20000u);
+  const size_t files_before = fs.created().size();
+
+  // Eight overlapping flushes of about 130 KB each into table tab's group
+  // "big": level-0 compactions into level 1, and level 1 pushed to level 2.
+  for (int round = 0; round < 8; round++) {
+    for (int i = 0; i < 1000; i++) {
+      ASSERT_OK(Put("row" + std::to_string(i), "b", "y", 1 + round, rnd.RandomBytes(100)));
+    }
+    ASSERT_OK(engine_->Flush());
+  }
+  auto level2_holds_data = [&] {
+    const EngineStats s = engine_->GetStats();
+    return s.level_files.size() > 2 && s.level_files[2] > 0;
+  };
+  for (int i = 0; i < 10000 && !level2_holds_data(); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(level2_holds_data());
+  // Settles tab's data; rt's one file moves to level 1 by a manifest edit,
+  // which keeps its cached blocks (they are keyed by file number).
+  ASSERT_OK(engine_->Compact());
+  EXPECT_GT(engine_->GetStats().compaction_bytes_written, 1000000u);
+  EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
+  EXPECT_EQ(tenant_.GetStats()->block_cache_bytes, 0u);
+
+  // The live outputs were never opened: every table file opened since the
+  // reader's flush was a compaction input, replaced since.
+  const std::vector<std::string> opened = fs.opened();
+  auto base_name = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
+  std::vector<std::string> on_disk;
+  ASSERT_OK(FileSystem::Default()->GetChildren(dir_.Join("sst"), &on_disk));
+  size_t live_outputs = 0;
+  const std::vector<std::string> created = fs.created();
+  for (size_t i = files_before; i < created.size(); i++) {
+    const std::string name = base_name(created[i]);
+    if (std::find(on_disk.begin(), on_disk.end(), name) == on_disk.end()) continue;
+    live_outputs++;
+    for (const std::string& o : opened) EXPECT_NE(base_name(o), name);
+  }
+  EXPECT_GT(live_outputs, 1u);
+
+  const uint64_t reads = fs.reads();
+  for (int i = 0; i < 300; i++) ASSERT_OK(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)));
+  EXPECT_EQ(fs.reads(), reads);
+  for (int i = 0; i < 1000; i += 37) {
+    auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
+    ASSERT_OK(cells) << i;
+    EXPECT_EQ(cells->size(), 8u) << i;  // a version per round
+  }
 }
 
 TEST(EngineCompactionTest, ParallelCompactionsLoseNothing) {
