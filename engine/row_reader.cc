@@ -242,12 +242,20 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
         range = &filter.column_range(found.index);
       } else {
         // Only a wanted column's qualifier is decoded; every one is checked.
+        // One without a 0x00 byte is its encoding less the terminator, read
+        // in place from the column's copy.
         Slice q(col.data() + 2, col.size() - 2);
-        const bool well_formed = wanted ? GetMemcomparable(&q, &qualifier) : SkipMemcomparable(&q);
-        if (!well_formed || !q.empty()) {
-          return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
+        const char* zero = static_cast<const char*>(std::memchr(q.data(), 0, q.size()));
+        if (zero != nullptr && zero + 2 == q.data() + q.size() && zero[1] == '\x01') {
+          found.qualifier = Slice(column.get().data() + 2, q.size() - 2);
+        } else {
+          const bool well_formed =
+              wanted ? GetMemcomparable(&q, &qualifier) : SkipMemcomparable(&q);
+          if (!well_formed || !q.empty()) {
+            return Status::Corruption("malformed qualifier in cell key " + HexBytes(key));
+          }
+          found.qualifier = Slice(qualifier);
         }
-        found.qualifier = Slice(qualifier);
         range = &whole_range;
       }
       found.family = nullptr;

@@ -96,8 +96,10 @@ void ScanIterator::Advance() {
     run_ends_.clear();
     ReadPoint at = engine_->ReadPointAt(snapshot_);
     for (auto& in : inputs_) {
-      if (in.prefix_size != prefix.size() ||
-          std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0) {
+      // One input stands on the smallest row when it is the only one.
+      if (inputs_.size() > 1 &&
+          (in.prefix_size != prefix.size() ||
+           std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0)) {
         continue;
       }
       Status s = CollectRowFromHere(in.it.get(), prefix, &at, filter_, *schema_, &collected_);
@@ -115,10 +117,16 @@ void ScanIterator::Advance() {
       return;
     }
     if (collected_.entries.empty()) continue;  // deleted or filtered out
-    Slice enc(prefix);
-    if (!GetMemcomparable(&enc, &row_)) {
-      status_ = Status::Corruption("scan met a malformed row key");
-      return;
+    // A row without a 0x00 byte is its prefix less the terminator.
+    if (std::memchr(prefix.data(), 0, prefix.size()) == prefix.data() + prefix.size() - 2) {
+      row_view_ = std::string_view(prefix.data(), prefix.size() - 2);
+    } else {
+      Slice enc(prefix);
+      if (!GetMemcomparable(&enc, &row_)) {
+        status_ = Status::Corruption("scan met a malformed row key");
+        return;
+      }
+      row_view_ = row_;
     }
     PublishRow(run_ends_);
     valid_ = true;

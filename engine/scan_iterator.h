@@ -64,7 +64,7 @@ class ScanIterator final : public RowIterator {
   bool Valid() const override { return valid_; }
   void Next() override { Advance(); }
   void Seek(std::string_view row) override;
-  std::string_view row() const override { return row_; }
+  std::string_view row() const override { return row_view_; }
   const std::vector<CellView>& cell_views() const override { return views_; }
   const std::vector<Cell>& cells() const override;
   Status status() const override { return status_; }
@@ -115,8 +115,9 @@ class ScanIterator final : public RowIterator {
   const ResolvedFilter filter_;
   const SequenceNumber snapshot_;
   bool valid_ = false;
-  std::string row_;
   std::string row_prefix_;  // the encoded prefix of the row being read
+  std::string row_;         // the row, when decoding it takes a copy
+  std::string_view row_view_;  // the row: in row_prefix_ or row_
   Collector collected_;
   std::vector<Collector::Entry> merged_;  // scratch for PublishRow
   std::vector<Collector::Entry> merge_scratch_;
