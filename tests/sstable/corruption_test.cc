@@ -186,6 +186,24 @@ TEST_F(CorruptionTest, UnknownVersionIsNotSupported) {
   EXPECT_TRUE(table.status().IsNotSupported()) << table.status().ToString();
 }
 
+TEST_F(CorruptionTest, FooterAndPropertiesVersionsMustAgree) {
+  // A version-2 file whose footer claims version 1 (checksum fixed up).
+  const uint64_t footer_offset = good_.size() - Footer::kEncodedLength;
+  auto f = Footer::Decode(Slice(good_.data() + footer_offset, Footer::kEncodedLength), "f",
+                          footer_offset);
+  ASSERT_OK(f);
+  ASSERT_EQ(f->format_version, kFormatVersion2);
+  Footer g = *f;
+  g.format_version = kFormatVersion1;
+  std::string enc;
+  g.EncodeTo(&enc);
+  test::WriteAll(path_, good_.substr(0, footer_offset) + enc);
+  auto table = test::OpenTable(FileSystem::Default(), path_);
+  ASSERT_TRUE(table.status().IsCorruption()) << table.status().ToString();
+  EXPECT_NE(table.status().message().find("properties block at offset"), std::string_view::npos)
+      << table.status().ToString();
+}
+
 TEST_F(CorruptionTest, ReadErrorsStickInIterator) {
   FaultInjectionFileSystem fs;
   auto table = test::OpenTable(&fs, path_);

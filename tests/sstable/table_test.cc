@@ -515,26 +515,57 @@ TEST(TableTest, ApproximateOffsetOfGrows) {
 TEST(TableTest, FilterFalsePositivesOnTable) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
-  Model model;
-  for (int i = 0; i < 10000; i++) {
-    std::string k;
-    AppendCellKey(&k, "row" + std::to_string(i), 1, "q" + std::to_string(i % 3), 1, 1,
-                  CellType::kPut);
-    model[k] = "v";
+  for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+    for (int columns_per_row : {1, 2}) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", " + std::to_string(columns_per_row) +
+                   " columns per row");
+      Model model;
+      for (int i = 0; i < 10000; i++) {
+        for (int c = 0; c < columns_per_row; c++) {
+          std::string k;
+          AppendCellKey(&k, "row" + std::to_string(i), 1, "q" + std::to_string(i % 3 + c * 10), 1,
+                        1, CellType::kPut);
+          model[k] = "v";
+        }
+      }
+      TableBuilderOptions o;
+      o.format_version = version;
+      const std::string path =
+          dir.Join("fp" + std::to_string(version) + std::to_string(columns_per_row) + ".sst");
+      ASSERT_OK(test::WriteTable(fs, path, o, model));
+      auto table = test::OpenTable(fs, path);
+      ASSERT_OK(table);
+      const FilterBlockReader* filter = (*table)->filter();
+      ASSERT_NE(filter, nullptr);
+      // Version 2 drops the column filter of a table with one column per row.
+      const bool column_filter = version == kFormatVersion1 || columns_per_row > 1;
+      EXPECT_EQ(filter->has_column_filter(), column_filter);
+      int row_fp = 0, col_fp = 0, absent_row_col_fp = 0;
+      const int probes = 100000;
+      for (int i = 0; i < probes; i++) {
+        if ((*table)->RowMayMatch("absent" + std::to_string(i))) row_fp++;
+        if ((*table)->ColumnMayMatch("row" + std::to_string(i % 10000), 2, "q")) col_fp++;
+        if ((*table)->ColumnMayMatch("absent" + std::to_string(i), 1, "q0")) absent_row_col_fp++;
+        // Without a column filter, a column of an absent row still misses.
+        if (!column_filter) {
+          EXPECT_EQ((*table)->ColumnMayMatch("absent" + std::to_string(i), 1, "q0"),
+                    (*table)->RowMayMatch("absent" + std::to_string(i)));
+        }
+      }
+      std::printf(
+          "version %u, %d column(s) per row: filter %zu bytes; maybe for absent rows "
+          "%.3f%%, columns of absent rows %.3f%%, absent columns of present rows %.3f%%\n",
+          version, columns_per_row, filter->row_filter_size() + filter->column_filter_size() + 4,
+          100.0 * row_fp / probes, 100.0 * absent_row_col_fp / probes, 100.0 * col_fp / probes);
+      EXPECT_LT(row_fp, probes * 0.0125);
+      EXPECT_LT(absent_row_col_fp, probes * 0.0125);
+      if (column_filter) {
+        EXPECT_LT(col_fp, probes * 0.0125);
+      } else {
+        EXPECT_EQ(col_fp, probes);  // every probed row is present
+      }
+    }
   }
-  TableBuilderOptions o;
-  const std::string path = dir.Join("fp.sst");
-  ASSERT_OK(test::WriteTable(fs, path, o, model));
-  auto table = test::OpenTable(fs, path);
-  ASSERT_OK(table);
-  int row_fp = 0, col_fp = 0;
-  const int probes = 100000;
-  for (int i = 0; i < probes; i++) {
-    if ((*table)->RowMayMatch("absent" + std::to_string(i))) row_fp++;
-    if ((*table)->ColumnMayMatch("row" + std::to_string(i % 10000), 2, "q")) col_fp++;
-  }
-  EXPECT_LT(row_fp, probes * 0.0125);
-  EXPECT_LT(col_fp, probes * 0.0125);
 }
 
 // The worked example of sstable/FORMAT.md, byte for byte.
@@ -542,7 +573,9 @@ TEST(TableTest, WorkedExampleOfFormatDoc) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
   const std::string path = dir.Join("example.sst");
-  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  TableBuilderOptions o{.compression = CompressionType::kNone,
+                        .bloom_bits_per_key = 10,
+                        .format_version = kFormatVersion1};
   o.table_id = 1;
   o.tablet_id = 2;
   o.locality_group_id = 3;
