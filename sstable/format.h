@@ -20,8 +20,9 @@
 namespace strata::sstable {
 
 // The versions written into the footer and the properties block
-// (FORMAT.md). Version 2 differs from 1 in the filter block (blocked
-// blooms). A reader refuses versions it does not know with NotSupported.
+// (FORMAT.md). Version 2 differs from 1 in the keys of data blocks (the
+// cell-key tail) and in the filter block (blocked blooms). A reader refuses
+// versions it does not know with NotSupported.
 constexpr uint32_t kFormatVersion1 = 1;
 constexpr uint32_t kFormatVersion2 = 2;
 // What the writer emits by default.

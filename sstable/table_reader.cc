@@ -319,7 +319,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
   std::unique_ptr<char[]> data;
   size_t size = 0;
   STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &data, &size));
-  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size);
+  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size, data_key_encoding());
   if (!block.ok()) {
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
@@ -382,7 +382,8 @@ Status TableReader::VerifyChecksums() const {
     BlockContents contents;
     STRATA_RETURN_IF_ERROR(ReadBlockContents(b.kind, b.handle, &contents));
     if (b.kind != BlockKind::kData) continue;
-    Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+    Result<std::unique_ptr<Block>> block =
+        Block::Parse(std::move(contents.data), data_key_encoding());
     if (!block.ok()) {
       return BlockCorruption(file_name_, b.kind, b.handle.offset,
                              std::string(block.status().message()));
