@@ -1,7 +1,10 @@
 // The contents and options of the version-1 tables checked in under
 // tests/sstable/testdata/ (v1_*.sst). The files were written by the
-// version-1 writer; old_format_test.cc opens them with the current reader
-// and checks every cell, seek and bloom answer against V1TestCells().
+// version-1 code, before version 2 existed (a test that wrote them lived
+// next to this file then); old_format_test.cc opens them with the current
+// reader and checks every cell, seek and bloom answer against
+// V1TestCells(), and checks that format_version = 1 still writes them byte
+// for byte.
 //
 // Everything here is deterministic (its own small generator, no library
 // randomness), so the expected contents never drift from the files.
