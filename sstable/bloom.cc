@@ -145,21 +145,21 @@ std::string FilterBlockBuilder::Finish() {
   return out;
 }
 
-FilterBlockReader::FilterBlockReader(std::string contents, size_t row_size, BloomLayout layout)
-    : contents_(std::move(contents)), row_size_(row_size), layout_(layout) {
-  if (layout_ != BloomLayout::kBlocked) return;
-  const size_t rows = row_size_;
-  const size_t columns = column_filter_size();
-  const size_t rows_padded = (rows + kBloomLineBytes - 1) / kBloomLineBytes * kBloomLineBytes;
-  const size_t total = rows_padded + columns;
+FilterBlockReader::FilterBlockReader(const std::string& contents, size_t row_size,
+                                     BloomLayout layout)
+    : row_size_(row_size), column_size_(contents.size() - 4 - row_size), layout_(layout) {
+  const char* rows = contents.data() + 4;
+  const char* columns = rows + row_size_;
+  const size_t rows_padded = (row_size_ + kBloomLineBytes - 1) / kBloomLineBytes * kBloomLineBytes;
+  const size_t total = rows_padded + column_size_;
   char* buf = static_cast<char*>(::operator new[](total, std::align_val_t{kBloomLineBytes}));
   aligned_ = std::shared_ptr<const char>(buf, [](const char* p) {
     ::operator delete[](const_cast<char*>(p), std::align_val_t{kBloomLineBytes});
   });
-  std::memcpy(buf, row_filter().data(), rows);
-  std::memcpy(buf + rows_padded, column_filter().data(), columns);
-  aligned_rows_ = Slice(buf, rows);
-  aligned_columns_ = Slice(buf + rows_padded, columns);
+  std::memcpy(buf, rows, row_size_);
+  std::memcpy(buf + rows_padded, columns, column_size_);
+  row_filter_ = Slice(buf, row_size_);
+  column_filter_ = Slice(buf + rows_padded, column_size_);
 }
 
 Result<FilterBlockReader> FilterBlockReader::Parse(std::string contents, BloomLayout layout) {
@@ -179,7 +179,7 @@ Result<FilterBlockReader> FilterBlockReader::Parse(std::string contents, BloomLa
   } else if (row_size < 2 || uint64_t{row_size} + 4 + 2 > contents.size()) {
     return Status::Corruption("bad row filter length " + std::to_string(row_size));
   }
-  FilterBlockReader r(std::move(contents), row_size, layout);
+  FilterBlockReader r(contents, row_size, layout);
   std::vector<int> probes = {r.row_probes()};
   if (r.has_column_filter()) probes.push_back(r.column_probes());
   for (int k : probes) {
@@ -190,14 +190,13 @@ Result<FilterBlockReader> FilterBlockReader::Parse(std::string contents, BloomLa
   return r;
 }
 
-bool FilterBlockReader::MayMatch(const Slice& filter, const Slice& aligned,
-                                 const Slice& key) const {
-  if (layout_ == BloomLayout::kBlocked) return BlockedBloomMayMatch(aligned, BloomHash(key));
+bool FilterBlockReader::MayMatch(const Slice& filter, const Slice& key) const {
+  if (layout_ == BloomLayout::kBlocked) return BlockedBloomMayMatch(filter, BloomHash(key));
   return BloomMayMatch(filter, BloomHash(key));
 }
 
 bool FilterBlockReader::RowMayMatch(const Slice& row_prefix) const {
-  return MayMatch(row_filter(), aligned_rows_, row_prefix);
+  return MayMatch(row_filter_, row_prefix);
 }
 
 bool FilterBlockReader::ColumnMayMatch(const Slice& column_prefix) const {
@@ -207,14 +206,14 @@ bool FilterBlockReader::ColumnMayMatch(const Slice& column_prefix) const {
     if (!SkipMemcomparable(&in)) return true;
     return RowMayMatch(Slice(column_prefix.data(), column_prefix.size() - in.size()));
   }
-  return MayMatch(column_filter(), aligned_columns_, column_prefix);
+  return MayMatch(column_filter_, column_prefix);
 }
 
 int FilterBlockReader::row_probes() const {
-  return static_cast<uint8_t>(contents_[4 + row_size_ - 1]);
+  return static_cast<uint8_t>(row_filter_[row_size_ - 1]);
 }
 int FilterBlockReader::column_probes() const {
-  return static_cast<uint8_t>(contents_.back());
+  return static_cast<uint8_t>(column_filter_[column_size_ - 1]);
 }
 
 }  // namespace strata::sstable

@@ -113,28 +113,25 @@ class FilterBlockReader {
   BloomLayout layout() const { return layout_; }
   // Sizes include the probe-count byte; a missing column filter has size 0.
   size_t row_filter_size() const { return row_size_; }
-  size_t column_filter_size() const { return contents_.size() - 4 - row_size_; }
+  size_t column_filter_size() const { return column_size_; }
   bool has_column_filter() const { return column_filter_size() > 0; }
   int row_probes() const;
   // REQUIRES: has_column_filter()
   int column_probes() const;
 
  private:
-  FilterBlockReader(std::string contents, size_t row_size, BloomLayout layout);
-  Slice row_filter() const { return Slice(contents_.data() + 4, row_size_); }
-  Slice column_filter() const {
-    return Slice(contents_.data() + 4 + row_size_, contents_.size() - 4 - row_size_);
-  }
-  bool MayMatch(const Slice& filter, const Slice& aligned, const Slice& key) const;
+  FilterBlockReader(const std::string& contents, size_t row_size, BloomLayout layout);
+  bool MayMatch(const Slice& filter, const Slice& key) const;
 
-  std::string contents_;
   size_t row_size_;
+  size_t column_size_;
   BloomLayout layout_;
-  // kBlocked: 64-byte aligned copies of the two filters (lines and probe
-  // count), so that a probe touches exactly one cache line.
+  // The two filters (bits and probe count), copied out of the block into
+  // 64-byte aligned memory (each filter starts a line), so that a blocked
+  // probe touches exactly one cache line. Shared by copies of the reader.
   std::shared_ptr<const char> aligned_;
-  Slice aligned_rows_;
-  Slice aligned_columns_;
+  Slice row_filter_;
+  Slice column_filter_;
 };
 
 }  // namespace strata::sstable

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "common/cell_key.h"
@@ -250,8 +251,13 @@ TEST(BloomTest, FilterBlockRoundTrip) {
   AppendColumnPrefix(&col, "a", 1, "q");
   b.AddRow(row_a);
   b.AddColumn(col);
-  auto reader = FilterBlockReader::Parse(b.Finish());
-  ASSERT_OK(reader);
+  // A copy outlives the reader it came from.
+  std::optional<FilterBlockReader> reader;
+  {
+    auto parsed = FilterBlockReader::Parse(b.Finish());
+    ASSERT_OK(parsed);
+    reader = *parsed;
+  }
   EXPECT_TRUE(reader->RowMayMatch(row_a));
   EXPECT_TRUE(reader->ColumnMayMatch(col));
   EXPECT_EQ(reader->row_probes(), 7);
