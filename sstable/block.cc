@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/coding.h"
+#include "sstable/cell_key_tail.h"
 
 namespace strata::sstable {
 
@@ -32,13 +33,14 @@ inline const char* DecodeEntryHeader(const char* p, const char* limit, uint32_t*
 
 }  // namespace
 
-Result<std::unique_ptr<Block>> Block::Parse(std::string contents) {
+Result<std::unique_ptr<Block>> Block::Parse(std::string contents, KeyEncoding encoding) {
   auto data = std::make_unique_for_overwrite<char[]>(contents.size());
   std::memcpy(data.get(), contents.data(), contents.size());
-  return Parse(std::move(data), contents.size());
+  return Parse(std::move(data), contents.size(), encoding);
 }
 
-Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t size) {
+Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t size,
+                                            KeyEncoding encoding) {
   if (size < 4) {
     return Status::Corruption("block too short (" + std::to_string(size) + " bytes)");
   }
@@ -62,7 +64,8 @@ Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t
     }
     prev = r;
   }
-  return std::unique_ptr<Block>(new Block(std::move(data), size, restart_offset, num_restarts));
+  return std::unique_ptr<Block>(
+      new Block(std::move(data), size, restart_offset, num_restarts, encoding));
 }
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
@@ -79,7 +82,8 @@ void Block::Iter::KeyBuffer::Grow(size_t shared, size_t need) {
 Block::Iter::Iter(const Block* block)
     : data_(block->data_.get()),
       restart_offset_(block->restart_offset_),
-      num_restarts_(block->num_restarts_) {}
+      num_restarts_(block->num_restarts_),
+      encoding_(block->encoding_) {}
 
 void Block::Iter::Corrupt(uint32_t offset, const char* what) {
   valid_ = false;
@@ -99,6 +103,9 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
     Corrupt(p, "bad entry");
     return false;
   }
+  if (encoding_ == KeyEncoding::kCellKeyTail) {
+    return ParseCellKeyTailEntry(p, q, shared, non_shared, value_len);
+  }
   key_.Assemble(shared, q, non_shared);
   value_ = Slice(q + non_shared, value_len);
   current_ = p;
@@ -107,10 +114,61 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
   return true;
 }
 
+bool Block::Iter::ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shared,
+                                        uint32_t non_shared, uint32_t value_len) {
+  const char* limit = data_ + restart_offset_;
+  if (p == next_restart_) {
+    // A restart entry: the whole key, as in a version-1 block.
+    if (shared != 0 || non_shared < 16) {
+      Corrupt(p, "bad restart entry");
+      return false;
+    }
+    key_.Assemble(0, q, non_shared);
+    timestamp_ = CellKeyTimestamp(key());
+    tag_ = CellKeyTag(key());
+    if ((tag_ & 0xff) < 1 || (tag_ & 0xff) > kMaxCellType) {
+      Corrupt(p, "bad cell type in restart entry");
+      return false;
+    }
+    q += non_shared;
+    next_restart_index_++;
+    next_restart_ =
+        next_restart_index_ < num_restarts_ ? RestartPoint(next_restart_index_) : restart_offset_;
+  } else {
+    if (p > next_restart_) {
+      Corrupt(p, "entry overlaps restart point");
+      return false;
+    }
+    const char* column = q;
+    q += non_shared;
+    uint64_t ts_delta, seq_type, tag;
+    q = GetVarint64Ptr(q, limit, &ts_delta);
+    if (q != nullptr) q = GetVarint64Ptr(q, limit, &seq_type);
+    if (q == nullptr || static_cast<uint64_t>(limit - q) < value_len) {
+      Corrupt(p, "bad cell key tail");
+      return false;
+    }
+    if (!DecodeSequenceAndType(seq_type, tag_, &tag)) {
+      Corrupt(p, "bad sequence or cell type in cell key tail");
+      return false;
+    }
+    timestamp_ = DecodeTimestampDelta(ts_delta, timestamp_);
+    tag_ = tag;
+    key_.AssembleCellKey(shared, column, non_shared, timestamp_, tag_);
+  }
+  value_ = Slice(q, value_len);
+  current_ = p;
+  next_ = static_cast<uint32_t>(q + value_len - data_);
+  valid_ = true;
+  return true;
+}
+
 void Block::Iter::SeekToRestart(uint32_t index) {
   key_.clear();
   valid_ = false;
   next_ = RestartPoint(index);
+  next_restart_index_ = index;
+  next_restart_ = next_;
 }
 
 bool Block::Iter::RestartKey(uint32_t index, Slice* key) {
@@ -146,6 +204,8 @@ void Block::Iter::SeekToRestartPoint(uint32_t index) {
     key_.clear();
     valid_ = false;
     next_ = restart_offset_;
+    next_restart_index_ = num_restarts_;
+    next_restart_ = restart_offset_;
     return;
   }
   SeekToRestart(index);

@@ -1,5 +1,6 @@
 // Block: one decoded key/value block (data or index) held in memory, and its
-// iterator. The layout is in sstable/FORMAT.md, "Key/value blocks".
+// iterator. The layout is in sstable/FORMAT.md, "Key/value blocks" (both key
+// encodings: whole keys, and the cell-key tail of version-2 data blocks).
 //
 // A Block is immutable after Parse() and thread-safe; any number of
 // iterators may read it at once. Each iterator is thread-compatible and must
@@ -7,7 +8,9 @@
 // inside its contents and every restart offset points inside the entry area;
 // entries themselves are checked as they are decoded, and a bad one is
 // reported through the iterator's status() (Corruption naming the offset of
-// the entry inside the block).
+// the entry inside the block). Whatever the encoding, key() hands out whole
+// keys and every restart entry stores its whole key, so Seek compares the
+// stored bytes in place.
 #ifndef STRATA_SSTABLE_BLOCK_H_
 #define STRATA_SSTABLE_BLOCK_H_
 
@@ -23,14 +26,23 @@
 
 namespace strata::sstable {
 
+// How the entries of a block store their keys (FORMAT.md, "Key/value blocks").
+enum class KeyEncoding : uint8_t {
+  kWholeKey,     // shared prefix + suffix: index blocks, version-1 data blocks
+  kCellKeyTail,  // version-2 data blocks: between restarts, the column bytes as
+                 // above plus timestamp and sequence as deltas from the previous key
+};
+
 class Block {
  public:
   // Takes the uncompressed contents and checks the restart array. On error
   // the Corruption message describes the damage without naming the file;
   // callers add that.
-  static Result<std::unique_ptr<Block>> Parse(std::string contents);
+  static Result<std::unique_ptr<Block>> Parse(std::string contents,
+                                              KeyEncoding encoding = KeyEncoding::kWholeKey);
   // The same, for `size` bytes at `data` (a buffer the block takes over).
-  static Result<std::unique_ptr<Block>> Parse(std::unique_ptr<char[]> data, size_t size);
+  static Result<std::unique_ptr<Block>> Parse(std::unique_ptr<char[]> data, size_t size,
+                                              KeyEncoding encoding = KeyEncoding::kWholeKey);
 
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
@@ -38,6 +50,7 @@ class Block {
   // The bytes this block holds in memory, for cache charging.
   size_t size() const { return size_; }
   uint32_t num_restarts() const { return num_restarts_; }
+  KeyEncoding encoding() const { return encoding_; }
   Slice contents() const { return Slice(data_.get(), size_); }
 
   // An iterator over the entries in key order; it also offers SeekToLast.
@@ -46,16 +59,19 @@ class Block {
   std::unique_ptr<Iter> NewIterator() const;
 
  private:
-  Block(std::unique_ptr<char[]> data, size_t size, uint32_t restart_offset, uint32_t num_restarts)
+  Block(std::unique_ptr<char[]> data, size_t size, uint32_t restart_offset, uint32_t num_restarts,
+        KeyEncoding encoding)
       : data_(std::move(data)),
         size_(size),
         restart_offset_(restart_offset),
-        num_restarts_(num_restarts) {}
+        num_restarts_(num_restarts),
+        encoding_(encoding) {}
 
   const std::unique_ptr<char[]> data_;
   const size_t size_;
   const uint32_t restart_offset_;  // where the restart array starts (= end of entries)
   const uint32_t num_restarts_;
+  const KeyEncoding encoding_;
 };
 
 class Block::Iter final : public InternalIterator {
@@ -100,6 +116,17 @@ class Block::Iter final : public InternalIterator {
       std::memcpy((heap_ ? heap_.get() : inline_) + shared, suffix, n);
       size_ = need;
     }
+    // The same, then the 16-byte cell-key tail ~timestamp ~tag.
+    void AssembleCellKey(size_t shared, const char* suffix, size_t n, uint64_t timestamp,
+                         uint64_t tag) {
+      const size_t need = shared + n + 16;
+      if (need > capacity_) Grow(shared, need);
+      char* dst = (heap_ ? heap_.get() : inline_) + shared;
+      std::memcpy(dst, suffix, n);
+      EncodeBigEndian64(dst + n, ~timestamp);
+      EncodeBigEndian64(dst + n + 8, ~tag);
+      size_ = need;
+    }
 
    private:
     // Moves to a heap buffer of at least `need` bytes, keeping the first `shared`.
@@ -115,6 +142,9 @@ class Block::Iter final : public InternalIterator {
   // Decodes the entry at offset `p` into key_/value_; false (and a sticky
   // Corruption) if it is malformed.
   bool ParseEntryAt(uint32_t p);
+  // ParseEntryAt for KeyEncoding::kCellKeyTail, from the entry's header on.
+  bool ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shared, uint32_t non_shared,
+                             uint32_t value_len);
   void SeekToRestart(uint32_t index);
   uint32_t RestartPoint(uint32_t index) const {
     return DecodeFixed32(data_ + restart_offset_ + 4 * index);
@@ -126,9 +156,17 @@ class Block::Iter final : public InternalIterator {
   const char* const data_;
   const uint32_t restart_offset_;
   const uint32_t num_restarts_;
+  const KeyEncoding encoding_;
   uint32_t current_ = 0;  // offset of the current entry
   uint32_t next_ = 0;     // offset of the entry after it
   bool valid_ = false;
+  // kCellKeyTail: the next restart point not yet parsed (its index and
+  // offset; the offset is restart_offset_ past the last), and the timestamp
+  // and tag of key_, which the next entry's deltas apply to.
+  uint32_t next_restart_index_ = 0;
+  uint32_t next_restart_ = 0;
+  uint64_t timestamp_ = 0;
+  uint64_t tag_ = 0;
   KeyBuffer key_;
   Slice value_;
   Status status_;

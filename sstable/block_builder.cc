@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <cassert>
 
+#include "common/cell_key.h"
 #include "common/coding.h"
+#include "sstable/cell_key_tail.h"
 
 namespace strata::sstable {
 
-BlockBuilder::BlockBuilder(int restart_interval) : restart_interval_(restart_interval) {
+BlockBuilder::BlockBuilder(int restart_interval, KeyEncoding encoding)
+    : restart_interval_(restart_interval), encoding_(encoding) {
   assert(restart_interval_ >= 1);
   Reset();
 }
@@ -30,22 +33,32 @@ size_t BlockBuilder::CurrentSizeEstimate() const {
 void BlockBuilder::Add(const Slice& key, const Slice& value) {
   assert(!finished_);
   assert(num_entries_ == 0 || Slice(last_key_).compare(key) < 0);
+  // Between restarts a cell-key tail entry shares and stores only the
+  // column bytes; its timestamp and tag follow as deltas.
+  const bool tail =
+      encoding_ == KeyEncoding::kCellKeyTail && counter_ > 0 && counter_ < restart_interval_;
+  assert(encoding_ == KeyEncoding::kWholeKey || key.size() >= 16);
+  const size_t stored = tail ? key.size() - 16 : key.size();
   size_t shared = 0;
   if (counter_ < restart_interval_) {
-    const size_t min_len = std::min(last_key_.size(), key.size());
+    const size_t min_len = std::min(last_key_.size(), stored);
     while (shared < min_len && last_key_[shared] == key[shared]) shared++;
   } else {
     restarts_.push_back(static_cast<uint32_t>(buffer_.size()));
     counter_ = 0;
   }
-  const size_t non_shared = key.size() - shared;
+  const size_t non_shared = stored - shared;
   PutVarint32(&buffer_, static_cast<uint32_t>(shared));
   PutVarint32(&buffer_, static_cast<uint32_t>(non_shared));
   PutVarint32(&buffer_, static_cast<uint32_t>(value.size()));
   buffer_.append(key.data() + shared, non_shared);
+  if (tail) {
+    PutVarint64(&buffer_, EncodeTimestampDelta(CellKeyTimestamp(key), CellKeyTimestamp(last_key_)));
+    PutVarint64(&buffer_, EncodeSequenceAndType(CellKeyTag(key), CellKeyTag(last_key_)));
+  }
   buffer_.append(value.data(), value.size());
   last_key_.resize(shared);
-  last_key_.append(key.data() + shared, non_shared);
+  last_key_.append(key.data() + shared, key.size() - shared);
   counter_++;
   num_entries_++;
 }

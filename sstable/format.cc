@@ -123,10 +123,11 @@ Result<Footer> Footer::Decode(const Slice& input, const std::string& file_name, 
     handles[i]->size = DecodeFixed64(p + 16 * i + 8);
   }
   f.format_version = DecodeFixed32(p + 48);
-  if (f.format_version != kFormatVersion) {
+  if (!IsKnownFormatVersion(f.format_version)) {
     return Status::NotSupported("file " + file_name + ": SSTable format version " +
                                 std::to_string(f.format_version) + " (this build reads " +
-                                std::to_string(kFormatVersion) + ")");
+                                std::to_string(kFormatVersion1) + " and " +
+                                std::to_string(kFormatVersion2) + ")");
   }
   return f;
 }

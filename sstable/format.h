@@ -19,9 +19,17 @@
 
 namespace strata::sstable {
 
-// The version written into the footer and the properties block. A reader
-// refuses versions it does not know with NotSupported.
-constexpr uint32_t kFormatVersion = 1;
+// The versions written into the footer and the properties block
+// (FORMAT.md). Version 2 differs from 1 in the keys of data blocks (the
+// cell-key tail) and in the filter block (blocked blooms). A reader refuses
+// versions it does not know with NotSupported.
+constexpr uint32_t kFormatVersion1 = 1;
+constexpr uint32_t kFormatVersion2 = 2;
+// What the writer emits by default.
+constexpr uint32_t kFormatVersion = kFormatVersion2;
+inline bool IsKnownFormatVersion(uint32_t v) {
+  return v == kFormatVersion1 || v == kFormatVersion2;
+}
 
 // "STRATSST" as little-endian bytes on disk.
 constexpr uint64_t kTableMagic = 0x5453535441525453ull;  // DO NOT CHANGE: stored on disk

@@ -76,13 +76,23 @@ TableBuilder::TableBuilder(const TableBuilderOptions& options, WritableFile* fil
     : options_(options),
       file_(file),
       file_name_(std::move(file_name)),
-      data_block_(std::max(1, options.restart_interval)),
+      data_block_(std::max(1, options.restart_interval), options.format_version == kFormatVersion1
+                                                             ? KeyEncoding::kWholeKey
+                                                             : KeyEncoding::kCellKeyTail),
       index_block_(1) {
+  if (!IsKnownFormatVersion(options_.format_version)) {
+    status_ =
+        Status::InvalidArgument("file " + file_name_ + ": cannot write SSTable format version " +
+                                std::to_string(options_.format_version));
+  }
   if (options_.compression == CompressionType::kZstd) zstd_cctx_ = ZSTD_createCCtx();
   if (options_.bloom_bits_per_key > 0) {
-    filter_ = std::make_unique<FilterBlockBuilder>(options_.bloom_bits_per_key);
+    const bool v1 = options_.format_version == kFormatVersion1;
+    filter_ = std::make_unique<FilterBlockBuilder>(options_.bloom_bits_per_key,
+                                                   v1 ? BloomLayout::kFlat : BloomLayout::kBlocked,
+                                                   /*omit_single_columns=*/!v1);
   }
-  props_.format_version = kFormatVersion;
+  props_.format_version = options_.format_version;
   props_.table_id = options_.table_id;
   props_.tablet_id = options_.tablet_id;
   props_.locality_group_id = options_.locality_group_id;
@@ -240,6 +250,7 @@ Status TableBuilder::Finish() {
   }
 
   Footer footer;
+  footer.format_version = options_.format_version;
   if (filter_) {
     std::string contents = filter_->Finish();
     STRATA_RETURN_IF_ERROR(

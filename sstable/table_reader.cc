@@ -186,11 +186,19 @@ Status TableReader::Init() {
                            std::string(props.status().message()));
   }
   properties_ = std::move(*props);
+  if (properties_.format_version != footer_.format_version) {
+    return BlockCorruption(file_name_, BlockKind::kProperties, footer_.properties.offset,
+                           "format_version " + std::to_string(properties_.format_version) +
+                               " differs from the footer's " +
+                               std::to_string(footer_.format_version));
+  }
 
   if (has_filter_block) {
     STRATA_RETURN_IF_ERROR(
         ReadBlock(*file_, file_name_, BlockKind::kFilter, footer_.filter, &contents));
-    Result<FilterBlockReader> filter = FilterBlockReader::Parse(std::move(contents.data));
+    Result<FilterBlockReader> filter = FilterBlockReader::Parse(
+        std::move(contents.data),
+        footer_.format_version == kFormatVersion1 ? BloomLayout::kFlat : BloomLayout::kBlocked);
     if (!filter.ok()) {
       return BlockCorruption(file_name_, BlockKind::kFilter, footer_.filter.offset,
                              std::string(filter.status().message()));
@@ -311,7 +319,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
   std::unique_ptr<char[]> data;
   size_t size = 0;
   STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &data, &size));
-  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size);
+  Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size, data_key_encoding());
   if (!block.ok()) {
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
@@ -374,7 +382,8 @@ Status TableReader::VerifyChecksums() const {
     BlockContents contents;
     STRATA_RETURN_IF_ERROR(ReadBlockContents(b.kind, b.handle, &contents));
     if (b.kind != BlockKind::kData) continue;
-    Result<std::unique_ptr<Block>> block = Block::Parse(std::move(contents.data));
+    Result<std::unique_ptr<Block>> block =
+        Block::Parse(std::move(contents.data), data_key_encoding());
     if (!block.ok()) {
       return BlockCorruption(file_name_, b.kind, b.handle.offset,
                              std::string(block.status().message()));

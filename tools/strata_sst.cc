@@ -258,11 +258,17 @@ int CmdLayout(const TableReader& t) {
   }
   std::printf("%-5s %-10s %12" PRIu64 " %10zu\n", "-", "footer",
               t.file_size() - Footer::kEncodedLength, Footer::kEncodedLength);
+  std::printf("format version %u\n", t.footer().format_version);
   if (const FilterBlockReader* f = t.filter()) {
-    std::printf("filter: row bloom %zu bytes, %d probes; column bloom %zu bytes, %d probes; "
-                "%u bits per key\n",
-                f->row_filter_size() - 1, f->row_probes(), f->column_filter_size() - 1,
-                f->column_probes(), t.properties().bloom_bits_per_key);
+    const char* layout = f->layout() == BloomLayout::kBlocked ? "blocked" : "flat";
+    std::printf("filter: %s blooms, %u bits per key; row bloom %zu bytes, %d probes; ", layout,
+                t.properties().bloom_bits_per_key, f->row_filter_size() - 1, f->row_probes());
+    if (f->has_column_filter()) {
+      std::printf("column bloom %zu bytes, %d probes\n", f->column_filter_size() - 1,
+                  f->column_probes());
+    } else {
+      std::printf("no column bloom (one column per row)\n");
+    }
   } else {
     std::printf("filter: none\n");
   }

@@ -12,6 +12,7 @@
 
 #include "common/file_system.h"
 #include "engine_test_util.h"
+#include "sstable/table_reader.h"
 #include "strata/engine.h"
 #include "util/status_matchers.h"
 
@@ -221,6 +222,24 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
     std::vector<uint64_t> l = levels();
     return l[0] == 0 && l[1] == 0 && l[2] + l[3] + l[4] + l[5] + l[6] == 1;
   }));
+  // The compaction asks the deep file's row bloom; a false positive keeps
+  // that row's marker. Count the odd rows the bloom cannot rule out.
+  int odd_rows_maybe_deep = 0;
+  {
+    std::vector<std::string> names;
+    ASSERT_OK(FileSystem::Default()->GetChildren(dir_.Join("sst"), &names));
+    ASSERT_EQ(names.size(), 1u);
+    const std::string path = dir_.Join("sst") + "/" + names[0];
+    std::unique_ptr<RandomAccessFile> file;
+    ASSERT_OK(FileSystem::Default()->NewRandomAccessFile(path, &file));
+    Result<uint64_t> size = file->Size();
+    ASSERT_OK(size);
+    auto deep = sstable::TableReader::Open({}, std::move(file), *size, path);
+    ASSERT_OK(deep);
+    for (int i = 1; i < 200; i += 2) {
+      if ((*deep)->RowMayMatch(key(i))) odd_rows_maybe_deep++;
+    }
+  }
   // Odd rows and some even ones, put in one level-0 file and deleted in the
   // next: the second flush starts a compaction of both into level 1, whose
   // range the deep file overlaps.
@@ -231,8 +250,9 @@ TEST_F(EngineTest, CompactionDropsMarkersOfRowsNoDeeperFileHolds) {
   }
   ASSERT_OK(engine_->Flush());
   ASSERT_TRUE(settled([&] { return levels()[0] == 0; }));
-  // Nothing of the odd rows is left: no level-1 file.
-  EXPECT_EQ(levels()[1], 0u);
+  // Nothing of the odd rows is left: no level-1 file (but for markers of
+  // rows the deep file's bloom answered "maybe" for).
+  EXPECT_EQ(levels()[1], odd_rows_maybe_deep > 0 ? 1u : 0u) << odd_rows_maybe_deep;
   for (int i = 0; i < 10; i++) {
     EXPECT_EQ(Read(key(i)).size(), i % 2 == 0 ? 1u : 0u) << i;
   }

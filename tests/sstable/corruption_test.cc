@@ -186,6 +186,80 @@ TEST_F(CorruptionTest, UnknownVersionIsNotSupported) {
   EXPECT_TRUE(table.status().IsNotSupported()) << table.status().ToString();
 }
 
+TEST_F(CorruptionTest, FooterAndPropertiesVersionsMustAgree) {
+  // A version-2 file whose footer claims version 1 (checksum fixed up).
+  const uint64_t footer_offset = good_.size() - Footer::kEncodedLength;
+  auto f = Footer::Decode(Slice(good_.data() + footer_offset, Footer::kEncodedLength), "f",
+                          footer_offset);
+  ASSERT_OK(f);
+  ASSERT_EQ(f->format_version, kFormatVersion2);
+  Footer g = *f;
+  g.format_version = kFormatVersion1;
+  std::string enc;
+  g.EncodeTo(&enc);
+  test::WriteAll(path_, good_.substr(0, footer_offset) + enc);
+  auto table = test::OpenTable(FileSystem::Default(), path_);
+  ASSERT_TRUE(table.status().IsCorruption()) << table.status().ToString();
+  EXPECT_NE(table.status().message().find("properties block at offset"), std::string_view::npos)
+      << table.status().ToString();
+}
+
+// Damage to the version-2 cell-key tail that passes the block checksum (the
+// block is re-encoded) is Corruption naming the file, the data block and the
+// entry, from scans and from VerifyChecksums.
+TEST(CellKeyTailCorruptionTest, NamesFileBlockAndEntry) {
+  test::ScratchDir dir("sst-tail");
+  const std::string path = dir.Join("000042.sst");
+  Model model;
+  for (int i = 0; i < 300; i++) {
+    std::string key;
+    AppendCellKey(&key, "row" + std::to_string(1000 + i), 1, "q", 7, 100 + i, CellType::kPut);
+    model[key] = "value";
+  }
+  TableBuilderOptions o;
+  o.block_size = 1024;
+  ASSERT_OK(test::WriteTable(FileSystem::Default(), path, o, model));
+  const std::string good = test::ReadAll(path);
+  std::vector<TableReader::BlockInfo> blocks;
+  {
+    auto table = test::OpenTable(FileSystem::Default(), path);
+    ASSERT_OK(table);
+    ASSERT_OK((*table)->ListBlocks(&blocks));
+  }
+  const TableReader::BlockInfo& second = blocks[1];  // a data block not at offset 0
+  ASSERT_EQ(second.kind, BlockKind::kData);
+  std::string raw = good.substr(second.handle.offset, second.handle.size);
+  // Entry 0 is a restart entry: 3 header bytes, the key, the value. Entry 1
+  // follows: 3 header bytes, its column suffix, ts_delta (1 byte), seq_type.
+  const size_t entry1 = 3 + static_cast<uint8_t>(raw[1]) + static_cast<uint8_t>(raw[2]);
+  const size_t seq_type = entry1 + 3 + static_cast<uint8_t>(raw[entry1 + 1]) + 1;
+  ASSERT_EQ(raw[seq_type] & 7, 1);                        // a put
+  raw[seq_type] = static_cast<char>(raw[seq_type] & ~7);  // type 0
+  std::string stored;
+  EncodeBlock(raw, BlockKind::kData, CompressionType::kNone, 0, nullptr, &stored);
+  ASSERT_EQ(stored.size(), second.handle.size + kBlockTrailerSize);
+  std::string bad = good;
+  bad.replace(second.handle.offset, stored.size(), stored);
+  test::WriteAll(path, bad);
+
+  auto table = test::OpenTable(FileSystem::Default(), path);
+  ASSERT_OK(table);
+  const std::string want = "file " + path + ": data block at offset " +
+                           std::to_string(second.handle.offset) +
+                           ": bad sequence or cell type in cell key tail at offset " +
+                           std::to_string(entry1) + " within the block";
+  auto it = (*table)->NewIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  }
+  ASSERT_TRUE(it->status().IsCorruption());
+  EXPECT_NE(it->status().message().find(want), std::string_view::npos) << it->status().ToString();
+  Status v = (*table)->VerifyChecksums();
+  ASSERT_TRUE(v.IsCorruption());
+  EXPECT_NE(v.message().find("data block at offset " + std::to_string(second.handle.offset)),
+            std::string_view::npos)
+      << v.ToString();
+}
+
 TEST_F(CorruptionTest, ReadErrorsStickInIterator) {
   FaultInjectionFileSystem fs;
   auto table = test::OpenTable(&fs, path_);

@@ -515,26 +515,57 @@ TEST(TableTest, ApproximateOffsetOfGrows) {
 TEST(TableTest, FilterFalsePositivesOnTable) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
-  Model model;
-  for (int i = 0; i < 10000; i++) {
-    std::string k;
-    AppendCellKey(&k, "row" + std::to_string(i), 1, "q" + std::to_string(i % 3), 1, 1,
-                  CellType::kPut);
-    model[k] = "v";
+  for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+    for (int columns_per_row : {1, 2}) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", " + std::to_string(columns_per_row) +
+                   " columns per row");
+      Model model;
+      for (int i = 0; i < 10000; i++) {
+        for (int c = 0; c < columns_per_row; c++) {
+          std::string k;
+          AppendCellKey(&k, "row" + std::to_string(i), 1, "q" + std::to_string(i % 3 + c * 10), 1,
+                        1, CellType::kPut);
+          model[k] = "v";
+        }
+      }
+      TableBuilderOptions o;
+      o.format_version = version;
+      const std::string path =
+          dir.Join("fp" + std::to_string(version) + std::to_string(columns_per_row) + ".sst");
+      ASSERT_OK(test::WriteTable(fs, path, o, model));
+      auto table = test::OpenTable(fs, path);
+      ASSERT_OK(table);
+      const FilterBlockReader* filter = (*table)->filter();
+      ASSERT_NE(filter, nullptr);
+      // Version 2 drops the column filter of a table with one column per row.
+      const bool column_filter = version == kFormatVersion1 || columns_per_row > 1;
+      EXPECT_EQ(filter->has_column_filter(), column_filter);
+      int row_fp = 0, col_fp = 0, absent_row_col_fp = 0;
+      const int probes = 100000;
+      for (int i = 0; i < probes; i++) {
+        if ((*table)->RowMayMatch("absent" + std::to_string(i))) row_fp++;
+        if ((*table)->ColumnMayMatch("row" + std::to_string(i % 10000), 2, "q")) col_fp++;
+        if ((*table)->ColumnMayMatch("absent" + std::to_string(i), 1, "q0")) absent_row_col_fp++;
+        // Without a column filter, a column of an absent row still misses.
+        if (!column_filter) {
+          EXPECT_EQ((*table)->ColumnMayMatch("absent" + std::to_string(i), 1, "q0"),
+                    (*table)->RowMayMatch("absent" + std::to_string(i)));
+        }
+      }
+      std::printf(
+          "version %u, %d column(s) per row: filter %zu bytes; maybe for absent rows "
+          "%.3f%%, columns of absent rows %.3f%%, absent columns of present rows %.3f%%\n",
+          version, columns_per_row, filter->row_filter_size() + filter->column_filter_size() + 4,
+          100.0 * row_fp / probes, 100.0 * absent_row_col_fp / probes, 100.0 * col_fp / probes);
+      EXPECT_LT(row_fp, probes * 0.0125);
+      EXPECT_LT(absent_row_col_fp, probes * 0.0125);
+      if (column_filter) {
+        EXPECT_LT(col_fp, probes * 0.0125);
+      } else {
+        EXPECT_EQ(col_fp, probes);  // every probed row is present
+      }
+    }
   }
-  TableBuilderOptions o;
-  const std::string path = dir.Join("fp.sst");
-  ASSERT_OK(test::WriteTable(fs, path, o, model));
-  auto table = test::OpenTable(fs, path);
-  ASSERT_OK(table);
-  int row_fp = 0, col_fp = 0;
-  const int probes = 100000;
-  for (int i = 0; i < probes; i++) {
-    if ((*table)->RowMayMatch("absent" + std::to_string(i))) row_fp++;
-    if ((*table)->ColumnMayMatch("row" + std::to_string(i % 10000), 2, "q")) col_fp++;
-  }
-  EXPECT_LT(row_fp, probes * 0.0125);
-  EXPECT_LT(col_fp, probes * 0.0125);
 }
 
 // The worked example of sstable/FORMAT.md, byte for byte.
@@ -542,7 +573,9 @@ TEST(TableTest, WorkedExampleOfFormatDoc) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
   const std::string path = dir.Join("example.sst");
-  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  TableBuilderOptions o{.compression = CompressionType::kNone,
+                        .bloom_bits_per_key = 10,
+                        .format_version = kFormatVersion1};
   o.table_id = 1;
   o.tablet_id = 2;
   o.locality_group_id = 3;
@@ -597,6 +630,74 @@ TEST(TableTest, WorkedExampleOfFormatDoc) {
       "8bbbcbe6"                          // footer checksum
       "5354524154535354";                 // magic "STRATSST"
   EXPECT_EQ(bytes.size(), 313u);
+  EXPECT_EQ(HexBytes(bytes), expected);
+}
+
+// The version-2 worked example of sstable/FORMAT.md, byte for byte.
+TEST(TableTest, WorkedExampleOfFormatDocVersion2) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  const std::string path = dir.Join("example2.sst");
+  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  o.table_id = 1;
+  o.tablet_id = 2;
+  o.locality_group_id = 3;
+  o.file_number = 4;
+  o.creation_time = 1700000000;
+  ASSERT_EQ(o.format_version, kFormatVersion2);  // the default
+  std::string put, del;
+  AppendCellKey(&put, "r1", 1, "q", 5, 7, CellType::kPut);
+  AppendCellKey(&del, "r1", 1, "q", 4, 9, CellType::kDeleteCell);
+  ASSERT_OK(test::WriteTable(fs, path, o, Model{{put, "v1"}, {del, ""}}));
+  std::string bytes;
+  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  const std::string put_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
+  const std::string del_key = "723100010001710001fffffffffffffffbfffffffffffff6fd";
+  const std::string expected =
+      // data block, handle (0, 43)
+      "001902" +    // restart entry: shared 0, non_shared 25, value_length 2
+      put_key +     // the whole cell key
+      "7631"        // value "v1"
+      "090000"      // shared 9 (the column), non_shared 0, value_length 0
+      "01"          // ts_delta: zigzag(4 - 5) = 1
+      "22"          // seq_type: zigzag(9 - 7) << 3 | 2 (delete cell)
+      "00000000"    // restart[0] = 0
+      "01000000"    // num_restarts 1
+      "00f917e3b4"  // trailer
+                    // filter block, handle (48, 69)
+      "41000000"    // row_filter_length 65; no column filter
+      "0000000000000000000000040000000004002000000000000080000000000000"
+      "0100000000010000000000000000000000000000000000000000000000000000"  // one line
+      "06"                                                                // 6 probes
+      "008658a74d"                                                        // trailer
+      // index block, handle (122, 14)
+      "00010273002b"  // key "s", handle (0, 43)
+      "0000000001000000"
+      "00a1398031"
+      // properties block, handle (141, 155)
+      "010102"                          // format_version 2
+      "020102030101040101050100060100"  // cells 2, puts 1, delete_cells 1, others 0
+      "070101080101"                    // rows 1, columns 1
+      "0901320a0102"                    // raw_key_bytes 50, raw_value_bytes 2
+      "0b01010c01300d01130e014a"        // data_blocks 1, data_bytes 48, index 19, filter 74
+      "0f0104100105110107120109"        // timestamps 4..5, sequences 7..9
+      "1302723114027231"                // first_row, last_row "r1"
+      "1519" +
+      put_key + "1619" + del_key +        // smallest_key, largest_key
+      "1701011801021901031a0104"          // table 1, tablet 2, group 3, file 4
+      "1b0580e2cfaa06"                    // creation_time 1700000000
+      "1c01001d0103"                      // compression none, level 3
+      "1e038080011f011020010a"            // block_size 16384, restart 16, bloom 10
+      "210101"                            // family_ids: 1
+      "00c51c7d73"                        // trailer
+                                          // footer
+      "30000000000000004500000000000000"  // filter handle (48, 69)
+      "7a000000000000000e00000000000000"  // index handle (122, 14)
+      "8d000000000000009b00000000000000"  // properties handle (141, 155)
+      "02000000"                          // format_version 2
+      "18675e42"                          // footer checksum
+      "5354524154535354";                 // magic "STRATSST"
+  EXPECT_EQ(bytes.size(), 365u);
   EXPECT_EQ(HexBytes(bytes), expected);
 }
 

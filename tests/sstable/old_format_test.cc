@@ -1,0 +1,188 @@
+// Version-1 tables written by the version-1 writer (tests/sstable/testdata/,
+// described in v1_testdata.h) open and read exactly as they did: every cell,
+// seeks to and between every key, and every bloom answer.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/cell_key.h"
+#include "common/coding.h"
+#include "sstable/sstable_test_util.h"
+#include "sstable/v1_testdata.h"
+#include "util/status_matchers.h"
+
+namespace strata::sstable {
+namespace {
+
+using test::V1TestCells;
+using test::V1TestTable;
+using test::V1TestTables;
+
+std::string TestdataPath(const char* name) {
+  return std::string(STRATA_SSTABLE_TESTDATA_DIR) + "/" + name;
+}
+
+// Which of the kV1AbsentProbes absent rows, and of the absent columns of the
+// present rows (v1_testdata.h), the version-1 filters answered "maybe" for,
+// as printed by the writer run that made the files. Tables without a filter
+// answer "maybe" for everything.
+struct ExpectedBloom {
+  std::vector<int> absent_rows_maybe;
+  std::vector<int> absent_columns_maybe;
+};
+const std::map<std::string, ExpectedBloom>& ExpectedBlooms() {
+  static const std::map<std::string, ExpectedBloom> m = {
+      {"v1_plain_bloom.sst",
+       {{308, 374, 378, 553, 686, 1132, 1301, 1443, 1728, 2026, 2082, 2411, 2496, 2502, 2569, 2638,
+         2795, 2862},
+        {54, 364, 416, 564, 569, 603, 623, 768, 874, 983, 1155, 1159, 1177, 1350}}},
+      {"v1_zstd_bloom.sst",
+       {{121,  181,  307,  335,  446,  514,  539,  601,  618,  673,  675,
+         801,  939,  1026, 1471, 1525, 1684, 1872, 1980, 2078, 2082, 2121,
+         2158, 2339, 2531, 2548, 2712, 2778, 2857, 2937, 2944},
+        {87,   129,  211,  272,  277,  531,  900,  990,  1143, 1154, 1253, 1269, 1384,
+         1420, 1445, 1514, 1620, 1643, 1671, 1707, 1911, 1946, 1994, 1995, 2014, 2390}}},
+  };
+  return m;
+}
+
+class OldFormatTest : public ::testing::TestWithParam<V1TestTable> {};
+
+TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
+  const V1TestTable& t = GetParam();
+  const std::map<std::string, std::string> cells = V1TestCells(t.num_rows);
+  FileSystem* fs = FileSystem::Default();
+  auto opened = test::OpenTable(fs, TestdataPath(t.file_name));
+  ASSERT_OK(opened);
+  const TableReader& table = **opened;
+  EXPECT_EQ(table.footer().format_version, kFormatVersion1);
+  EXPECT_EQ(table.properties().format_version, kFormatVersion1);
+  EXPECT_EQ(table.data_key_encoding(), KeyEncoding::kWholeKey);
+  EXPECT_EQ(table.properties().num_cells, cells.size());
+  EXPECT_GT(table.properties().num_data_blocks, 1u);
+  EXPECT_EQ(table.properties().compression, static_cast<uint8_t>(t.compression));
+  ASSERT_OK(table.VerifyChecksums());
+
+  // Every cell, in order.
+  auto it = table.NewIterator();
+  auto want = cells.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
+    ASSERT_NE(want, cells.end());
+    ASSERT_EQ(HexBytes(it->key()), HexBytes(want->first));
+    ASSERT_EQ(it->value().ToString(), want->second);
+  }
+  ASSERT_OK(it->status());
+  EXPECT_EQ(want, cells.end());
+
+  // Seeks to every key and between keys: the key plus a 0x00 byte, the key
+  // cut short, its column and row prefixes.
+  for (const auto& [key, value] : cells) {
+    size_t row_len = 0, column_len = 0;
+    ASSERT_TRUE(CellKeyPrefixLengths(key, &row_len, &column_len));
+    for (const std::string& target :
+         {key, key + std::string(1, '\0'), key.substr(0, key.size() - 1), key.substr(0, column_len),
+          key.substr(0, row_len)}) {
+      it->Seek(target);
+      auto w = cells.lower_bound(target);
+      if (w == cells.end()) {
+        ASSERT_FALSE(it->Valid());
+      } else {
+        ASSERT_TRUE(it->Valid()) << HexBytes(target);
+        ASSERT_EQ(HexBytes(it->key()), HexBytes(w->first)) << HexBytes(target);
+        ASSERT_EQ(it->value().ToString(), w->second);
+      }
+    }
+  }
+  ASSERT_OK(it->status());
+
+  // Bloom answers: every present row and column, and the recorded answers
+  // for absent ones.
+  EXPECT_EQ(table.has_filter(), t.bloom_bits_per_key > 0);
+  for (const auto& [key, value] : cells) {
+    ParsedCellKey k;
+    ASSERT_TRUE(ParseCellKey(key, &k));
+    EXPECT_TRUE(table.RowMayMatch(k.row));
+    EXPECT_TRUE(table.ColumnMayMatch(k.row, k.family, k.qualifier));
+  }
+  std::vector<int> rows_maybe, columns_maybe;
+  for (int i = 0; i < test::kV1AbsentProbes; i++) {
+    if (table.RowMayMatch(test::V1AbsentRow(i))) rows_maybe.push_back(i);
+  }
+  for (int i = 0; i < t.num_rows; i++) {
+    for (int f = 0; f < test::kV1AbsentFamilies; f++) {
+      const auto family = static_cast<uint16_t>(test::kV1AbsentFamilyBase + f);
+      if (table.ColumnMayMatch(test::V1TestRow(i), family, "absent")) {
+        columns_maybe.push_back(i * test::kV1AbsentFamilies + f);
+      }
+    }
+  }
+  if (t.bloom_bits_per_key == 0) {
+    EXPECT_EQ(rows_maybe.size(), static_cast<size_t>(test::kV1AbsentProbes));
+    EXPECT_EQ(columns_maybe.size(), static_cast<size_t>(t.num_rows * test::kV1AbsentFamilies));
+  } else {
+    auto e = ExpectedBlooms().find(t.file_name);
+    ASSERT_NE(e, ExpectedBlooms().end());
+    EXPECT_EQ(rows_maybe, e->second.absent_rows_maybe);
+    EXPECT_EQ(columns_maybe, e->second.absent_columns_maybe);
+  }
+}
+
+// The version-1 writer still writes these files byte for byte.
+TEST_P(OldFormatTest, WriterStillWritesVersion1ByteForByte) {
+  const V1TestTable& t = GetParam();
+  FileSystem* fs = FileSystem::Default();
+  test::ScratchDir dir("sst_v1");
+  const std::string path = dir.Join(t.file_name);
+  TableBuilderOptions o = test::V1TestOptions(t);
+  o.format_version = kFormatVersion1;
+  ASSERT_OK(test::WriteTable(fs, path, o, V1TestCells(t.num_rows)));
+  std::string written, checked_in;
+  ASSERT_OK(ReadFileToString(fs, path, &written));
+  ASSERT_OK(ReadFileToString(fs, TestdataPath(t.file_name), &checked_in));
+  EXPECT_EQ(HexBytes(written), HexBytes(checked_in));
+}
+
+// The same cells in version 2 read back the same and take less room.
+TEST_P(OldFormatTest, Version2HoldsTheSameCellsInLessSpace) {
+  const V1TestTable& t = GetParam();
+  const std::map<std::string, std::string> cells = V1TestCells(t.num_rows);
+  FileSystem* fs = FileSystem::Default();
+  test::ScratchDir dir("sst_v2");
+  const std::string path = dir.Join(t.file_name);
+  TableBuilderOptions o = test::V1TestOptions(t);
+  o.format_version = kFormatVersion2;
+  ASSERT_OK(test::WriteTable(fs, path, o, cells));
+  auto v2 = test::OpenTable(fs, path);
+  ASSERT_OK(v2);
+  auto v1 = test::OpenTable(fs, TestdataPath(t.file_name));
+  ASSERT_OK(v1);
+  EXPECT_EQ((*v2)->footer().format_version, kFormatVersion2);
+  // With a restart interval of 1 every entry keeps its whole key.
+  if (t.restart_interval > 1) {
+    EXPECT_LT((*v2)->file_size(), (*v1)->file_size());
+  } else {
+    EXPECT_LE((*v2)->file_size(), (*v1)->file_size());
+  }
+  auto it = (*v2)->NewIterator();
+  auto want = cells.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
+    ASSERT_NE(want, cells.end());
+    ASSERT_EQ(HexBytes(it->key()), HexBytes(want->first));
+    ASSERT_EQ(it->value().ToString(), want->second);
+  }
+  ASSERT_OK(it->status());
+  EXPECT_EQ(want, cells.end());
+  ASSERT_OK((*v2)->VerifyChecksums());
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, OldFormatTest, ::testing::ValuesIn(V1TestTables()),
+                         [](const ::testing::TestParamInfo<V1TestTable>& info) {
+                           std::string name = info.param.file_name;
+                           name = name.substr(0, name.find('.'));
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace strata::sstable
