@@ -63,21 +63,23 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
   // in turn (a merge step costs about log2 of its children).
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
+  const sstable::BlockCache::OwnerId owner = tablet.table->budget->cache_id();
   for (int i = 0; i < 2; i++) {
     const int level = c_->level + i;
-    std::vector<std::unique_ptr<InternalIterator>> files;
+    if (level > 0) {
+      if (!c_->inputs[i].empty()) {
+        // Read once: the inputs' blocks would only evict what readers use.
+        children.push_back(NewLevelIterator(c_->inputs[i], ctx_.files->table_cache(), owner,
+                                            /*fill_cache=*/false));
+      }
+      continue;
+    }
     for (const auto& f : c_->inputs[i]) {
       Result<std::shared_ptr<sstable::TableReader>> reader =
-          ctx_.files->table_cache()->Get(f->meta.number, tablet.table->budget->cache_id());
+          ctx_.files->table_cache()->Get(f->meta.number, owner);
       if (!reader.ok()) return reader.status();
-      // Read once: the inputs' blocks would only evict what readers use.
-      files.push_back((*reader)->NewIterator(/*fill_cache=*/false));
+      children.push_back((*reader)->NewIterator(/*fill_cache=*/false));
       pins.push_back(std::move(reader.value()));
-    }
-    if (level == 0) {
-      for (auto& f : files) children.push_back(std::move(f));
-    } else if (!files.empty()) {
-      children.push_back(NewConcatIterator(std::move(files)));
     }
   }
   std::unique_ptr<InternalIterator> input = NewMergingIterator(std::move(children), std::move(pins));

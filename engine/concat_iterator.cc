@@ -7,61 +7,120 @@ namespace {
 
 class ConcatIterator final : public InternalIterator {
  public:
-  explicit ConcatIterator(std::vector<std::unique_ptr<InternalIterator>> children)
+  explicit ConcatIterator(std::unique_ptr<ConcatChildren> children)
       : children_(std::move(children)) {}
 
-  bool Valid() const override { return current_ < children_.size() && status_.ok(); }
+  bool Valid() const override { return it_ != nullptr && it_->Valid(); }
 
   void SeekToFirst() override {
-    current_ = 0;
-    if (current_ < children_.size()) children_[current_]->SeekToFirst();
+    if (!status().ok() || !Open(0)) return;
+    if (it_ != nullptr) it_->SeekToFirst();
     SkipExhausted();
   }
+
   void Seek(const Slice& target) override {
-    // The first child whose entries reach the target; the ones before it
-    // end below it.
-    for (current_ = 0; current_ < children_.size(); current_++) {
-      InternalIterator* c = children_[current_].get();
-      c->Seek(target);
-      if (c->Valid() || !c->status().ok()) break;
+    if (!status().ok()) return;  // an error sticks
+    // The first child whose last key is at or after the target.
+    size_t lo = 0;
+    size_t hi = children_->size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (children_->last_key(mid).compare(target) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
     }
+    if (!Open(lo)) return;
+    if (it_ != nullptr) it_->Seek(target);
     SkipExhausted();
   }
+
   void Next() override {
-    children_[current_]->Next();
+    it_->Next();
     SkipExhausted();
   }
-  Slice key() const override { return children_[current_]->key(); }
-  Slice value() const override { return children_[current_]->value(); }
-  Status status() const override { return status_; }
+
+  Slice key() const override { return it_->key(); }
+  Slice value() const override { return it_->value(); }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    return it_ != nullptr ? it_->status() : Status::OK();
+  }
 
  private:
-  // Moves on from an exhausted child to the start of the next one; stops
-  // with the first error.
+  // Stands on child `index` (none past the last), reusing it when it is
+  // already open; false on an error, which sticks.
+  bool Open(size_t index) {
+    if (!status_.ok()) return false;
+    if (index == index_ && it_ != nullptr) return true;
+    it_.reset();
+    pin_.reset();
+    index_ = index;
+    if (index >= children_->size()) return true;
+    Result<ConcatChildren::Opened> opened = children_->Open(index);
+    if (!opened.ok()) {
+      status_ = opened.status();
+      return false;
+    }
+    pin_ = std::move(opened->pin);
+    it_ = std::move(opened->it);
+    return true;
+  }
+
+  // From a child walked to its end, on to the first entry of the next.
   void SkipExhausted() {
-    while (current_ < children_.size()) {
-      InternalIterator* c = children_[current_].get();
-      if (c->Valid()) return;
-      Status s = c->status();
-      if (!s.ok()) {
-        status_ = std::move(s);
-        return;
-      }
-      if (++current_ < children_.size()) children_[current_]->SeekToFirst();
+    while (it_ != nullptr && !it_->Valid() && it_->status().ok()) {
+      if (!Open(index_ + 1)) return;
+      if (it_ != nullptr) it_->SeekToFirst();
     }
   }
 
-  std::vector<std::unique_ptr<InternalIterator>> children_;
-  size_t current_ = 0;  // children_.size() when past the end
+  const std::unique_ptr<ConcatChildren> children_;
+  size_t index_ = SIZE_MAX;
+  // Declared before the iterator that reads from it, so it goes after.
+  std::shared_ptr<const void> pin_;
+  std::unique_ptr<InternalIterator> it_;
   Status status_;
+};
+
+// A level's files, opened through the table cache.
+class LevelFiles final : public ConcatChildren {
+ public:
+  LevelFiles(std::vector<std::shared_ptr<TableFile>> files, sstable::TableCache* cache,
+             sstable::BlockCache::OwnerId owner, bool fill_cache)
+      : files_(std::move(files)), cache_(cache), owner_(owner), fill_cache_(fill_cache) {}
+
+  size_t size() const override { return files_.size(); }
+  Slice last_key(size_t i) const override { return Slice(files_[i]->meta.largest); }
+  Result<Opened> Open(size_t i) override {
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<sstable::TableReader> reader,
+                            cache_->Get(files_[i]->meta.number, owner_));
+    Opened opened;
+    opened.it = reader->NewIterator(fill_cache_);
+    opened.pin = std::move(reader);
+    return opened;
+  }
+
+ private:
+  const std::vector<std::shared_ptr<TableFile>> files_;
+  sstable::TableCache* const cache_;
+  const sstable::BlockCache::OwnerId owner_;
+  const bool fill_cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<InternalIterator> NewConcatIterator(
-    std::vector<std::unique_ptr<InternalIterator>> children) {
-  if (children.size() == 1) return std::move(children.front());
+std::unique_ptr<InternalIterator> NewConcatIterator(std::unique_ptr<ConcatChildren> children) {
   return std::make_unique<ConcatIterator>(std::move(children));
+}
+
+std::unique_ptr<InternalIterator> NewLevelIterator(std::vector<std::shared_ptr<TableFile>> files,
+                                                   sstable::TableCache* cache,
+                                                   sstable::BlockCache::OwnerId owner,
+                                                   bool fill_cache) {
+  return NewConcatIterator(
+      std::make_unique<LevelFiles>(std::move(files), cache, owner, fill_cache));
 }
 
 }  // namespace strata::engine

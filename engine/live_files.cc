@@ -4,7 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "engine/level_iterator.h"
+#include "engine/concat_iterator.h"
 #include "engine/merging_iterator.h"
 #include "sstable/table_builder.h"
 

@@ -1,6 +1,6 @@
 // MergingIterator and ConcatIterator against a std::map model: full walks
 // and seeks over random children, children that run dry or start empty,
-// and errors that stick.
+// children opened only when reached, and errors that stick.
 #include "engine/merging_iterator.h"
 
 #include <gtest/gtest.h>
@@ -125,10 +125,45 @@ TEST(MergingIteratorTest, AChildsErrorSticks) {
   EXPECT_TRUE(merged->status().IsIOError());
 }
 
-TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurn) {
+// Children made of maps; counts the opens; child `fail_open` cannot be
+// opened (IOError).
+class MapChildren final : public ConcatChildren {
+ public:
+  MapChildren(std::vector<Entries> parts, std::vector<std::string> fail_at, int* opens,
+              size_t fail_open = SIZE_MAX)
+      : parts_(std::move(parts)),
+        fail_at_(std::move(fail_at)),
+        opens_(opens),
+        fail_open_(fail_open) {
+    // An empty part's last key: its predecessor's (any key between works).
+    std::string last;
+    for (const Entries& p : parts_) {
+      if (!p.empty()) last = p.rbegin()->first;
+      last_keys_.push_back(last);
+    }
+  }
+  size_t size() const override { return parts_.size(); }
+  Slice last_key(size_t i) const override { return Slice(last_keys_[i]); }
+  Result<Opened> Open(size_t i) override {
+    (*opens_)++;
+    if (i == fail_open_) return Status::IOError("cannot open child " + std::to_string(i));
+    Opened opened;
+    opened.it = std::make_unique<VectorIterator>(parts_[i], fail_at_[i]);
+    return opened;
+  }
+
+ private:
+  const std::vector<Entries> parts_;
+  const std::vector<std::string> fail_at_;
+  std::vector<std::string> last_keys_;
+  int* const opens_;
+  const size_t fail_open_;
+};
+
+TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurnOpeningThemWhenReached) {
   Random rnd(302);
   Entries model;
-  std::vector<std::unique_ptr<InternalIterator>> its;
+  std::vector<Entries> parts;
   uint64_t next = 0;
   for (int child = 0; child < 12; child++) {
     Entries part;
@@ -139,9 +174,18 @@ TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurn) {
       part[Key(next)] = std::to_string(child);
     }
     model.insert(part.begin(), part.end());
-    its.push_back(std::make_unique<VectorIterator>(part));
+    parts.push_back(part);
   }
-  auto concat = NewConcatIterator(std::move(its));
+  const std::string last_of_child_5 = parts[5].rbegin()->first;
+  int opens = 0;
+  auto concat = NewConcatIterator(
+      std::make_unique<MapChildren>(parts, std::vector<std::string>(parts.size()), &opens));
+  EXPECT_EQ(opens, 0);
+  // A seek opens the child that holds its target, not the ones before it.
+  concat->Seek(last_of_child_5);
+  ASSERT_TRUE(concat->Valid());
+  EXPECT_EQ(concat->key().ToString(), last_of_child_5);
+  EXPECT_EQ(opens, 1);
   concat->SeekToFirst();
   ExpectSame(concat.get(), model, model.begin());
   for (int s = 0; s < 50; s++) {
@@ -152,15 +196,30 @@ TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurn) {
 }
 
 TEST(ConcatIteratorTest, AChildsErrorSticks) {
-  std::vector<std::unique_ptr<InternalIterator>> its;
-  its.push_back(std::make_unique<VectorIterator>(Entries{{"a", ""}, {"b", ""}}));
-  its.push_back(std::make_unique<VectorIterator>(Entries{{"c", ""}, {"d", ""}}, "d"));
-  its.push_back(std::make_unique<VectorIterator>(Entries{{"e", ""}}));
-  auto concat = NewConcatIterator(std::move(its));
+  int opens = 0;
+  auto concat = NewConcatIterator(std::make_unique<MapChildren>(
+      std::vector<Entries>{{{"a", ""}, {"b", ""}}, {{"c", ""}, {"d", ""}}, {{"e", ""}}},
+      std::vector<std::string>{"", "d", ""}, &opens));
   std::string seen;
   for (concat->SeekToFirst(); concat->Valid(); concat->Next()) seen += concat->key().ToString();
   EXPECT_EQ(seen, "abc");
   EXPECT_TRUE(concat->status().IsIOError());
+  // It sticks: a seek does nothing.
+  concat->Seek("e");
+  EXPECT_FALSE(concat->Valid());
+  EXPECT_TRUE(concat->status().IsIOError());
+}
+
+TEST(ConcatIteratorTest, AChildThatCannotBeOpenedEndsTheWalkWithItsError) {
+  int opens = 0;
+  auto concat = NewConcatIterator(
+      std::make_unique<MapChildren>(std::vector<Entries>{{{"a", ""}}, {{"b", ""}}, {{"c", ""}}},
+                                    std::vector<std::string>(3), &opens, /*fail_open=*/1));
+  concat->SeekToFirst();
+  ASSERT_TRUE(concat->Valid());
+  concat->Next();
+  EXPECT_FALSE(concat->Valid());
+  EXPECT_TRUE(concat->status().IsIOError()) << concat->status().ToString();
 }
 
 }  // namespace
