@@ -148,8 +148,12 @@ Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::O
                                    std::unique_ptr<InternalIterator>* result) {
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
-  children.push_back(view.mem->NewIterator());
-  pins.push_back(view.mem);
+  // An active memtable empty now holds nothing the read's snapshot can see
+  // (see the header).
+  if (view.mem->num_entries() > 0) {
+    children.push_back(view.mem->NewIterator());
+    pins.push_back(view.mem);
+  }
   for (const auto& imm : view.imms) {
     children.push_back(imm.mem->NewIterator());
     pins.push_back(imm.mem);
@@ -180,7 +184,12 @@ Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::O
       pins.push_back(file);  // the file stays on disk while the iterator may read it
     }
   }
-  *result = NewMergingIterator(std::move(children), std::move(pins));
+  if (children.size() == 1 && pins.empty()) {
+    // One level's files alone (they pin themselves): no merge to go through.
+    *result = std::move(children.front());
+  } else {
+    *result = NewMergingIterator(std::move(children), std::move(pins));
+  }
   return Status::OK();
 }
 

@@ -89,6 +89,9 @@ class LiveFiles {
   // charge their cached blocks to `owner`. Level-0 files are opened now
   // (an error to open one is returned); each deeper level is one child that
   // opens its files as the walk reaches them (errors in its status()).
+  // REQUIRES: the read's snapshot was taken after `view` (ViewsThenSnapshot)
+  // and before this call, so an active memtable with no entries now has none
+  // the read may see, and is left out.
   // Point reads go through
   // ReadRowFromGroup (engine/point_read.h).
   Status NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,

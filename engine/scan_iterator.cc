@@ -27,7 +27,9 @@ ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
       start_prefix_(std::move(start_prefix)),
       end_prefix_(std::move(end_prefix)),
       filter_(std::move(filter)),
-      snapshot_(snapshot) {
+      // Records at or below the snapshot that are durable now stay so, and
+      // those above it are not read: one read point serves every row.
+      read_point_(engine_->ReadPointAt(snapshot)) {
   run_ends_.reserve(inputs_.size());
   SeekInputs(start_prefix_);
 }
@@ -94,7 +96,7 @@ void ScanIterator::Advance() {
     const Slice prefix(row_prefix_);
     collected_.Clear();
     run_ends_.clear();
-    ReadPoint at = engine_->ReadPointAt(snapshot_);
+    ReadPoint at = read_point_;
     for (auto& in : inputs_) {
       // One input stands on the smallest row when it is the only one.
       if (inputs_.size() > 1 &&

@@ -113,7 +113,8 @@ class ScanIterator final : public RowIterator {
   const std::string start_prefix_;
   const std::string end_prefix_;
   const ResolvedFilter filter_;
-  const SequenceNumber snapshot_;
+  // The read point of the scan's snapshot, taken when it began.
+  const ReadPoint read_point_;
   bool valid_ = false;
   std::string row_prefix_;  // the encoded prefix of the row being read
   std::string row_;         // the row, when decoding it takes a copy
