@@ -66,12 +66,20 @@ bool ScanIterator::NotePosition(GroupInput* in) {
     return true;
   }
   const Slice key = in->it->key();
+  // Most rows hold no 0x00 byte: their first 0x00 starts the terminator.
+  const char* zero = static_cast<const char*>(std::memchr(key.data(), 0, key.size()));
+  if (zero != nullptr && zero + 1 < key.data() + key.size() && zero[1] == '\x01') {
+    in->prefix_size = static_cast<size_t>(zero + 2 - key.data());
+    in->plain_row = true;
+    return true;
+  }
   Slice rest = key;
   if (!SkipMemcomparable(&rest)) {
     status_ = Status::Corruption("scan met a malformed cell key " + HexBytes(key));
     return false;
   }
   in->prefix_size = key.size() - rest.size();
+  in->plain_row = false;
   return true;
 }
 
@@ -93,6 +101,7 @@ void ScanIterator::Advance() {
     if (!end_prefix_.empty() && smallest_prefix.compare(end_prefix_) >= 0) return;
     // The walks move the inputs, so the prefix is copied.
     row_prefix_.assign(smallest_prefix.data(), smallest_prefix.size());
+    const bool plain_row = smallest->plain_row;
     const Slice prefix(row_prefix_);
     collected_.Clear();
     run_ends_.clear();
@@ -120,7 +129,7 @@ void ScanIterator::Advance() {
     }
     if (collected_.entries.empty()) continue;  // deleted or filtered out
     // A row without a 0x00 byte is its prefix less the terminator.
-    if (std::memchr(prefix.data(), 0, prefix.size()) == prefix.data() + prefix.size() - 2) {
+    if (plain_row) {
       row_view_ = std::string_view(prefix.data(), prefix.size() - 2);
     } else {
       Slice enc(prefix);

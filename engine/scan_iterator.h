@@ -47,9 +47,11 @@ class ScanIterator final : public RowIterator {
   struct GroupInput {
     std::shared_ptr<const GroupView> view;  // keeps memtables alive
     std::unique_ptr<InternalIterator> it;
-    // The length of the row prefix of the entry `it` stands on; 0 when it
-    // is not valid. Kept by the scan, which moves `it`.
+    // The length of the row prefix of the entry `it` stands on (0 when it
+    // is not valid), and whether the row holds no 0x00 byte. Kept by the
+    // scan, which moves `it`.
     size_t prefix_size = 0;
+    bool plain_row = false;
   };
 
   // Rows from `start_prefix` (empty: the first) to before `end_prefix`
