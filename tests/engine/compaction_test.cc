@@ -123,6 +123,28 @@ TEST_F(EngineTest, TenantsCompactionFilterReplacesTheEnginesForItsTables) {
   EXPECT_TRUE(Tenant().SetCompactionFilter(nullptr).IsInvalidArgument());
 }
 
+// Creates tenant "reader" with table "rt" of 300 rows in one flushed file
+// of small blocks (the cache's 16 shards of 16 KiB each hold some), and
+// reads every row, so its blocks are in the block cache.
+void CacheAReadersBlocks(Engine* engine, Tenant* reader, Table* rt) {
+  ASSERT_OK(engine->CreateTenant("reader"));
+  *reader = *engine->OpenTenant("reader");
+  TableSchema schema;
+  schema.locality_groups = {{.name = "g", .block_size = 1024}};
+  schema.families = {{.name = "f", .locality_group = "g"}};
+  ASSERT_OK(reader->CreateTable("rt", schema));
+  *rt = *reader->OpenTable("rt");
+  Random rnd(300);  // incompressible values
+  for (int i = 0; i < 300; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, rnd.RandomBytes(100));
+    ASSERT_OK(rt->Mutate(WriteOptions(), "r" + std::to_string(i), m));
+  }
+  ASSERT_OK(engine->Flush());
+  for (int i = 0; i < 300; i++) ASSERT_OK(rt->ReadRow(ReadOptions(), "r" + std::to_string(i)));
+  ASSERT_GT(reader->GetStats()->block_cache_bytes, 20000u);
+}
+
 // Compaction reads its inputs past the block cache: one tenant's
 // compactions do not evict the blocks another tenant's readers use (the
 // block cache is engine-wide).
@@ -130,24 +152,11 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   options_.block_cache_size = 256 << 10;
   options_.level0_compaction_trigger = 4;
   Reopen();
-  ASSERT_OK(engine_->CreateTenant("reader"));
-  Tenant reader = *engine_->OpenTenant("reader");
-  // Small blocks: the cache's 16 shards of 16 KiB each hold some.
-  TableSchema schema;
-  schema.locality_groups = {{.name = "g", .block_size = 1024}};
-  schema.families = {{.name = "f", .locality_group = "g"}};
-  ASSERT_OK(reader.CreateTable("rt", schema));
-  Table rt = *reader.OpenTable("rt");
-  Random rnd(301);  // incompressible values
-  for (int i = 0; i < 300; i++) {
-    RowMutation m;
-    m.Put("f", "q", 1, rnd.RandomBytes(100));
-    ASSERT_OK(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m));
-  }
-  ASSERT_OK(engine_->Flush());
-  for (int i = 0; i < 300; i++) ASSERT_OK(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)));
+  Tenant reader;
+  Table rt;
+  ASSERT_NO_FATAL_FAILURE(CacheAReadersBlocks(engine_.get(), &reader, &rt));
   const uint64_t cached = reader.GetStats()->block_cache_bytes;
-  ASSERT_GT(cached, 20000u);
+  Random rnd(301);  // incompressible values
 
   // Four overlapping files of about 130 KB each in table tab's group "big"
   // (not in memory, 16 KiB blocks): the fourth flush starts a compaction
@@ -223,48 +232,27 @@ TEST_F(EngineTest, ManualCompactionMergesAWholeLevelAtATime) {
   }
 }
 
-// Records the files created, and counts reads, so a test can tell which
-// files a compaction wrote and whether a reader touched the disk.
-class FileAccessLog final : public test::ForwardingFileSystem {
+// Counts reads (as CountingReadFileSystem) and records the files created,
+// so a test can tell which files a compaction wrote and whether a reader
+// touched the disk.
+class FileAccessLog final : public test::CountingReadFileSystem {
  public:
-  Status NewRandomAccessFile(const std::string& p, std::unique_ptr<RandomAccessFile>* r) override {
-    std::unique_ptr<RandomAccessFile> f;
-    STRATA_RETURN_IF_ERROR(ForwardingFileSystem::NewRandomAccessFile(p, &f));
-    *r = std::make_unique<Counted>(std::move(f), &reads_);
-    return Status::OK();
-  }
   Status NewWritableFile(const std::string& p, const FileOpenOptions& o,
                          std::unique_ptr<WritableFile>* r) override {
     {
       std::lock_guard<std::mutex> l(mu_);
       created_.push_back(p);
     }
-    return ForwardingFileSystem::NewWritableFile(p, o, r);
+    return CountingReadFileSystem::NewWritableFile(p, o, r);
   }
-  uint64_t reads() const { return reads_.load(); }
   std::vector<std::string> created() const {
     std::lock_guard<std::mutex> l(mu_);
     return created_;
   }
 
  private:
-  class Counted final : public RandomAccessFile {
-   public:
-    Counted(std::unique_ptr<RandomAccessFile> base, std::atomic<uint64_t>* reads)
-        : base_(std::move(base)), reads_(reads) {}
-    Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
-      reads_->fetch_add(1);
-      return base_->Read(offset, n, result, scratch);
-    }
-    Result<uint64_t> Size() const override { return base_->Size(); }
-
-   private:
-    std::unique_ptr<RandomAccessFile> base_;
-    std::atomic<uint64_t>* reads_;
-  };
   mutable std::mutex mu_;
   std::vector<std::string> created_;
-  std::atomic<uint64_t> reads_{0};
 };
 
 // Compactions through several levels do not insert their outputs' blocks
@@ -281,23 +269,11 @@ TEST_F(EngineTest, CompactionLeavesCachedBlocksInTheCache) {
   options_.level1_max_bytes = 64 << 10;
   options_.target_file_size = 32 << 10;
   Reopen();
-  ASSERT_OK(engine_->CreateTenant("reader"));
-  Tenant reader = *engine_->OpenTenant("reader");
-  TableSchema schema;
-  schema.locality_groups = {{.name = "g", .block_size = 1024}};
-  schema.families = {{.name = "f", .locality_group = "g"}};
-  ASSERT_OK(reader.CreateTable("rt", schema));
-  Table rt = *reader.OpenTable("rt");
-  Random rnd(302);  // incompressible values
-  for (int i = 0; i < 300; i++) {
-    RowMutation m;
-    m.Put("f", "q", 1, rnd.RandomBytes(100));
-    ASSERT_OK(rt.Mutate(WriteOptions(), "r" + std::to_string(i), m));
-  }
-  ASSERT_OK(engine_->Flush());
-  for (int i = 0; i < 300; i++) ASSERT_OK(rt.ReadRow(ReadOptions(), "r" + std::to_string(i)));
+  Tenant reader;
+  Table rt;
+  ASSERT_NO_FATAL_FAILURE(CacheAReadersBlocks(engine_.get(), &reader, &rt));
   const uint64_t cached = reader.GetStats()->block_cache_bytes;
-  ASSERT_GT(cached, 20000u);
+  Random rnd(302);  // incompressible values
   const size_t files_before = fs.created().size();
 
   // Eight overlapping flushes of about 130 KB each into table tab's group
