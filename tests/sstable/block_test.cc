@@ -44,6 +44,20 @@ void ExpectWalksInOrder(InternalIterator* it, const std::map<std::string, std::s
   EXPECT_EQ(m, kvs.end());
 }
 
+// A block of `kvs` walks in order and a seek to each key finds it.
+void ExpectWalksAndFindsEveryKey(const std::map<std::string, std::string>& kvs, int restart,
+                                 KeyEncoding encoding) {
+  auto block = BuildBlock(kvs, restart, encoding);
+  auto it = block->NewIterator();
+  ExpectWalksInOrder(it.get(), kvs);
+  for (const auto& [k, v] : kvs) {
+    it->Seek(k);
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(it->key().ToString(), k);
+  }
+  EXPECT_OK(it->status());
+}
+
 TEST(BlockTest, EmptyBlock) {
   auto block = BuildBlock({}, 16);
   auto it = block->NewIterator();
@@ -104,15 +118,7 @@ TEST(BlockTest, KeysLongerThanTheInlineBufferRoundTrip) {
     kvs[stem + rnd.RandomBytes(10 + rnd.Uniform(1000))] = rnd.RandomBytes(rnd.Uniform(20));
   }
   for (int restart : {1, 16}) {
-    auto block = BuildBlock(kvs, restart);
-    auto it = block->NewIterator();
-    ExpectWalksInOrder(it.get(), kvs);
-    for (const auto& [k, v] : kvs) {
-      it->Seek(k);
-      ASSERT_TRUE(it->Valid());
-      EXPECT_EQ(it->key().ToString(), k);
-    }
-    EXPECT_OK(it->status());
+    ASSERT_NO_FATAL_FAILURE(ExpectWalksAndFindsEveryKey(kvs, restart, KeyEncoding::kWholeKey));
   }
 }
 
@@ -312,15 +318,7 @@ TEST(BlockTest, CellKeyTailEveryCellTypeAndExtremes) {
     }
   }
   for (int restart : {1, 4, 16}) {
-    auto block = BuildBlock(kvs, restart, KeyEncoding::kCellKeyTail);
-    auto it = block->NewIterator();
-    ExpectWalksInOrder(it.get(), kvs);
-    for (const auto& [k, v] : kvs) {
-      it->Seek(k);
-      ASSERT_TRUE(it->Valid());
-      EXPECT_EQ(it->key().ToString(), k);
-    }
-    EXPECT_OK(it->status());
+    ASSERT_NO_FATAL_FAILURE(ExpectWalksAndFindsEveryKey(kvs, restart, KeyEncoding::kCellKeyTail));
   }
 }
 
