@@ -40,6 +40,27 @@ class ColumnBytes {
   uint64_t head_ = 0;
 };
 
+// key.starts_with(prefix), comparing 8 bytes at a time: a row's prefix is
+// short, and is compared once per entry of the walk.
+inline bool StartsWith(const Slice& key, const Slice& prefix) {
+  const size_t n = prefix.size();
+  if (key.size() < n) return false;
+  const char* a = key.data();
+  const char* b = prefix.data();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    uint64_t y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y) return false;
+  }
+  for (; i < n; i++) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void ResolvedFilter::ReserveColumns(size_t columns, size_t qualifier_bytes) {
@@ -201,7 +222,7 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
   };
   for (; it->Valid(); advance()) {
     const Slice key = it->key();
-    if (!key.starts_with(prefix)) break;
+    if (!StartsWith(key, prefix)) break;
     if (key.size() < prefix.size() + 2 + 2 + 16) {
       return Status::Corruption("malformed cell key " + HexBytes(key));
     }

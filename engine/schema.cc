@@ -234,11 +234,6 @@ const FamilyInfo* Schema::FindFamily(std::string_view name) const {
   return it == by_name_.end() ? nullptr : &families_[it->second];
 }
 
-const FamilyInfo* Schema::FamilyById(uint16_t id) const {
-  if (id >= by_id_.size() || by_id_[id] == 0) return nullptr;
-  return &families_[by_id_[id] - 1];
-}
-
 TableSchema Schema::ToUser() const {
   TableSchema s;
   for (const auto& g : groups_) {
