@@ -36,10 +36,10 @@ ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
 
 void ScanIterator::Seek(std::string_view row) {
   if (!status_.ok()) return;
-  std::string target;
-  if (!row.empty()) AppendRowPrefix(&target, Slice(row.data(), row.size()));
-  if (Slice(target).compare(start_prefix_) < 0) target = start_prefix_;
-  SeekInputs(target);
+  seek_target_.clear();
+  if (!row.empty()) AppendRowPrefix(&seek_target_, Slice(row.data(), row.size()));
+  if (Slice(seek_target_).compare(start_prefix_) < 0) seek_target_ = start_prefix_;
+  SeekInputs(seek_target_);
 }
 
 void ScanIterator::SeekInputs(const std::string& target) {

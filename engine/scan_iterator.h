@@ -118,7 +118,8 @@ class ScanIterator final : public RowIterator {
   // The read point of the scan's snapshot, taken when it began.
   const ReadPoint read_point_;
   bool valid_ = false;
-  std::string row_prefix_;  // the encoded prefix of the row being read
+  std::string seek_target_;  // Seek's encoded target, its memory reused
+  std::string row_prefix_;   // the encoded prefix of the row being read
   std::string row_;         // the row, when decoding it takes a copy
   std::string_view row_view_;  // the row: in row_prefix_ or row_
   Collector collected_;
