@@ -48,6 +48,18 @@ const std::map<std::string, ExpectedBloom>& ExpectedBlooms() {
   return m;
 }
 
+// A walk of `it` from its first entry gives exactly `cells`, in order.
+void ExpectCellsInOrder(InternalIterator* it, const std::map<std::string, std::string>& cells) {
+  auto want = cells.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
+    ASSERT_NE(want, cells.end());
+    ASSERT_EQ(HexBytes(it->key()), HexBytes(want->first));
+    ASSERT_EQ(it->value().ToString(), want->second);
+  }
+  ASSERT_OK(it->status());
+  EXPECT_EQ(want, cells.end());
+}
+
 class OldFormatTest : public ::testing::TestWithParam<V1TestTable> {};
 
 TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
@@ -67,14 +79,7 @@ TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
 
   // Every cell, in order.
   auto it = table.NewIterator();
-  auto want = cells.begin();
-  for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
-    ASSERT_NE(want, cells.end());
-    ASSERT_EQ(HexBytes(it->key()), HexBytes(want->first));
-    ASSERT_EQ(it->value().ToString(), want->second);
-  }
-  ASSERT_OK(it->status());
-  EXPECT_EQ(want, cells.end());
+  ASSERT_NO_FATAL_FAILURE(ExpectCellsInOrder(it.get(), cells));
 
   // Seeks to every key and between keys: the key plus a 0x00 byte, the key
   // cut short, its column and row prefixes.
@@ -165,15 +170,7 @@ TEST_P(OldFormatTest, Version2HoldsTheSameCellsInLessSpace) {
   } else {
     EXPECT_LE((*v2)->file_size(), (*v1)->file_size());
   }
-  auto it = (*v2)->NewIterator();
-  auto want = cells.begin();
-  for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
-    ASSERT_NE(want, cells.end());
-    ASSERT_EQ(HexBytes(it->key()), HexBytes(want->first));
-    ASSERT_EQ(it->value().ToString(), want->second);
-  }
-  ASSERT_OK(it->status());
-  EXPECT_EQ(want, cells.end());
+  ASSERT_NO_FATAL_FAILURE(ExpectCellsInOrder((*v2)->NewIterator().get(), cells));
   ASSERT_OK((*v2)->VerifyChecksums());
 }
 
