@@ -5,7 +5,7 @@
 // Data: 16-byte row keys (one column each), 100-byte values that compress
 // to about half (as db_bench's), 16 KiB blocks, 10 bloom bits per key.
 // Tables are in the writer's default format version; set
-// SSTABLE_BENCH_FORMAT_VERSION=1 to measure version 1 instead.
+// SSTABLE_BENCH_FORMAT_VERSION=1 (or 2) to measure that version instead.
 //
 //   ninja -C build bench/sstable_bench && build/bench/sstable_bench
 #include <benchmark/benchmark.h>

@@ -70,11 +70,11 @@ Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }
 
-void Block::Iter::KeyBuffer::Grow(size_t shared, size_t need) {
+void Block::Iter::KeyBuffer::Grow(size_t keep, size_t need) {
   size_t cap = capacity_ * 2;
   while (cap < need) cap *= 2;
   auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-  std::memcpy(bigger.get(), data(), shared);
+  std::memcpy(bigger.get(), data(), keep);
   heap_ = std::move(bigger);
   capacity_ = cap;
 }
@@ -103,7 +103,7 @@ bool Block::Iter::ParseEntryAt(uint32_t p) {
     Corrupt(p, "bad entry");
     return false;
   }
-  if (encoding_ == KeyEncoding::kCellKeyTail) {
+  if (encoding_ != KeyEncoding::kWholeKey) {
     return ParseCellKeyTailEntry(p, q, shared, non_shared, value_len);
   }
   key_.Assemble(shared, q, non_shared);
@@ -139,8 +139,20 @@ bool Block::Iter::ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shar
       Corrupt(p, "entry overlaps restart point");
       return false;
     }
-    const char* column = q;
+    const char* middle = q;
     q += non_shared;
+    uint32_t suffix = 0;
+    if (encoding_ == KeyEncoding::kCellKeyTailSuffix) {
+      // The shared prefix and suffix come from the previous column (the key
+      // without its 16-byte tail) and do not overlap there; an entry that
+      // shares the whole previous column stores no suffix length.
+      const size_t previous_column = key_.size() - 16;
+      if (shared < previous_column) q = GetVarint32Ptr(q, limit, &suffix);
+      if (q == nullptr || uint64_t{shared} + suffix > previous_column) {
+        Corrupt(p, "bad shared column bytes in cell key tail");
+        return false;
+      }
+    }
     uint64_t ts_delta, seq_type, tag;
     q = GetVarint64Ptr(q, limit, &ts_delta);
     if (q != nullptr) q = GetVarint64Ptr(q, limit, &seq_type);
@@ -154,7 +166,7 @@ bool Block::Iter::ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shar
     }
     timestamp_ = DecodeTimestampDelta(ts_delta, timestamp_);
     tag_ = tag;
-    key_.AssembleCellKey(shared, column, non_shared, timestamp_, tag_);
+    key_.AssembleCellKey(shared, middle, non_shared, suffix, timestamp_, tag_);
   }
   value_ = Slice(q, value_len);
   current_ = p;

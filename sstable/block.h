@@ -21,6 +21,7 @@
 
 #include "common/coding.h"
 #include "common/iterator.h"
+#include "sstable/format.h"
 #include "strata/slice.h"
 #include "strata/status.h"
 
@@ -28,10 +29,26 @@ namespace strata::sstable {
 
 // How the entries of a block store their keys (FORMAT.md, "Key/value blocks").
 enum class KeyEncoding : uint8_t {
-  kWholeKey,     // shared prefix + suffix: index blocks, version-1 data blocks
-  kCellKeyTail,  // version-2 data blocks: between restarts, the column bytes as
-                 // above plus timestamp and sequence as deltas from the previous key
+  kWholeKey,           // shared prefix + suffix: index blocks, version-1 data blocks
+  kCellKeyTail,        // version-2 data blocks: between restarts, the column bytes as
+                       // above plus timestamp and sequence as deltas from the previous key
+  kCellKeyTailSuffix,  // version-3 data blocks: kCellKeyTail, and the column
+                       // also takes its last bytes from the previous column's
 };
+
+// The key encoding of the data blocks of a table of `format_version`
+// (index blocks always use kWholeKey).
+// REQUIRES: IsKnownFormatVersion(format_version)
+inline KeyEncoding DataKeyEncoding(uint32_t format_version) {
+  switch (format_version) {
+    case kFormatVersion1:
+      return KeyEncoding::kWholeKey;
+    case kFormatVersion2:
+      return KeyEncoding::kCellKeyTail;
+    default:
+      return KeyEncoding::kCellKeyTailSuffix;
+  }
+}
 
 class Block {
  public:
@@ -116,21 +133,28 @@ class Block::Iter final : public InternalIterator {
       std::memcpy((heap_ ? heap_.get() : inline_) + shared, suffix, n);
       size_ = need;
     }
-    // The same, then the 16-byte cell-key tail ~timestamp ~tag.
-    void AssembleCellKey(size_t shared, const char* suffix, size_t n, uint64_t timestamp,
-                         uint64_t tag) {
-      const size_t need = shared + n + 16;
-      if (need > capacity_) Grow(shared, need);
-      char* dst = (heap_ ? heap_.get() : inline_) + shared;
-      std::memcpy(dst, suffix, n);
-      EncodeBigEndian64(dst + n, ~timestamp);
-      EncodeBigEndian64(dst + n + 8, ~tag);
+    // Builds a cell key: the first `shared` bytes, `n` bytes at `middle`,
+    // the last `suffix` bytes of the current key's column (all but its last
+    // 16 bytes), then the 16-byte tail ~timestamp ~tag.
+    // REQUIRES: shared + suffix <= size() - 16 when suffix > 0, else
+    // shared <= size()
+    void AssembleCellKey(size_t shared, const char* middle, size_t n, size_t suffix,
+                         uint64_t timestamp, uint64_t tag) {
+      const size_t need = shared + n + suffix + 16;
+      if (need > capacity_) Grow(size_, need);
+      char* dst = heap_ ? heap_.get() : inline_;
+      if (suffix > 0) std::memmove(dst + shared + n, dst + size_ - 16 - suffix, suffix);
+      dst += shared;
+      std::memcpy(dst, middle, n);
+      dst += n + suffix;
+      EncodeBigEndian64(dst, ~timestamp);
+      EncodeBigEndian64(dst + 8, ~tag);
       size_ = need;
     }
 
    private:
-    // Moves to a heap buffer of at least `need` bytes, keeping the first `shared`.
-    void Grow(size_t shared, size_t need);
+    // Moves to a heap buffer of at least `need` bytes, keeping the first `keep`.
+    void Grow(size_t keep, size_t need);
 
     static constexpr size_t kInline = 128;
     char inline_[kInline];
@@ -142,7 +166,7 @@ class Block::Iter final : public InternalIterator {
   // Decodes the entry at offset `p` into key_/value_; false (and a sticky
   // Corruption) if it is malformed.
   bool ParseEntryAt(uint32_t p);
-  // ParseEntryAt for KeyEncoding::kCellKeyTail, from the entry's header on.
+  // ParseEntryAt for the cell-key tail encodings, from the entry's header on.
   bool ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shared, uint32_t non_shared,
                              uint32_t value_len);
   void SeekToRestart(uint32_t index);
@@ -160,7 +184,7 @@ class Block::Iter final : public InternalIterator {
   uint32_t current_ = 0;  // offset of the current entry
   uint32_t next_ = 0;     // offset of the entry after it
   bool valid_ = false;
-  // kCellKeyTail: the next restart point not yet parsed (its index and
+  // Cell-key tail encodings: the next restart point not yet parsed (its index and
   // offset; the offset is restart_offset_ past the last), and the timestamp
   // and tag of key_, which the next entry's deltas apply to.
   uint32_t next_restart_index_ = 0;

@@ -6,7 +6,8 @@
 //
 // Thread-compatible. Invariant: keys passed to Add() are strictly increasing
 // in memcmp order since the last Reset() (the table builder checks this
-// before calling); with kCellKeyTail they are well-formed cell keys.
+// before calling); with a cell-key tail encoding they are well-formed cell
+// keys.
 #ifndef STRATA_SSTABLE_BLOCK_BUILDER_H_
 #define STRATA_SSTABLE_BLOCK_BUILDER_H_
 
@@ -29,8 +30,8 @@ class BlockBuilder {
   // Starts a new, empty block.
   void Reset();
   // REQUIRES: Finish() not called since Reset(); key > every key added since
-  // Reset(); value.size() < 2^32; with kCellKeyTail, key is a well-formed
-  // cell key (common/cell_key.h).
+  // Reset(); value.size() < 2^32; with a cell-key tail encoding, key is a
+  // well-formed cell key (common/cell_key.h).
   void Add(const Slice& key, const Slice& value);
   // Appends the restart array and returns the finished block, valid until
   // the next Reset().

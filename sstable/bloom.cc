@@ -201,7 +201,7 @@ bool FilterBlockReader::RowMayMatch(const Slice& row_prefix) const {
 
 bool FilterBlockReader::ColumnMayMatch(const Slice& column_prefix) const {
   if (!has_column_filter()) {
-    // Only version 2 omits it; ask the row filter for the column's row.
+    // Only versions 2 and later omit it; ask the row filter for the column's row.
     Slice in = column_prefix;
     if (!SkipMemcomparable(&in)) return true;
     return RowMayMatch(Slice(column_prefix.data(), column_prefix.size() - in.size()));

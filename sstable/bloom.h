@@ -8,11 +8,11 @@
 //
 // Version-1 files use flat blooms: one bit array probed k times with double
 // hashing of one 64-bit XXH3 hash. With b bits per key the false-positive
-// rate is about (1 - e^(-k/b))^k: 0.82% at b = 10, k = 7. Version-2 files
-// use blocked blooms: the hash picks one 64-byte line and all k probes stay
+// rate is about (1 - e^(-k/b))^k: 0.82% at b = 10, k = 7. Files of version 2
+// and later use blocked blooms: the hash picks one 64-byte line and all k probes stay
 // inside it, so a probe touches one cache line instead of up to k, for a
-// slightly higher rate at the same size (measured: see FORMAT.md). A
-// version-2 table whose every row has one column stores no column filter;
+// slightly higher rate at the same size (measured: see FORMAT.md). From
+// version 2 on, a table whose every row has one column stores no column filter;
 // column probes then ask the row filter.
 //
 // BloomFilterBuilder and FilterBlockBuilder are thread-compatible;
@@ -39,7 +39,7 @@ uint64_t BloomHash(const Slice& key);
 // How a bloom lays out its bits; implied by the file's format version.
 enum class BloomLayout : uint8_t {
   kFlat,     // version 1: one bit array
-  kBlocked,  // version 2: 64-byte lines, every probe of a key in one line
+  kBlocked,  // version 2 and later: 64-byte lines, every probe of a key in one line
 };
 
 // The bits of a blocked bloom come in lines of this many bytes.
@@ -76,7 +76,7 @@ bool BlockedBloomMayMatch(const Slice& filter, uint64_t hash);
 // Collects the rows and columns of the cell keys added in order.
 class FilterBlockBuilder {
  public:
-  // Blooms of `layout`; with `omit_single_columns` (version 2), no column
+  // Blooms of `layout`; with `omit_single_columns` (version 2 on), no column
   // filter when every row turns out to have exactly one column.
   // REQUIRES: bits_per_key >= 1
   FilterBlockBuilder(int bits_per_key, BloomLayout layout = BloomLayout::kFlat,

@@ -126,8 +126,8 @@ Result<Footer> Footer::Decode(const Slice& input, const std::string& file_name, 
   if (!IsKnownFormatVersion(f.format_version)) {
     return Status::NotSupported("file " + file_name + ": SSTable format version " +
                                 std::to_string(f.format_version) + " (this build reads " +
-                                std::to_string(kFormatVersion1) + " and " +
-                                std::to_string(kFormatVersion2) + ")");
+                                std::to_string(kFormatVersion1) + " to " +
+                                std::to_string(kFormatVersion3) + ")");
   }
   return f;
 }

@@ -21,14 +21,17 @@ namespace strata::sstable {
 
 // The versions written into the footer and the properties block
 // (FORMAT.md). Version 2 differs from 1 in the keys of data blocks (the
-// cell-key tail) and in the filter block (blocked blooms). A reader refuses
-// versions it does not know with NotSupported.
+// cell-key tail) and in the filter block (blocked blooms); version 3 differs
+// from 2 only in that a tail entry also shares the end of the previous
+// entry's column. A reader refuses versions it does not know with
+// NotSupported.
 constexpr uint32_t kFormatVersion1 = 1;
 constexpr uint32_t kFormatVersion2 = 2;
+constexpr uint32_t kFormatVersion3 = 3;
 // What the writer emits by default.
-constexpr uint32_t kFormatVersion = kFormatVersion2;
+constexpr uint32_t kFormatVersion = kFormatVersion3;
 inline bool IsKnownFormatVersion(uint32_t v) {
-  return v == kFormatVersion1 || v == kFormatVersion2;
+  return v >= kFormatVersion1 && v <= kFormatVersion3;
 }
 
 // "STRATSST" as little-endian bytes on disk.

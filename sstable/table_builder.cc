@@ -76,9 +76,10 @@ TableBuilder::TableBuilder(const TableBuilderOptions& options, WritableFile* fil
     : options_(options),
       file_(file),
       file_name_(std::move(file_name)),
-      data_block_(std::max(1, options.restart_interval), options.format_version == kFormatVersion1
-                                                             ? KeyEncoding::kWholeKey
-                                                             : KeyEncoding::kCellKeyTail),
+      data_block_(std::max(1, options.restart_interval),
+                  IsKnownFormatVersion(options.format_version)
+                      ? DataKeyEncoding(options.format_version)
+                      : KeyEncoding::kWholeKey),
       index_block_(1) {
   if (!IsKnownFormatVersion(options_.format_version)) {
     status_ =

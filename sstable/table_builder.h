@@ -37,9 +37,9 @@ struct TableBuilderOptions {
   int restart_interval = 16;
   // Bloom bits per key; 0 writes no filter block.
   int bloom_bits_per_key = 10;
-  // The format version to write (format.h): 2, or 1 for tests and for files
-  // that builds reading only version 1 must open. Any other value fails
-  // every Add and Finish with InvalidArgument.
+  // The format version to write (format.h): 3, or 1 or 2 for tests and for
+  // files that builds reading only those versions must open. Any other value
+  // fails every Add and Finish with InvalidArgument.
   uint32_t format_version = kFormatVersion;
 
   // Recorded in the properties block.

@@ -73,10 +73,7 @@ class TableReader {
   const TableProperties& properties() const { return properties_; }
   const Footer& footer() const { return footer_; }
   // How the data blocks store their keys (by the footer's format version).
-  KeyEncoding data_key_encoding() const {
-    return footer_.format_version == kFormatVersion1 ? KeyEncoding::kWholeKey
-                                                     : KeyEncoding::kCellKeyTail;
-  }
+  KeyEncoding data_key_encoding() const { return DataKeyEncoding(footer_.format_version); }
   uint64_t file_size() const { return file_size_; }
   const std::string& file_name() const { return file_name_; }
   uint64_t file_number() const { return file_number_; }

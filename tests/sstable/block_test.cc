@@ -258,49 +258,51 @@ TEST(BlockTest, CellKeyTailRandomRoundTripAndSeek) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   Random rnd(seed);
   for (int restart : {1, 2, 3, 16, 1000}) {
-    std::map<std::string, std::string> kvs;
-    const int n = static_cast<int>(rnd.Uniform(400));
-    for (int i = 0; i < n; i++) {
-      std::string key = rnd.OneIn(2) ? RandomTailCellKey(&rnd) : test::RandomCellKey(&rnd);
-      kvs[key] = rnd.OneIn(5) ? "" : rnd.RandomBytes(rnd.Uniform(50));
-      // Runs of versions of one column, as compaction writes them.
-      if (rnd.OneIn(4)) {
-        for (int v = 0; v < 5; v++) {
-          std::string version = key.substr(0, key.size() - 16);
-          PutFixed64(&version, 0);  // replaced below
-          EncodeBigEndian64(version.data() + version.size() - 8, rnd.Next64());
-          PutFixed64(&version, 0);
-          EncodeBigEndian64(version.data() + version.size() - 8,
-                            ~((rnd.Next64() & kMaxSequenceNumber) << 8 | (1 + rnd.Uniform(4))));
-          kvs[version] = rnd.RandomBytes(rnd.Uniform(10));
+    for (KeyEncoding encoding : {KeyEncoding::kCellKeyTail, KeyEncoding::kCellKeyTailSuffix}) {
+      std::map<std::string, std::string> kvs;
+      const int n = static_cast<int>(rnd.Uniform(400));
+      for (int i = 0; i < n; i++) {
+        std::string key = rnd.OneIn(2) ? RandomTailCellKey(&rnd) : test::RandomCellKey(&rnd);
+        kvs[key] = rnd.OneIn(5) ? "" : rnd.RandomBytes(rnd.Uniform(50));
+        // Runs of versions of one column, as compaction writes them.
+        if (rnd.OneIn(4)) {
+          for (int v = 0; v < 5; v++) {
+            std::string version = key.substr(0, key.size() - 16);
+            PutFixed64(&version, 0);  // replaced below
+            EncodeBigEndian64(version.data() + version.size() - 8, rnd.Next64());
+            PutFixed64(&version, 0);
+            EncodeBigEndian64(version.data() + version.size() - 8,
+                              ~((rnd.Next64() & kMaxSequenceNumber) << 8 | (1 + rnd.Uniform(4))));
+            kvs[version] = rnd.RandomBytes(rnd.Uniform(10));
+          }
         }
       }
-    }
-    auto block = BuildBlock(kvs, restart, KeyEncoding::kCellKeyTail);
-    auto it = block->NewIterator();
-    ExpectWalksInOrder(it.get(), kvs);
-    ASSERT_OK(it->status());
-    if (!kvs.empty()) {
-      it->SeekToLast();
-      ASSERT_TRUE(it->Valid());
-      EXPECT_EQ(it->key().ToString(), kvs.rbegin()->first);
-    }
-    for (const auto& [k, v] : kvs) {
-      for (const std::string& target : TargetsAround(k)) {
-        ExpectSeeksLikeModel(it.get(), kvs, target);
+      auto block = BuildBlock(kvs, restart, encoding);
+      auto it = block->NewIterator();
+      ExpectWalksInOrder(it.get(), kvs);
+      ASSERT_OK(it->status());
+      if (!kvs.empty()) {
+        it->SeekToLast();
+        ASSERT_TRUE(it->Valid());
+        EXPECT_EQ(it->key().ToString(), kvs.rbegin()->first);
       }
-    }
-    for (int i = 0; i < 100; i++) ExpectSeeksLikeModel(it.get(), kvs, rnd.RandomBytes(20));
-    // Restart points, then onwards to the end.
-    for (uint32_t r = 0; r <= block->num_restarts(); r++) {
-      it->SeekToRestartPoint(r);
-      size_t walked = 0;
-      for (; it->Valid(); it->Next()) walked++;
-      if (r == 0) {
-        EXPECT_EQ(walked, kvs.size());
+      for (const auto& [k, v] : kvs) {
+        for (const std::string& target : TargetsAround(k)) {
+          ExpectSeeksLikeModel(it.get(), kvs, target);
+        }
       }
+      for (int i = 0; i < 100; i++) ExpectSeeksLikeModel(it.get(), kvs, rnd.RandomBytes(20));
+      // Restart points, then onwards to the end.
+      for (uint32_t r = 0; r <= block->num_restarts(); r++) {
+        it->SeekToRestartPoint(r);
+        size_t walked = 0;
+        for (; it->Valid(); it->Next()) walked++;
+        if (r == 0) {
+          EXPECT_EQ(walked, kvs.size());
+        }
+      }
+      ASSERT_OK(it->status());
     }
-    ASSERT_OK(it->status());
   }
 }
 
@@ -318,7 +320,9 @@ TEST(BlockTest, CellKeyTailEveryCellTypeAndExtremes) {
     }
   }
   for (int restart : {1, 4, 16}) {
-    ASSERT_NO_FATAL_FAILURE(ExpectWalksAndFindsEveryKey(kvs, restart, KeyEncoding::kCellKeyTail));
+    for (KeyEncoding encoding : {KeyEncoding::kCellKeyTail, KeyEncoding::kCellKeyTailSuffix}) {
+      ASSERT_NO_FATAL_FAILURE(ExpectWalksAndFindsEveryKey(kvs, restart, encoding));
+    }
   }
 }
 
@@ -335,15 +339,23 @@ TEST(BlockTest, CellKeyTailIsSmallerThanWholeKeys) {
     AppendCellKey(&key, row, 1, "q", 1, 1 + rnd.Uniform(200000), CellType::kPut);
     kvs[key] = "";
   }
-  BlockBuilder whole(16), tail(16, KeyEncoding::kCellKeyTail);
+  BlockBuilder whole(16), tail(16, KeyEncoding::kCellKeyTail),
+      suffix(16, KeyEncoding::kCellKeyTailSuffix);
   for (const auto& [k, v] : kvs) {
     whole.Add(k, v);
     tail.Add(k, v);
+    suffix.Add(k, v);
   }
-  const size_t w = whole.Finish().size(), t = tail.Finish().size();
-  std::printf("db_bench-like keys, per cell: whole keys %.2f bytes, cell-key tail %.2f bytes\n",
-              static_cast<double>(w) / kvs.size(), static_cast<double>(t) / kvs.size());
+  const size_t w = whole.Finish().size(), t = tail.Finish().size(), s = suffix.Finish().size();
+  std::printf(
+      "db_bench-like keys, per cell: whole keys %.2f bytes, cell-key tail %.2f bytes, "
+      "with shared suffixes %.2f bytes\n",
+      static_cast<double>(w) / kvs.size(), static_cast<double>(t) / kvs.size(),
+      static_cast<double>(s) / kvs.size());
   EXPECT_LT(t + 10 * kvs.size(), w);
+  // The row's terminator, the family and mc("q") (7 bytes) come from the
+  // previous column, for one byte of suffix length.
+  EXPECT_LT(s + 5 * kvs.size(), t);
 }
 
 // Offsets of entry `index`'s fields in a kCellKeyTail block built with

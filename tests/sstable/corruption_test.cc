@@ -2,6 +2,7 @@
 // block kind and in the footer, truncation at any length, read errors.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -187,12 +188,12 @@ TEST_F(CorruptionTest, UnknownVersionIsNotSupported) {
 }
 
 TEST_F(CorruptionTest, FooterAndPropertiesVersionsMustAgree) {
-  // A version-2 file whose footer claims version 1 (checksum fixed up).
+  // A current-version file whose footer claims version 1 (checksum fixed up).
   const uint64_t footer_offset = good_.size() - Footer::kEncodedLength;
   auto f = Footer::Decode(Slice(good_.data() + footer_offset, Footer::kEncodedLength), "f",
                           footer_offset);
   ASSERT_OK(f);
-  ASSERT_EQ(f->format_version, kFormatVersion2);
+  ASSERT_EQ(f->format_version, kFormatVersion);
   Footer g = *f;
   g.format_version = kFormatVersion1;
   std::string enc;
@@ -204,10 +205,13 @@ TEST_F(CorruptionTest, FooterAndPropertiesVersionsMustAgree) {
       << table.status().ToString();
 }
 
-// Damage to the version-2 cell-key tail that passes the block checksum (the
-// block is re-encoded) is Corruption naming the file, the data block and the
-// entry, from scans and from VerifyChecksums.
-TEST(CellKeyTailCorruptionTest, NamesFileBlockAndEntry) {
+// Damage to the cell-key tail that passes the block checksum (the block is
+// re-encoded) is Corruption naming the file, the data block and the entry,
+// from scans and from VerifyChecksums. Here the second entry of a data block
+// is damaged by `damage` (given the block's raw bytes and that entry's
+// offset), and the message must name `what`.
+void ExpectDamagedTailEntry(const std::function<void(std::string*, size_t)>& damage,
+                            const std::string& what) {
   test::ScratchDir dir("sst-tail");
   const std::string path = dir.Join("000042.sst");
   Model model;
@@ -224,17 +228,15 @@ TEST(CellKeyTailCorruptionTest, NamesFileBlockAndEntry) {
   {
     auto table = test::OpenTable(FileSystem::Default(), path);
     ASSERT_OK(table);
+    ASSERT_EQ((*table)->data_key_encoding(), KeyEncoding::kCellKeyTailSuffix);
     ASSERT_OK((*table)->ListBlocks(&blocks));
   }
   const TableReader::BlockInfo& second = blocks[1];  // a data block not at offset 0
   ASSERT_EQ(second.kind, BlockKind::kData);
   std::string raw = good.substr(second.handle.offset, second.handle.size);
-  // Entry 0 is a restart entry: 3 header bytes, the key, the value. Entry 1
-  // follows: 3 header bytes, its column suffix, ts_delta (1 byte), seq_type.
+  // Entry 0 is a restart entry: 3 header bytes, the key, the value.
   const size_t entry1 = 3 + static_cast<uint8_t>(raw[1]) + static_cast<uint8_t>(raw[2]);
-  const size_t seq_type = entry1 + 3 + static_cast<uint8_t>(raw[entry1 + 1]) + 1;
-  ASSERT_EQ(raw[seq_type] & 7, 1);                        // a put
-  raw[seq_type] = static_cast<char>(raw[seq_type] & ~7);  // type 0
+  damage(&raw, entry1);
   std::string stored;
   EncodeBlock(raw, BlockKind::kData, CompressionType::kNone, 0, nullptr, &stored);
   ASSERT_EQ(stored.size(), second.handle.size + kBlockTrailerSize);
@@ -245,8 +247,7 @@ TEST(CellKeyTailCorruptionTest, NamesFileBlockAndEntry) {
   auto table = test::OpenTable(FileSystem::Default(), path);
   ASSERT_OK(table);
   const std::string want = "file " + path + ": data block at offset " +
-                           std::to_string(second.handle.offset) +
-                           ": bad sequence or cell type in cell key tail at offset " +
+                           std::to_string(second.handle.offset) + ": " + what + " at offset " +
                            std::to_string(entry1) + " within the block";
   auto it = (*table)->NewIterator();
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -258,6 +259,28 @@ TEST(CellKeyTailCorruptionTest, NamesFileBlockAndEntry) {
   EXPECT_NE(v.message().find("data block at offset " + std::to_string(second.handle.offset)),
             std::string_view::npos)
       << v.ToString();
+}
+
+// Entry 1 of the block is a tail entry: 3 header bytes, its column's middle
+// bytes, the shared suffix length (1 byte), ts_delta (1 byte), seq_type.
+TEST(CellKeyTailCorruptionTest, BadTypeNamesFileBlockAndEntry) {
+  ExpectDamagedTailEntry(
+      [](std::string* raw, size_t entry1) {
+        const size_t seq_type = entry1 + 3 + static_cast<uint8_t>((*raw)[entry1 + 1]) + 2;
+        ASSERT_EQ((*raw)[seq_type] & 7, 1);                           // a put
+        (*raw)[seq_type] = static_cast<char>((*raw)[seq_type] & ~7);  // type 0
+      },
+      "bad sequence or cell type in cell key tail");
+}
+
+TEST(CellKeyTailCorruptionTest, SharedBytesBeyondThePreviousColumn) {
+  ExpectDamagedTailEntry(
+      [](std::string* raw, size_t entry1) {
+        const size_t suffix = entry1 + 3 + static_cast<uint8_t>((*raw)[entry1 + 1]);
+        ASSERT_GT((*raw)[suffix], 0);  // the row terminator, family and qualifier
+        (*raw)[suffix] = 0x7f;         // more bytes than the previous column has
+      },
+      "bad shared column bytes in cell key tail");
 }
 
 TEST_F(CorruptionTest, ReadErrorsStickInIterator) {

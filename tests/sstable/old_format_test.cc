@@ -1,6 +1,7 @@
-// Version-1 tables written by the version-1 writer (tests/sstable/testdata/,
-// described in v1_testdata.h) open and read exactly as they did: every cell,
-// seeks to and between every key, and every bloom answer.
+// Version-1 and version-2 tables written by the writers of those versions
+// (tests/sstable/testdata/, described in old_format_testdata.h) open and read
+// exactly as they did: every cell, seeks to and between every key, and every
+// bloom answer.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,25 +10,25 @@
 
 #include "common/cell_key.h"
 #include "common/coding.h"
+#include "sstable/old_format_testdata.h"
 #include "sstable/sstable_test_util.h"
-#include "sstable/v1_testdata.h"
 #include "util/status_matchers.h"
 
 namespace strata::sstable {
 namespace {
 
-using test::V1TestCells;
-using test::V1TestTable;
-using test::V1TestTables;
+using test::OldFormatCells;
+using test::OldFormatTable;
+using test::OldFormatTables;
 
 std::string TestdataPath(const char* name) {
   return std::string(STRATA_SSTABLE_TESTDATA_DIR) + "/" + name;
 }
 
-// Which of the kV1AbsentProbes absent rows, and of the absent columns of the
-// present rows (v1_testdata.h), the version-1 filters answered "maybe" for,
-// as printed by the writer run that made the files. Tables without a filter
-// answer "maybe" for everything.
+// Which of the kOldFormatAbsentProbes absent rows, and of the absent columns
+// of the present rows (old_format_testdata.h), the filters answered "maybe"
+// for, as printed by the writer run that made the files. Tables without a
+// filter answer "maybe" for everything.
 struct ExpectedBloom {
   std::vector<int> absent_rows_maybe;
   std::vector<int> absent_columns_maybe;
@@ -44,6 +45,8 @@ const std::map<std::string, ExpectedBloom>& ExpectedBlooms() {
          2158, 2339, 2531, 2548, 2712, 2778, 2857, 2937, 2944},
         {87,   129,  211,  272,  277,  531,  900,  990,  1143, 1154, 1253, 1269, 1384,
          1420, 1445, 1514, 1620, 1643, 1671, 1707, 1911, 1946, 1994, 1995, 2014, 2390}}},
+      {"v2_plain_bloom.sst", {{273, 674, 728, 2812, 2869}, {496, 696, 1190, 1426}}},
+      {"v2_zstd_bloom.sst", {{2820}, {1145, 2239}}},
   };
   return m;
 }
@@ -60,18 +63,20 @@ void ExpectCellsInOrder(InternalIterator* it, const std::map<std::string, std::s
   EXPECT_EQ(want, cells.end());
 }
 
-class OldFormatTest : public ::testing::TestWithParam<V1TestTable> {};
+class OldFormatTest : public ::testing::TestWithParam<OldFormatTable> {};
 
 TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
-  const V1TestTable& t = GetParam();
-  const std::map<std::string, std::string> cells = V1TestCells(t.num_rows);
+  const OldFormatTable& t = GetParam();
+  const std::map<std::string, std::string> cells = OldFormatCells(t.num_rows);
   FileSystem* fs = FileSystem::Default();
   auto opened = test::OpenTable(fs, TestdataPath(t.file_name));
   ASSERT_OK(opened);
   const TableReader& table = **opened;
-  EXPECT_EQ(table.footer().format_version, kFormatVersion1);
-  EXPECT_EQ(table.properties().format_version, kFormatVersion1);
-  EXPECT_EQ(table.data_key_encoding(), KeyEncoding::kWholeKey);
+  EXPECT_EQ(table.footer().format_version, t.format_version);
+  EXPECT_EQ(table.properties().format_version, t.format_version);
+  EXPECT_EQ(table.data_key_encoding(), t.format_version == kFormatVersion1
+                                           ? KeyEncoding::kWholeKey
+                                           : KeyEncoding::kCellKeyTail);
   EXPECT_EQ(table.properties().num_cells, cells.size());
   EXPECT_GT(table.properties().num_data_blocks, 1u);
   EXPECT_EQ(table.properties().compression, static_cast<uint8_t>(t.compression));
@@ -112,20 +117,21 @@ TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
     EXPECT_TRUE(table.ColumnMayMatch(k.row, k.family, k.qualifier));
   }
   std::vector<int> rows_maybe, columns_maybe;
-  for (int i = 0; i < test::kV1AbsentProbes; i++) {
-    if (table.RowMayMatch(test::V1AbsentRow(i))) rows_maybe.push_back(i);
+  for (int i = 0; i < test::kOldFormatAbsentProbes; i++) {
+    if (table.RowMayMatch(test::OldFormatAbsentRow(i))) rows_maybe.push_back(i);
   }
   for (int i = 0; i < t.num_rows; i++) {
-    for (int f = 0; f < test::kV1AbsentFamilies; f++) {
-      const auto family = static_cast<uint16_t>(test::kV1AbsentFamilyBase + f);
-      if (table.ColumnMayMatch(test::V1TestRow(i), family, "absent")) {
-        columns_maybe.push_back(i * test::kV1AbsentFamilies + f);
+    for (int f = 0; f < test::kOldFormatAbsentFamilies; f++) {
+      const auto family = static_cast<uint16_t>(test::kOldFormatAbsentFamilyBase + f);
+      if (table.ColumnMayMatch(test::OldFormatRow(i), family, "absent")) {
+        columns_maybe.push_back(i * test::kOldFormatAbsentFamilies + f);
       }
     }
   }
   if (t.bloom_bits_per_key == 0) {
-    EXPECT_EQ(rows_maybe.size(), static_cast<size_t>(test::kV1AbsentProbes));
-    EXPECT_EQ(columns_maybe.size(), static_cast<size_t>(t.num_rows * test::kV1AbsentFamilies));
+    EXPECT_EQ(rows_maybe.size(), static_cast<size_t>(test::kOldFormatAbsentProbes));
+    EXPECT_EQ(columns_maybe.size(),
+              static_cast<size_t>(t.num_rows * test::kOldFormatAbsentFamilies));
   } else {
     auto e = ExpectedBlooms().find(t.file_name);
     ASSERT_NE(e, ExpectedBlooms().end());
@@ -134,48 +140,49 @@ TEST_P(OldFormatTest, ReadsEveryCellSeekAndBloomAnswer) {
   }
 }
 
-// The version-1 writer still writes these files byte for byte.
-TEST_P(OldFormatTest, WriterStillWritesVersion1ByteForByte) {
-  const V1TestTable& t = GetParam();
+// Asked for their version, the writer still writes these files byte for byte.
+TEST_P(OldFormatTest, WriterStillWritesOldVersionByteForByte) {
+  const OldFormatTable& t = GetParam();
   FileSystem* fs = FileSystem::Default();
-  test::ScratchDir dir("sst_v1");
+  test::ScratchDir dir("sst_old");
   const std::string path = dir.Join(t.file_name);
-  TableBuilderOptions o = test::V1TestOptions(t);
-  o.format_version = kFormatVersion1;
-  ASSERT_OK(test::WriteTable(fs, path, o, V1TestCells(t.num_rows)));
+  const TableBuilderOptions o = test::OldFormatOptions(t);
+  ASSERT_OK(test::WriteTable(fs, path, o, OldFormatCells(t.num_rows)));
   std::string written, checked_in;
   ASSERT_OK(ReadFileToString(fs, path, &written));
   ASSERT_OK(ReadFileToString(fs, TestdataPath(t.file_name), &checked_in));
   EXPECT_EQ(HexBytes(written), HexBytes(checked_in));
 }
 
-// The same cells in version 2 read back the same and take less room.
-TEST_P(OldFormatTest, Version2HoldsTheSameCellsInLessSpace) {
-  const V1TestTable& t = GetParam();
-  const std::map<std::string, std::string> cells = V1TestCells(t.num_rows);
+// The same cells in the current version read back the same and take less
+// room.
+TEST_P(OldFormatTest, CurrentVersionHoldsTheSameCellsInLessSpace) {
+  const OldFormatTable& t = GetParam();
+  const std::map<std::string, std::string> cells = OldFormatCells(t.num_rows);
   FileSystem* fs = FileSystem::Default();
-  test::ScratchDir dir("sst_v2");
+  test::ScratchDir dir("sst_current");
   const std::string path = dir.Join(t.file_name);
-  TableBuilderOptions o = test::V1TestOptions(t);
-  o.format_version = kFormatVersion2;
+  TableBuilderOptions o = test::OldFormatOptions(t);
+  o.format_version = kFormatVersion;
   ASSERT_OK(test::WriteTable(fs, path, o, cells));
-  auto v2 = test::OpenTable(fs, path);
-  ASSERT_OK(v2);
-  auto v1 = test::OpenTable(fs, TestdataPath(t.file_name));
-  ASSERT_OK(v1);
-  EXPECT_EQ((*v2)->footer().format_version, kFormatVersion2);
+  auto current = test::OpenTable(fs, path);
+  ASSERT_OK(current);
+  auto old = test::OpenTable(fs, TestdataPath(t.file_name));
+  ASSERT_OK(old);
+  EXPECT_EQ((*current)->footer().format_version, kFormatVersion);
+  EXPECT_EQ((*current)->data_key_encoding(), KeyEncoding::kCellKeyTailSuffix);
   // With a restart interval of 1 every entry keeps its whole key.
   if (t.restart_interval > 1) {
-    EXPECT_LT((*v2)->file_size(), (*v1)->file_size());
+    EXPECT_LT((*current)->file_size(), (*old)->file_size());
   } else {
-    EXPECT_LE((*v2)->file_size(), (*v1)->file_size());
+    EXPECT_LE((*current)->file_size(), (*old)->file_size());
   }
-  ASSERT_NO_FATAL_FAILURE(ExpectCellsInOrder((*v2)->NewIterator().get(), cells));
-  ASSERT_OK((*v2)->VerifyChecksums());
+  ASSERT_NO_FATAL_FAILURE(ExpectCellsInOrder((*current)->NewIterator().get(), cells));
+  ASSERT_OK((*current)->VerifyChecksums());
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, OldFormatTest, ::testing::ValuesIn(V1TestTables()),
-                         [](const ::testing::TestParamInfo<V1TestTable>& info) {
+INSTANTIATE_TEST_SUITE_P(Files, OldFormatTest, ::testing::ValuesIn(OldFormatTables()),
+                         [](const ::testing::TestParamInfo<OldFormatTable>& info) {
                            std::string name = info.param.file_name;
                            name = name.substr(0, name.find('.'));
                            return name;

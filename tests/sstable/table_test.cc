@@ -644,7 +644,7 @@ TEST(TableTest, WorkedExampleOfFormatDocVersion2) {
   o.locality_group_id = 3;
   o.file_number = 4;
   o.creation_time = 1700000000;
-  ASSERT_EQ(o.format_version, kFormatVersion2);  // the default
+  o.format_version = kFormatVersion2;
   std::string put, del;
   AppendCellKey(&put, "r1", 1, "q", 5, 7, CellType::kPut);
   AppendCellKey(&del, "r1", 1, "q", 4, 9, CellType::kDeleteCell);
@@ -698,6 +698,82 @@ TEST(TableTest, WorkedExampleOfFormatDocVersion2) {
       "18675e42"                          // footer checksum
       "5354524154535354";                 // magic "STRATSST"
   EXPECT_EQ(bytes.size(), 365u);
+  EXPECT_EQ(HexBytes(bytes), expected);
+}
+
+// The version-3 worked example of sstable/FORMAT.md, byte for byte.
+TEST(TableTest, WorkedExampleOfFormatDocVersion3) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  const std::string path = dir.Join("example3.sst");
+  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  o.table_id = 1;
+  o.tablet_id = 2;
+  o.locality_group_id = 3;
+  o.file_number = 4;
+  o.creation_time = 1700000000;
+  ASSERT_EQ(o.format_version, kFormatVersion3);  // the default
+  std::string put1, del1, put2;
+  AppendCellKey(&put1, "r1", 1, "q", 5, 7, CellType::kPut);
+  AppendCellKey(&del1, "r1", 1, "q", 4, 9, CellType::kDeleteCell);
+  AppendCellKey(&put2, "r2", 1, "q", 5, 8, CellType::kPut);
+  ASSERT_OK(test::WriteTable(fs, path, o, Model{{put1, "v1"}, {del1, ""}, {put2, "v2"}}));
+  std::string bytes;
+  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  const std::string put1_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
+  const std::string put2_key = "723200010001710001fffffffffffffffafffffffffffff7fe";
+  const std::string expected =
+      // data block, handle (0, 52)
+      "001902" +    // restart entry: shared 0, non_shared 25, value_length 2
+      put1_key +    // the whole cell key
+      "7631"        // value "v1"
+      "090000"      // shared 9 (the whole column), non_shared 0, value_length 0,
+                    // so no shared suffix length
+      "01"          // ts_delta: zigzag(4 - 5) = 1
+      "22"          // seq_type: zigzag(9 - 7) << 3 | 2 (delete cell)
+      "010102"      // shared 1 ("r"), non_shared 1, value_length 2
+      "32"          // the column's middle byte, "2"
+      "07"          // shared suffix 7: the row's terminator, family, mc("q")
+      "02"          // ts_delta: zigzag(5 - 4) = 2
+      "09"          // seq_type: zigzag(8 - 9) << 3 | 1 (put)
+      "7632"        // value "v2"
+      "00000000"    // restart[0] = 0
+      "01000000"    // num_restarts 1
+      "00dd690958"  // trailer
+                    // filter block, handle (57, 69)
+      "41000000"    // row_filter_length 65; no column filter (2 rows, 2 columns)
+      "0000000000000000000000040000000004022000000000000180000000000000"
+      "0100000000010000000000000001000000000080000000000008008000000000"  // one line
+      "06"                                                                // 6 probes
+      "0029ed59d6"                                                        // trailer
+      // index block, handle (131, 14)
+      "000102730034"  // key "s", handle (0, 52)
+      "0000000001000000"
+      "00fbadbbb4"
+      // properties block, handle (150, 155)
+      "010103"                          // format_version 3
+      "020103030102040101050100060100"  // cells 3, puts 2, delete_cells 1, others 0
+      "070102080102"                    // rows 2, columns 2
+      "09014b0a0104"                    // raw_key_bytes 75, raw_value_bytes 4
+      "0b01010c01390d01130e014a"        // data_blocks 1, data_bytes 57, index 19, filter 74
+      "0f0104100105110107120109"        // timestamps 4..5, sequences 7..9
+      "1302723114027232"                // first_row "r1", last_row "r2"
+      "1519" +
+      put1_key + "1619" + put2_key +      // smallest_key, largest_key
+      "1701011801021901031a0104"          // table 1, tablet 2, group 3, file 4
+      "1b0580e2cfaa06"                    // creation_time 1700000000
+      "1c01001d0103"                      // compression none, level 3
+      "1e038080011f011020010a"            // block_size 16384, restart 16, bloom 10
+      "210101"                            // family_ids: 1
+      "00d353c734"                        // trailer
+                                          // footer
+      "39000000000000004500000000000000"  // filter handle (57, 69)
+      "83000000000000000e00000000000000"  // index handle (131, 14)
+      "96000000000000009b00000000000000"  // properties handle (150, 155)
+      "03000000"                          // format_version 3
+      "e12bec0a"                          // footer checksum
+      "5354524154535354";                 // magic "STRATSST"
+  EXPECT_EQ(bytes.size(), 374u);
   EXPECT_EQ(HexBytes(bytes), expected);
 }
 
