@@ -110,8 +110,8 @@ Workloads (--benchmarks, run in the order given, for each compression):
   seekrandom   --reads seeks to random keys that exist, each followed by 10
                Next() calls (11 rows, fewer near the last key); every seek is a
                new scan: a Strata Table::Scan with start_row = the key, a new
-               RocksDB Iterator and Seek (a Strata scan cannot seek again, so
-               neither engine reuses an iterator); reports seeks/s
+               RocksDB Iterator and Seek (neither engine reuses an iterator;
+               seekreuse does); reports seeks/s
   seekreuse    seekrandom with one iterator per thread, made once and sought
                again for every seek (Strata: RowIterator::Seek; RocksDB:
                Iterator::Seek), as db_bench's --reuse_iterator

@@ -464,8 +464,9 @@ Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
   auto hi = end_row.empty()
                 ? writes_.lower_bound(TxnKey{std::string(table) + '\0', "", ""})
                 : writes_.lower_bound(TxnKey{std::string(table), std::string(end_row), ""});
-  return std::unique_ptr<TransactionIterator>(new TxnIterator(
-      this, std::move(store), std::string(table), std::move(rows), lo, hi, columns));
+  return std::unique_ptr<TransactionIterator>(
+      new TxnIterator(this, std::move(store), std::string(table), std::string(start_row),
+                      std::string(end_row), std::move(rows), lo, hi, columns));
 }
 
 // ---- Commit ----

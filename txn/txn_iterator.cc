@@ -9,11 +9,14 @@
 namespace strata::txn {
 
 TxnIterator::TxnIterator(TransactionImpl* txn, std::shared_ptr<RowStore> store, std::string table,
+                         std::string start_row, std::string end_row,
                          std::unique_ptr<RowIterator> rows, WriteRef buffered,
                          WriteRef buffered_end, std::vector<std::string> columns)
     : txn_(txn),
       store_(std::move(store)),
       table_(std::move(table)),
+      start_row_(std::move(start_row)),
+      end_row_(std::move(end_row)),
       rows_(std::move(rows)),
       buffered_(buffered),
       buffered_end_(buffered_end),
@@ -24,6 +27,19 @@ TxnIterator::TxnIterator(TransactionImpl* txn, std::shared_ptr<RowStore> store, 
 
 void TxnIterator::Next() {
   Advance();
+  Settle();
+}
+
+void TxnIterator::Seek(std::string_view row) {
+  if (!status_.ok()) return;
+  const std::string_view target = row < start_row_ ? std::string_view(start_row_) : row;
+  rows_->Seek(target);
+  FillStoreRow();
+  if (!end_row_.empty() && target >= end_row_) {
+    buffered_ = buffered_end_;
+  } else {
+    buffered_ = txn_->writes().lower_bound(TxnKey{table_, std::string(target), ""});
+  }
   Settle();
 }
 

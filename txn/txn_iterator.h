@@ -30,17 +30,18 @@ namespace strata::txn {
 
 class TxnIterator final : public TransactionIterator {
  public:
-  // `rows` scans `table`'s store; [buffered, buffered_end) are the
-  // transaction's writes of the same range; `columns` empty means every
-  // column.
+  // `rows` scans `table`'s store over [start_row, end_row) (an empty end is
+  // open); [buffered, buffered_end) are the transaction's writes of the same
+  // range; `columns` empty means every column.
   TxnIterator(TransactionImpl* txn, std::shared_ptr<RowStore> store, std::string table,
-              std::unique_ptr<RowIterator> rows, WriteRef buffered, WriteRef buffered_end,
-              std::vector<std::string> columns);
+              std::string start_row, std::string end_row, std::unique_ptr<RowIterator> rows,
+              WriteRef buffered, WriteRef buffered_end, std::vector<std::string> columns);
   TxnIterator(const TxnIterator&) = delete;
   TxnIterator& operator=(const TxnIterator&) = delete;
 
   bool Valid() const override { return valid_; }
   void Next() override;
+  void Seek(std::string_view row) override;
   std::string_view row() const override { return row_; }
   std::string_view column() const override { return column_; }
   std::string_view value() const override { return value_; }
@@ -66,6 +67,8 @@ class TxnIterator final : public TransactionIterator {
   TransactionImpl* const txn_;
   std::shared_ptr<RowStore> store_;
   const std::string table_;
+  const std::string start_row_;
+  const std::string end_row_;
   std::unique_ptr<RowIterator> rows_;
   WriteRef buffered_;
   const WriteRef buffered_end_;

@@ -257,6 +257,12 @@ class TransactionIterator {
   virtual ~TransactionIterator() = default;
   virtual bool Valid() const = 0;
   virtual void Next() = 0;
+  // Moves to the first (row, column) of the scan at or after the start of
+  // `row` (a row before the scan's start_row: to start_row), or makes the
+  // iterator !Valid() when there is none before its end_row. It reads the
+  // same snapshot as the scan and the transaction's buffered writes as they
+  // are now; backwards is fine. Does nothing once status() is not OK.
+  virtual void Seek(std::string_view row) = 0;
   virtual std::string_view row() const = 0;
   virtual std::string_view column() const = 0;
   virtual std::string_view value() const = 0;

@@ -1135,6 +1135,52 @@ TEST_F(TransactionTest, ScanMergesTheSnapshotWithOwnWrites) {
   EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c", "d"}));
 }
 
+TEST_F(TransactionTest, ScanSeeksAnywhereInItsRange) {
+  Open();
+  {
+    std::unique_ptr<Transaction> t = Begin();
+    for (const char* row : {"a", "b", "c", "d", "e"}) {
+      ASSERT_OK(t->Set("bank", row, "x", std::string("1") + row));
+    }
+    ASSERT_OK(t->Commit());
+  }
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Erase("bank", "c", "x"));
+  ASSERT_OK(t->Set("bank", "cc", "x", "new"));
+  Result<std::unique_ptr<TransactionIterator>> it = t->Scan("bank", "b", "e");
+  ASSERT_OK(it.status());
+  TransactionIterator& i = **it;
+  // The (row/column=value) at the iterator, "end" when not Valid, and the
+  // rest of the scan from there.
+  auto rest = [&] {
+    std::string out;
+    for (; i.Valid(); i.Next()) {
+      out +=
+          std::string(i.row()) + "/" + std::string(i.column()) + "=" + std::string(i.value()) + " ";
+    }
+    EXPECT_OK(i.status());
+    return out + "end";
+  };
+  i.Seek("c");  // c/x is erased here: the buffered row that follows it
+  EXPECT_EQ(rest(), "cc/x=new d/x=1d end");
+  i.Seek("b");  // backwards
+  EXPECT_EQ(rest(), "b/x=1b cc/x=new d/x=1d end");
+  i.Seek("");  // before start_row: start_row
+  EXPECT_EQ(rest(), "b/x=1b cc/x=new d/x=1d end");
+  i.Seek("ca");
+  EXPECT_EQ(rest(), "cc/x=new d/x=1d end");
+  i.Seek("d");
+  EXPECT_EQ(rest(), "d/x=1d end");
+  i.Seek("e");  // end_row: nothing
+  EXPECT_EQ(rest(), "end");
+  i.Seek("zz");
+  EXPECT_EQ(rest(), "end");
+  // Writes buffered after the scan began are seen by a later Seek.
+  ASSERT_OK(t->Set("bank", "bz", "x", "later"));
+  i.Seek("b");
+  EXPECT_EQ(rest(), "b/x=1b bz/x=later cc/x=new d/x=1d end");
+}
+
 TEST_F(TransactionTest, BadInputIsRejectedAndChangesNothing) {
   Open();
   std::unique_ptr<Transaction> t = Begin();
