@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/coding.h"
 #include "strata/slice.h"
 
 namespace strata {
@@ -71,18 +72,14 @@ bool ParseCellKey(const Slice& key, ParsedCellKey* out);
 
 // Fast accessors on an encoded key. REQUIRES: key is a well-formed cell key.
 inline uint64_t CellKeyTag(const Slice& key) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | static_cast<uint8_t>(key.data()[key.size() - 8 + i]);
-  return ~v;
+  return ~DecodeBigEndian64(key.data() + key.size() - 8);
 }
 inline SequenceNumber CellKeySequence(const Slice& key) { return CellKeyTag(key) >> 8; }
 inline CellType CellKeyType(const Slice& key) {
   return static_cast<CellType>(CellKeyTag(key) & 0xff);
 }
 inline uint64_t CellKeyTimestamp(const Slice& key) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | static_cast<uint8_t>(key.data()[key.size() - 16 + i]);
-  return ~v;
+  return ~DecodeBigEndian64(key.data() + key.size() - 16);
 }
 // The key without timestamp and tag: (row, family, qualifier).
 inline Slice CellKeyColumn(const Slice& key) { return Slice(key.data(), key.size() - 16); }

@@ -10,15 +10,20 @@ class ConcatIterator final : public InternalIterator {
   explicit ConcatIterator(std::unique_ptr<ConcatChildren> children)
       : children_(std::move(children)) {}
 
-  bool Valid() const override { return it_ != nullptr && it_->Valid(); }
+  // The child's position is cached after every move (valid_, key_): a
+  // reader asks for them several times per entry, each a call through the
+  // child's own layers otherwise.
+  bool Valid() const override { return valid_; }
 
   void SeekToFirst() override {
+    valid_ = false;
     if (!status().ok() || !Open(0)) return;
     if (it_ != nullptr) it_->SeekToFirst();
     SkipExhausted();
   }
 
   void Seek(const Slice& target) override {
+    valid_ = false;
     if (!status().ok()) return;  // an error sticks
     // The first child whose last key is at or after the target.
     size_t lo = 0;
@@ -38,10 +43,14 @@ class ConcatIterator final : public InternalIterator {
 
   void Next() override {
     it_->Next();
+    if (it_->Valid()) {
+      key_ = it_->key();
+      return;
+    }
     SkipExhausted();
   }
 
-  Slice key() const override { return it_->key(); }
+  Slice key() const override { return key_; }
   Slice value() const override { return it_->value(); }
   Status status() const override {
     if (!status_.ok()) return status_;
@@ -68,12 +77,15 @@ class ConcatIterator final : public InternalIterator {
     return true;
   }
 
-  // From a child walked to its end, on to the first entry of the next.
+  // From a child walked to its end, on to the first entry of the next; then
+  // caches the position.
   void SkipExhausted() {
     while (it_ != nullptr && !it_->Valid() && it_->status().ok()) {
-      if (!Open(index_ + 1)) return;
+      if (!Open(index_ + 1)) break;
       if (it_ != nullptr) it_->SeekToFirst();
     }
+    valid_ = it_ != nullptr && it_->Valid();
+    if (valid_) key_ = it_->key();
   }
 
   const std::unique_ptr<ConcatChildren> children_;
@@ -81,6 +93,8 @@ class ConcatIterator final : public InternalIterator {
   // Declared before the iterator that reads from it, so it goes after.
   std::shared_ptr<const void> pin_;
   std::unique_ptr<InternalIterator> it_;
+  bool valid_ = false;
+  Slice key_;  // it_->key() while valid_
   Status status_;
 };
 

@@ -345,7 +345,8 @@ Status CollectRowFromHere(InternalIterator* it, const Slice& prefix, ReadPoint* 
     }
     out->Add(found, ts, it->value());
   }
-  return it->status();
+  // A valid iterator has no error (common/iterator.h).
+  return it->Valid() ? Status::OK() : it->status();
 }
 
 }  // namespace strata::engine

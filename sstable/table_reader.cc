@@ -16,7 +16,7 @@ class TableReader::Iter final : public InternalIterator {
   Iter(const TableReader* table, bool fill_cache)
       : table_(table), fill_cache_(fill_cache), index_iter_(table->index_.get()) {}
 
-  bool Valid() const override { return status_.ok() && data_iter_ && data_iter_->Valid(); }
+  bool Valid() const override { return valid_; }
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
@@ -39,8 +39,10 @@ class TableReader::Iter final : public InternalIterator {
   }
 
   void Next() override {
-    if (!Valid()) return;
+    if (!valid_) return;
     data_iter_->Next();
+    // Most steps stay inside the block.
+    if (data_iter_->Valid()) return;
     SkipEmptyBlocksForward();
   }
 
@@ -50,6 +52,7 @@ class TableReader::Iter final : public InternalIterator {
 
  private:
   void ClearData() {
+    valid_ = false;
     data_iter_.reset();
     owned_.reset();
     cached_.Reset();
@@ -94,6 +97,8 @@ class TableReader::Iter final : public InternalIterator {
     data_offset_ = handle.offset;
   }
 
+  // Ends every move: from an exhausted block on to the first entry of the
+  // next non-empty one, and sets valid_.
   void SkipEmptyBlocksForward() {
     while (status_.ok() && (!data_iter_ || !data_iter_->Valid())) {
       if (data_iter_ && !data_iter_->status().ok()) {
@@ -109,6 +114,7 @@ class TableReader::Iter final : public InternalIterator {
       InitDataBlock();
       if (data_iter_) data_iter_->SeekToFirst();
     }
+    valid_ = status_.ok() && data_iter_ && data_iter_->Valid();
   }
 
   const TableReader* const table_;
@@ -118,6 +124,8 @@ class TableReader::Iter final : public InternalIterator {
   std::unique_ptr<Block> owned_;  // holds it otherwise
   std::optional<Block::Iter> data_iter_;
   uint64_t data_offset_ = UINT64_MAX;
+  // status_ is OK and data_iter_ stands on an entry.
+  bool valid_ = false;
   Status status_;
 };
 
