@@ -81,6 +81,7 @@ void Block::Iter::KeyBuffer::Grow(size_t keep, size_t need) {
 
 Block::Iter::Iter(const Block* block)
     : data_(block->data_.get()),
+      data_end_(block->data_.get() + block->size_),
       restart_offset_(block->restart_offset_),
       num_restarts_(block->num_restarts_),
       encoding_(block->encoding_) {}
@@ -166,7 +167,7 @@ bool Block::Iter::ParseCellKeyTailEntry(uint32_t p, const char* q, uint32_t shar
     }
     timestamp_ = DecodeTimestampDelta(ts_delta, timestamp_);
     tag_ = tag;
-    key_.AssembleCellKey(shared, middle, non_shared, suffix, timestamp_, tag_);
+    key_.AssembleCellKey(shared, middle, non_shared, suffix, data_end_, timestamp_, tag_);
   }
   value_ = Slice(q, value_len);
   current_ = p;

@@ -135,18 +135,30 @@ class Block::Iter final : public InternalIterator {
     }
     // Builds a cell key: the first `shared` bytes, `n` bytes at `middle`,
     // the last `suffix` bytes of the current key's column (all but its last
-    // 16 bytes), then the 16-byte tail ~timestamp ~tag.
+    // 16 bytes), then the 16-byte tail ~timestamp ~tag. `middle_end` is
+    // where the bytes readable at `middle` end.
     // REQUIRES: shared + suffix <= size() - 16 when suffix > 0, else
-    // shared <= size()
+    // shared <= size(); middle + n <= middle_end
     void AssembleCellKey(size_t shared, const char* middle, size_t n, size_t suffix,
-                         uint64_t timestamp, uint64_t tag) {
+                         const char* middle_end, uint64_t timestamp, uint64_t tag) {
       const size_t need = shared + n + suffix + 16;
-      if (need > capacity_) Grow(size_, need);
+      if (need + 16 > capacity_) Grow(size_, need + 16);
       char* dst = heap_ ? heap_.get() : inline_;
-      if (suffix > 0) std::memmove(dst + shared + n, dst + size_ - 16 - suffix, suffix);
-      dst += shared;
-      std::memcpy(dst, middle, n);
-      dst += n + suffix;
+      if (n <= 16 && suffix <= 16 && middle_end - middle >= 16) {
+        // The usual entry: a few middle bytes and a short suffix, copied as
+        // 16-byte words. The suffix is loaded before anything is stored
+        // (it may overlap where the middle goes); each store may write
+        // bytes past its part, which the next part (last, the tail)
+        // overwrites, all inside need + 16.
+        char moved[16];
+        std::memcpy(moved, dst + size_ - 16 - suffix, 16);
+        std::memcpy(dst + shared, middle, 16);
+        std::memcpy(dst + shared + n, moved, 16);
+      } else {
+        if (suffix > 0) std::memmove(dst + shared + n, dst + size_ - 16 - suffix, suffix);
+        std::memcpy(dst + shared, middle, n);
+      }
+      dst += shared + n + suffix;
       EncodeBigEndian64(dst, ~timestamp);
       EncodeBigEndian64(dst + 8, ~tag);
       size_ = need;
@@ -178,6 +190,7 @@ class Block::Iter final : public InternalIterator {
   void Corrupt(uint32_t offset, const char* what);
 
   const char* const data_;
+  const char* const data_end_;  // the end of the block (its restart array included)
   const uint32_t restart_offset_;
   const uint32_t num_restarts_;
   const KeyEncoding encoding_;
