@@ -28,6 +28,10 @@ class VectorIterator final : public InternalIterator {
   void Seek(const Slice& target) override {
     pos_ = std::lower_bound(keys_->begin(), keys_->end(), target.ToString()) - keys_->begin();
   }
+  void SeekBefore(const Slice& target) override {
+    pos_ = std::lower_bound(keys_->begin(), keys_->end(), target.ToString()) - keys_->begin();
+    pos_ = pos_ == 0 ? keys_->size() : pos_ - 1;
+  }
   void Next() override { pos_++; }
   Slice key() const override { return Slice((*keys_)[pos_]); }
   Slice value() const override { return Slice((*keys_)[pos_]); }

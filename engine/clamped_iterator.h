@@ -20,9 +20,10 @@ class ClampedIterator final : public InternalIterator {
       : base_(std::move(base)), lo_(std::move(lo)), hi_(std::move(hi)) {}
 
   bool Valid() const override {
-    return base_->Valid() && (hi_.empty() || base_->key().compare(Slice(hi_)) < 0);
+    return !before_lo_ && base_->Valid() && (hi_.empty() || base_->key().compare(Slice(hi_)) < 0);
   }
   void SeekToFirst() override {
+    before_lo_ = false;
     if (lo_.empty()) {
       base_->SeekToFirst();
     } else {
@@ -30,7 +31,12 @@ class ClampedIterator final : public InternalIterator {
     }
   }
   void Seek(const Slice& target) override {
+    before_lo_ = false;
     base_->Seek(!lo_.empty() && target.compare(Slice(lo_)) < 0 ? Slice(lo_) : target);
+  }
+  void SeekBefore(const Slice& target) override {
+    base_->SeekBefore(!hi_.empty() && target.compare(Slice(hi_)) > 0 ? Slice(hi_) : target);
+    before_lo_ = base_->Valid() && !lo_.empty() && base_->key().compare(Slice(lo_)) < 0;
   }
   void Next() override { base_->Next(); }
   Slice key() const override { return base_->key(); }
@@ -41,6 +47,7 @@ class ClampedIterator final : public InternalIterator {
   std::unique_ptr<InternalIterator> base_;
   const std::string lo_;
   const std::string hi_;
+  bool before_lo_ = false;  // SeekBefore found only keys below lo_
 };
 
 }  // namespace strata::engine

@@ -1,5 +1,6 @@
 #include "engine/concat_iterator.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace strata::engine {
@@ -25,20 +26,29 @@ class ConcatIterator final : public InternalIterator {
   void Seek(const Slice& target) override {
     valid_ = false;
     if (!status().ok()) return;  // an error sticks
-    // The first child whose last key is at or after the target.
-    size_t lo = 0;
-    size_t hi = children_->size();
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (children_->last_key(mid).compare(target) < 0) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    if (!Open(lo)) return;
+    if (!Open(FirstEndingAtOrAfter(target))) return;
     if (it_ != nullptr) it_->Seek(target);
     SkipExhausted();
+  }
+
+  void SeekBefore(const Slice& target) override {
+    valid_ = false;
+    if (!status().ok()) return;
+    // The child the target falls in may hold keys below it; else the one
+    // before holds the last such key (all of its keys are below), unless
+    // it is empty.
+    if (children_->size() == 0) return;
+    size_t i = std::min(FirstEndingAtOrAfter(target), children_->size() - 1);
+    for (;; i--) {
+      if (!Open(i)) return;
+      it_->SeekBefore(target);
+      if (it_->Valid()) {
+        valid_ = true;
+        key_ = it_->key();
+        return;
+      }
+      if (!it_->status().ok() || i == 0) return;
+    }
   }
 
   void Next() override {
@@ -58,6 +68,21 @@ class ConcatIterator final : public InternalIterator {
   }
 
  private:
+  // The first child whose last key is at or after `target` (size() when none is).
+  size_t FirstEndingAtOrAfter(const Slice& target) const {
+    size_t lo = 0;
+    size_t hi = children_->size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (children_->last_key(mid).compare(target) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
   // Stands on child `index` (none past the last), reusing it when it is
   // already open; false on an error, which sticks.
   bool Open(size_t index) {

@@ -29,6 +29,25 @@ class MergingIterator final : public InternalIterator {
     for (auto& c : children_) c->Seek(target);
     Rebuild();
   }
+  // The largest of the children's last keys below the target; the heap
+  // holds that child alone until the next Seek (Next is not allowed).
+  void SeekBefore(const Slice& target) override {
+    heap_.clear();
+    for (auto& c : children_) {
+      c->SeekBefore(target);
+      if (!c->status().ok()) {
+        status_ = c->status();
+        heap_.clear();
+        return;
+      }
+      if (!c->Valid()) continue;
+      if (heap_.empty()) {
+        heap_.push_back(Node{c.get(), c->key()});
+      } else if (heap_.front().key.compare(c->key()) < 0) {
+        heap_.front() = Node{c.get(), c->key()};
+      }
+    }
+  }
   void Next() override {
     Node& top = heap_.front();
     top.child->Next();

@@ -83,65 +83,114 @@ bool ScanIterator::NotePosition(GroupInput* in) {
   return true;
 }
 
+const ScanIterator::GroupInput* ScanIterator::SmallestRow(Slice* prefix) const {
+  const GroupInput* smallest = nullptr;
+  for (const auto& in : inputs_) {
+    if (in.prefix_size == 0) continue;
+    const Slice p(in.it->key().data(), in.prefix_size);
+    if (smallest == nullptr || p.compare(*prefix) < 0) {
+      smallest = &in;
+      *prefix = p;
+    }
+  }
+  return smallest;
+}
+
 void ScanIterator::Advance() {
   valid_ = false;
   while (status_.ok()) {
-    // The smallest row any input stands on.
-    const GroupInput* smallest = nullptr;
     Slice smallest_prefix;
-    for (const auto& in : inputs_) {
-      if (in.prefix_size == 0) continue;
-      const Slice p(in.it->key().data(), in.prefix_size);
-      if (smallest == nullptr || p.compare(smallest_prefix) < 0) {
-        smallest = &in;
-        smallest_prefix = p;
-      }
-    }
+    const GroupInput* smallest = SmallestRow(&smallest_prefix);
     if (smallest == nullptr) return;
     if (!end_prefix_.empty() && smallest_prefix.compare(end_prefix_) >= 0) return;
-    // The walks move the inputs, so the prefix is copied.
-    row_prefix_.assign(smallest_prefix.data(), smallest_prefix.size());
-    const bool plain_row = smallest->plain_row;
-    const Slice prefix(row_prefix_);
-    collected_.Clear();
-    run_ends_.clear();
-    ReadPoint at = read_point_;
-    for (auto& in : inputs_) {
-      // One input stands on the smallest row when it is the only one.
-      if (inputs_.size() > 1 &&
-          (in.prefix_size != prefix.size() ||
-           std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0)) {
-        continue;
-      }
-      Status s = CollectRowFromHere(in.it.get(), prefix, &at, filter_, *schema_, &collected_);
-      if (s.ok() && !NotePosition(&in)) return;
-      if (!s.ok()) {
-        status_ = s;
-        return;
-      }
-      run_ends_.push_back(collected_.entries.size());
+    if (ReadRow(*smallest, smallest_prefix)) return;
+  }
+}
+
+bool ScanIterator::ReadRow(const GroupInput& smallest, const Slice& smallest_prefix) {
+  // The walks move the inputs, so the prefix is copied.
+  row_prefix_.assign(smallest_prefix.data(), smallest_prefix.size());
+  const bool plain_row = smallest.plain_row;
+  const Slice prefix(row_prefix_);
+  collected_.Clear();
+  run_ends_.clear();
+  ReadPoint at = read_point_;
+  for (auto& in : inputs_) {
+    // One input stands on the smallest row when it is the only one.
+    if (inputs_.size() > 1 &&
+        (in.prefix_size != prefix.size() ||
+         std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0)) {
+      continue;
     }
-    // A row with records a crash may still lose is handed out once they
-    // are durable.
-    if (Status s = engine_->AwaitDurableReads(at); !s.ok()) {
+    Status s = CollectRowFromHere(in.it.get(), prefix, &at, filter_, *schema_, &collected_);
+    if (!s.ok()) {
       status_ = s;
+      return false;
+    }
+    if (!NotePosition(&in)) return false;
+    run_ends_.push_back(collected_.entries.size());
+  }
+  // A row with records a crash may still lose is handed out once they are
+  // durable.
+  if (Status s = engine_->AwaitDurableReads(at); !s.ok()) {
+    status_ = s;
+    return false;
+  }
+  if (collected_.entries.empty()) return false;  // deleted or filtered out
+  // A row without a 0x00 byte is its prefix less the terminator.
+  if (plain_row) {
+    row_view_ = std::string_view(prefix.data(), prefix.size() - 2);
+  } else {
+    Slice enc(prefix);
+    if (!GetMemcomparable(&enc, &row_)) {
+      status_ = Status::Corruption("scan met a malformed row key");
+      return false;
+    }
+    row_view_ = row_;
+  }
+  PublishRow(run_ends_);
+  valid_ = true;
+  return true;
+}
+
+void ScanIterator::Prev() {
+  if (!status_.ok() || !valid_) return;
+  valid_ = false;
+  prev_target_ = row_prefix_;
+  for (;;) {
+    // The largest row below the target that any input holds.
+    bool found = false;
+    for (auto& in : inputs_) {
+      in.it->SeekBefore(prev_target_);
+      if (!NotePosition(&in)) return;
+      if (in.prefix_size == 0) continue;
+      const Slice p(in.it->key().data(), in.prefix_size);
+      if (!found || p.compare(row_prefix_) > 0) {
+        row_prefix_.assign(p.data(), p.size());
+        found = true;
+      }
+    }
+    if (!found || Slice(row_prefix_).compare(start_prefix_) < 0) {
+      // Before the range: the inputs stand nowhere a Next could use.
+      for (auto& in : inputs_) in.prefix_size = 0;
       return;
     }
-    if (collected_.entries.empty()) continue;  // deleted or filtered out
-    // A row without a 0x00 byte is its prefix less the terminator.
-    if (plain_row) {
-      row_view_ = std::string_view(prefix.data(), prefix.size() - 2);
-    } else {
-      Slice enc(prefix);
-      if (!GetMemcomparable(&enc, &row_)) {
-        status_ = Status::Corruption("scan met a malformed row key");
-        return;
-      }
-      row_view_ = row_;
+    // Every input to that row, which is then the smallest any stands on.
+    prev_target_ = row_prefix_;
+    for (auto& in : inputs_) {
+      in.it->Seek(prev_target_);
+      if (!NotePosition(&in)) return;
     }
-    PublishRow(run_ends_);
-    valid_ = true;
-    return;
+    Slice smallest_prefix;
+    const GroupInput* smallest = SmallestRow(&smallest_prefix);
+    if (smallest == nullptr) {
+      status_ = Status::Corruption("scan lost row " + HexBytes(prev_target_) + " stepping back");
+      return;
+    }
+    if (ReadRow(*smallest, smallest_prefix)) return;
+    if (!status_.ok()) return;
+    // A row with no cell for the scan (deleted, newer than the snapshot,
+    // filtered out): on back from it.
   }
 }
 

@@ -65,6 +65,7 @@ class ScanIterator final : public RowIterator {
 
   bool Valid() const override { return valid_; }
   void Next() override { Advance(); }
+  void Prev() override;
   void Seek(std::string_view row) override;
   std::string_view row() const override { return row_view_; }
   const std::vector<CellView>& cell_views() const override { return views_; }
@@ -102,7 +103,15 @@ class ScanIterator final : public RowIterator {
   // malformed key, with status_ set.
   bool NotePosition(GroupInput* in);
   void Advance();
-  // Orders the collected cells by family when the walks of several groups
+  // The input standing on the smallest row, and that row's prefix in
+  // *prefix; nullptr when none stands on a row.
+  const GroupInput* SmallestRow(Slice* prefix) const;
+  // Reads the row `smallest` stands on (`prefix`) from every input on it and
+  // publishes it; false when it has no cell for the scan, or on an error
+  // (status_ set).
+  bool ReadRow(const GroupInput& smallest,
+               const Slice& prefix);  // Orders the collected cells by family when the walks of
+                                      // several groups
   // gave them (each walk's run is already in order), then points views_ at them.
   void PublishRow(const std::vector<size_t>& run_ends);
 
@@ -120,6 +129,7 @@ class ScanIterator final : public RowIterator {
   bool valid_ = false;
   std::string seek_target_;  // Seek's encoded target, its memory reused
   std::string row_prefix_;   // the encoded prefix of the row being read
+  std::string prev_target_;  // Prev's current bound, its memory reused
   std::string row_;         // the row, when decoding it takes a copy
   std::string_view row_view_;  // the row: in row_prefix_ or row_
   Collector collected_;

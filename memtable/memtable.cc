@@ -79,6 +79,12 @@ class MemTable::Iterator final : public InternalIterator {
     std::memcpy(p, target.data(), target.size());
     iter_.Seek(entry);
   }
+  void SeekBefore(const Slice& target) override {
+    std::string entry;
+    PutVarint32(&entry, static_cast<uint32_t>(target.size()));
+    entry.append(target.data(), target.size());
+    iter_.SeekBefore(entry.data());
+  }
   void Next() override { iter_.Next(); }
   Slice key() const override { return DecodeLengthPrefixed(iter_.key()); }
   Slice value() const override {

@@ -94,6 +94,8 @@ class SkipList {
     void Seek(const Key& target) { node_ = list_->FindGreaterOrEqual(target, nullptr); }
     // Positions at the last key <= target.
     void SeekForPrev(const Key& target) { node_ = list_->FindLessThan(target, /*or_equal=*/true); }
+    // Positions at the last key < target.
+    void SeekBefore(const Key& target) { node_ = list_->FindLessThan(target, /*or_equal=*/false); }
     void SeekToFirst() { node_ = list_->head_->Next(0); }
     void SeekToLast() { node_ = list_->FindLast(); }
 

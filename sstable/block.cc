@@ -234,20 +234,26 @@ void Block::Iter::Next() {
   ParseEntryAt(next_);
 }
 
-void Block::Iter::Seek(const Slice& target) {
-  if (!status_.ok()) return;
-  // Binary search for the last restart whose key is < target.
+bool Block::Iter::LastRestartBefore(const Slice& target, uint32_t* index) {
   uint32_t left = 0, right = num_restarts_ - 1;
   while (left < right) {
     const uint32_t mid = left + (right - left + 1) / 2;
     Slice mid_key;
-    if (!RestartKey(mid, &mid_key)) return;
+    if (!RestartKey(mid, &mid_key)) return false;
     if (mid_key.compare(target) < 0) {
       left = mid;
     } else {
       right = mid - 1;
     }
   }
+  *index = left;
+  return true;
+}
+
+void Block::Iter::Seek(const Slice& target) {
+  if (!status_.ok()) return;
+  uint32_t left;
+  if (!LastRestartBefore(target, &left)) return;
   SeekToRestart(left);
   // The answer lies before the next restart point: ask for those bytes at
   // once, rather than one cache line per entry as the scan reaches them.
@@ -258,6 +264,25 @@ void Block::Iter::Seek(const Slice& target) {
     if (key().compare(target) >= 0) return;
   }
   valid_ = false;
+}
+
+void Block::Iter::SeekBefore(const Slice& target) {
+  if (!status_.ok()) return;
+  uint32_t restart;
+  if (!LastRestartBefore(target, &restart)) return;
+  // Count the entries from that restart below the target, then walk to the
+  // last of them again: a tail entry's key needs the ones before it.
+  SeekToRestart(restart);
+  uint32_t below = 0;
+  while (next_ < restart_offset_) {
+    if (!ParseEntryAt(next_)) return;
+    if (key().compare(target) >= 0) break;
+    below++;
+  }
+  SeekToRestart(restart);
+  for (uint32_t i = 0; i < below; i++) {
+    if (!ParseEntryAt(next_)) return;
+  }
 }
 
 }  // namespace strata::sstable

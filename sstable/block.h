@@ -101,6 +101,8 @@ class Block::Iter final : public InternalIterator {
   void SeekToFirst() override;
   void SeekToLast();
   void Seek(const Slice& target) override;
+  // Unlike other iterators', a block iterator may go on with Next() after it.
+  void SeekBefore(const Slice& target) override;
   // Positions at the entry of restart point `index` (every entry, when the
   // restart interval is 1); not Valid() when index == num_restarts().
   // REQUIRES: index <= num_restarts()
@@ -187,6 +189,9 @@ class Block::Iter final : public InternalIterator {
   }
   // Decodes the full key stored at restart `index` (it shares nothing).
   bool RestartKey(uint32_t index, Slice* key);
+  // The last restart whose key is < target (0 when none is); false on
+  // damage, with status_ set.
+  bool LastRestartBefore(const Slice& target, uint32_t* index);
   void Corrupt(uint32_t offset, const char* what);
 
   const char* const data_;

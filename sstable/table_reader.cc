@@ -38,6 +38,47 @@ class TableReader::Iter final : public InternalIterator {
     SkipEmptyBlocksForward();
   }
 
+  void SeekBefore(const Slice& target) override {
+    if (!status_.ok()) return;
+    valid_ = false;
+    // The first block whose separator is >= target holds every key below
+    // the target that the blocks before it do not; with none, the last
+    // block holds the last key.
+    if (table_->index_windows_.empty()) {
+      index_iter_.Seek(target);
+    } else {
+      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
+    }
+    if (!index_iter_.Valid()) {
+      if (!index_iter_.status().ok()) {
+        InitDataBlock();  // reports the index's damage
+        return;
+      }
+      index_iter_.SeekToLast();
+    }
+    for (;;) {
+      InitDataBlock();
+      if (!data_iter_) return;  // no blocks, or an error
+      data_iter_->SeekBefore(target);
+      if (data_iter_->Valid()) break;
+      if (!data_iter_->status().ok()) {
+        Fail(BlockCorruption(table_->file_name_, BlockKind::kData, data_offset_,
+                             std::string(data_iter_->status().message())));
+        return;
+      }
+      // Nothing below the target here: the block before (one index entry
+      // per restart, so the entry before is the last one below this one's).
+      separator_.assign(index_iter_.key().data(), index_iter_.key().size());
+      index_iter_.SeekBefore(separator_);
+      if (!index_iter_.Valid()) {
+        if (!index_iter_.status().ok()) InitDataBlock();
+        ClearData();
+        return;
+      }
+    }
+    valid_ = true;
+  }
+
   void Next() override {
     if (!valid_) return;
     data_iter_->Next();
@@ -126,6 +167,7 @@ class TableReader::Iter final : public InternalIterator {
   uint64_t data_offset_ = UINT64_MAX;
   // status_ is OK and data_iter_ stands on an entry.
   bool valid_ = false;
+  std::string separator_;  // SeekBefore's copy of an index key
   Status status_;
 };
 

@@ -1,11 +1,12 @@
 // RowIterator: walks the rows of a Table::Scan in row order, one row and its
 // cells at a time, and can Seek to another row of the scan's range as often
-// as it likes (one iterator serves many seeks: no new scan per seek).
+// as it likes (one iterator serves many seeks: no new scan per seek), or
+// step back to the row before (Prev).
 //
 // The contract follows LevelDB's iterators: check Valid() before row() and
 // the cells; an error makes the iterator !Valid() and sticks in status().
 // The iterator reads one consistent snapshot taken when the scan began;
-// every Seek reads that same snapshot.
+// every Seek and Prev reads that same snapshot.
 //
 // Cells come two ways: cell_views() hands out views into the iterator's own
 // buffers (no allocation per row once the buffers have grown to the largest
@@ -46,6 +47,14 @@ class RowIterator {
   // REQUIRES: Valid(). Moves to the next row with at least one cell that
   // passes the scan's filter.
   virtual void Next() = 0;
+  // REQUIRES: Valid(). Moves to the previous row with at least one cell
+  // that passes the filter, or makes the iterator !Valid() when there is
+  // none at or after the scan's start_row (then only Seek moves it again).
+  // A step back searches every source of the scan for the row before (a
+  // binary search in each table and memtable, not a walk), and goes on
+  // back past rows with no cell for the scan (deleted, or newer than its
+  // snapshot), one search per such row.
+  virtual void Prev() = 0;
   // Moves to the first row at or after `row` (a row before the scan's
   // start_row: to start_row; empty: to the start of the range) with at
   // least one cell that passes the filter, or makes the iterator !Valid()

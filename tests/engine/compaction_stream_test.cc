@@ -31,6 +31,10 @@ class VectorIterator final : public InternalIterator {
   bool Valid() const override { return it_ != entries_->end(); }
   void SeekToFirst() override { it_ = entries_->begin(); }
   void Seek(const Slice& target) override { it_ = entries_->lower_bound(target.ToString()); }
+  void SeekBefore(const Slice& target) override {
+    it_ = entries_->lower_bound(target.ToString());
+    it_ = it_ == entries_->begin() ? entries_->end() : std::prev(it_);
+  }
   void Next() override { ++it_; }
   Slice key() const override { return Slice(it_->first); }
   Slice value() const override { return Slice(it_->second); }

@@ -13,6 +13,7 @@
 
 #include "common/random.h"
 #include "engine/concat_iterator.h"
+#include "util/status_matchers.h"
 
 namespace strata::engine {
 namespace {
@@ -28,6 +29,10 @@ class VectorIterator final : public InternalIterator {
   bool Valid() const override { return status_.ok() && it_ != entries_.end(); }
   void SeekToFirst() override { Settle(entries_.begin()); }
   void Seek(const Slice& target) override { Settle(entries_.lower_bound(target.ToString())); }
+  void SeekBefore(const Slice& target) override {
+    auto it = entries_.lower_bound(target.ToString());
+    Settle(it == entries_.begin() ? entries_.end() : std::prev(it));
+  }
   void Next() override { Settle(std::next(it_)); }
   Slice key() const override { return Slice(it_->first); }
   Slice value() const override { return Slice(it_->second); }
@@ -94,6 +99,22 @@ TEST(MergingIteratorTest, MatchesTheModelForAnyChildCount) {
       }
       if (s == 19) ExpectSame(merged.get(), model, from);
     }
+    // The last key below a target; then a seek walks on as before.
+    for (int s = 0; s < 50; s++) {
+      const std::string target = Key(rnd.Uniform(100001));
+      merged->SeekBefore(target);
+      auto below = model.lower_bound(target);
+      if (below == model.begin()) {
+        ASSERT_FALSE(merged->Valid()) << target;
+      } else {
+        --below;
+        ASSERT_TRUE(merged->Valid()) << target;
+        ASSERT_EQ(merged->key().ToString(), below->first);
+        ASSERT_EQ(merged->value().ToString(), below->second);
+      }
+    }
+    merged->Seek(Key(0));
+    ExpectSame(merged.get(), model, model.begin());
   }
 }
 
@@ -192,6 +213,21 @@ TEST(ConcatIteratorTest, ReadsDisjointChildrenInTurnOpeningThemWhenReached) {
     const std::string target = Key(rnd.Uniform(next + 2));
     concat->Seek(target);
     ExpectSame(concat.get(), model, model.lower_bound(target));
+  }
+  // The last key below a target, across empty children too.
+  for (uint64_t t = 0; t <= next + 1; t++) {
+    const std::string target = Key(t);
+    concat->SeekBefore(target);
+    auto below = model.lower_bound(target);
+    if (below == model.begin()) {
+      ASSERT_FALSE(concat->Valid()) << target;
+      ASSERT_OK(concat->status());
+    } else {
+      --below;
+      ASSERT_TRUE(concat->Valid()) << target;
+      ASSERT_EQ(concat->key().ToString(), below->first);
+      ASSERT_EQ(concat->value().ToString(), below->second);
+    }
   }
 }
 

@@ -77,6 +77,17 @@ class Model {
     }
     return std::nullopt;
   }
+  // The last row of the scan's range before `before` with a cell for it.
+  std::optional<std::string> PrevRow(const ScanSpec& spec, const std::string& before) const {
+    auto it = rows_.lower_bound(before);
+    while (it != rows_.begin()) {
+      --it;
+      if (it->first < spec.start_row) break;
+      if (!spec.end_row.empty() && it->first >= spec.end_row) continue;
+      if (!Read(it->first, spec.filter).empty()) return it->first;
+    }
+    return std::nullopt;
+  }
 
  private:
   // Every visible cell of a row, by definition of the rules in row_reader.h,
@@ -229,7 +240,8 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
     return s;
   };
   // Checks where the scan stands (a fresh one: at its first row; else after
-  // a seek), then moves it `steps` times (a seek or a next), checking each row.
+  // a seek), then moves it `steps` times (a seek, a next or a prev), checking
+  // each row.
   auto drive_scan = [&](OpenScan* s, int steps, bool fresh, int op) {
     std::optional<std::string> expected = s->snapshot->NextRow(s->spec, "", false);
     std::string at;
@@ -239,6 +251,9 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
           const std::string target = random_target();
           s->it->Seek(target);
           expected = s->snapshot->NextRow(s->spec, target, false);
+        } else if (rnd.OneIn(3)) {
+          s->it->Prev();
+          expected = s->snapshot->PrevRow(s->spec, at);
         } else {
           s->it->Next();
           expected = s->snapshot->NextRow(s->spec, at, true);

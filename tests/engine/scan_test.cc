@@ -191,7 +191,35 @@ TEST_F(EngineTest, OneIteratorSeeksAnywhereInItsRangeAcrossTabletsAndLevels) {
       expect_at(i, "across a tablet boundary");
       rows.Next();
     }
+    // And back across it with Prev.
+    rows.Seek(key(first + 3));
+    for (int i = first + 3; i > first - 3; i--) {
+      if (i % 10 == 0) continue;
+      expect_at(i, "back across a tablet boundary");
+      rows.Prev();
+    }
   }
+  // Prev steps over deleted rows, stops at start_row, and Next goes on
+  // from where it lands.
+  rows.Seek(key(4001));
+  rows.Prev();
+  expect_at(3999, "prev over a deleted row");
+  rows.Prev();
+  expect_at(3998, "prev");
+  rows.Next();
+  expect_at(3999, "next after prev");
+  rows.Seek(key(1001));
+  rows.Prev();
+  expect_at(-1, "prev from the first row");
+  rows.Seek(key(6999));
+  int walked = 0;
+  for (int i = 6999; rows.Valid(); rows.Prev(), walked++) {
+    if (i % 10 == 0) i--;
+    expect_at(i--, "the whole range backwards");
+    if (HasFatalFailure()) return;
+  }
+  ASSERT_OK(rows.status());
+  EXPECT_EQ(walked, 6000 - 600);
 }
 
 TEST(EngineScanGroupsTest, ScanOfOneGroupOpensOnlyThatGroupsFiles) {

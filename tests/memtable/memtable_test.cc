@@ -279,6 +279,17 @@ void CheckRandomSeeks(Random* rnd, CellGenerator* gen, const MemTable& mem, cons
       it->Next();
       ++m;
     }
+    // The last entry below the target.
+    it->SeekBefore(target);
+    m = model.lower_bound(target);
+    if (m == model.begin()) {
+      ASSERT_FALSE(it->Valid());
+    } else {
+      --m;
+      ASSERT_TRUE(it->Valid());
+      ASSERT_EQ(m->first, it->key().ToString());
+      ASSERT_EQ(m->second, it->value().ToString());
+    }
   }
 }
 

@@ -213,6 +213,25 @@ std::vector<std::string> TargetsAround(const std::string& key) {
 
 void ExpectSeeksLikeModel(Block::Iter* it, const std::map<std::string, std::string>& kvs,
                           const std::string& target) {
+  // The last entry below the target, and the walk on from it.
+  it->SeekBefore(target);
+  auto below = kvs.lower_bound(target);
+  if (below == kvs.begin()) {
+    EXPECT_FALSE(it->Valid()) << HexBytes(target);
+  } else {
+    --below;
+    ASSERT_TRUE(it->Valid()) << HexBytes(target);
+    EXPECT_EQ(HexBytes(it->key()), HexBytes(below->first)) << HexBytes(target);
+    EXPECT_EQ(it->value().ToString(), below->second);
+    it->Next();
+    ++below;
+    if (below == kvs.end()) {
+      EXPECT_FALSE(it->Valid());
+    } else {
+      ASSERT_TRUE(it->Valid());
+      EXPECT_EQ(HexBytes(it->key()), HexBytes(below->first));
+    }
+  }
   it->Seek(target);
   auto want = kvs.lower_bound(target);
   if (want == kvs.end()) {

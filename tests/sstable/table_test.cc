@@ -47,6 +47,16 @@ void CheckTable(const TableReader& table, const Model& model, Random* rnd) {
       ASSERT_EQ(it->key().ToString(), want->first);
       ASSERT_EQ(it->value().ToString(), want->second);
     }
+    // And the last entry below the target.
+    it->SeekBefore(target);
+    if (want == model.begin()) {
+      ASSERT_FALSE(it->Valid()) << HexBytes(target);
+    } else {
+      --want;
+      ASSERT_TRUE(it->Valid()) << HexBytes(target);
+      ASSERT_EQ(it->key().ToString(), want->first);
+      ASSERT_EQ(it->value().ToString(), want->second);
+    }
   };
   for (const auto& [k, v] : model) {
     check_seek(k);

@@ -54,6 +54,10 @@ class ModelScanIterator final : public RowIterator {
     pos_++;
     Publish();
   }
+  void Prev() override {
+    pos_ = pos_ == 0 ? rows_.size() : pos_ - 1;
+    Publish();
+  }
   void Seek(std::string_view row) override {
     pos_ = static_cast<size_t>(
         std::lower_bound(rows_.begin(), rows_.end(), row,
