@@ -83,19 +83,6 @@ bool ScanIterator::NotePosition(GroupInput* in) {
   return true;
 }
 
-const ScanIterator::GroupInput* ScanIterator::SmallestRow(Slice* prefix) const {
-  const GroupInput* smallest = nullptr;
-  for (const auto& in : inputs_) {
-    if (in.prefix_size == 0) continue;
-    const Slice p(in.it->key().data(), in.prefix_size);
-    if (smallest == nullptr || p.compare(*prefix) < 0) {
-      smallest = &in;
-      *prefix = p;
-    }
-  }
-  return smallest;
-}
-
 void ScanIterator::Advance() {
   valid_ = false;
   while (status_.ok()) {

@@ -104,8 +104,19 @@ class ScanIterator final : public RowIterator {
   bool NotePosition(GroupInput* in);
   void Advance();
   // The input standing on the smallest row, and that row's prefix in
-  // *prefix; nullptr when none stands on a row.
-  const GroupInput* SmallestRow(Slice* prefix) const;
+  // *prefix; nullptr when none stands on a row. Once per row: inline.
+  const GroupInput* SmallestRow(Slice* prefix) const {
+    const GroupInput* smallest = nullptr;
+    for (const auto& in : inputs_) {
+      if (in.prefix_size == 0) continue;
+      const Slice p(in.it->key().data(), in.prefix_size);
+      if (smallest == nullptr || p.compare(*prefix) < 0) {
+        smallest = &in;
+        *prefix = p;
+      }
+    }
+    return smallest;
+  }
   // Reads the row `smallest` stands on (`prefix`) from every input on it and
   // publishes it; false when it has no cell for the scan, or on an error
   // (status_ set).
