@@ -578,24 +578,31 @@ TEST(TableTest, FilterFalsePositivesOnTable) {
   }
 }
 
-// The worked example of sstable/FORMAT.md, byte for byte.
-TEST(TableTest, WorkedExampleOfFormatDoc) {
+// The bytes of a worked example of sstable/FORMAT.md: `cells` written
+// uncompressed with 10 bloom bits per key, the ids 1 to 4 and a fixed
+// creation time, in `format_version`.
+std::string WorkedExampleBytes(uint32_t format_version, const Model& cells) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
   const std::string path = dir.Join("example.sst");
-  TableBuilderOptions o{.compression = CompressionType::kNone,
-                        .bloom_bits_per_key = 10,
-                        .format_version = kFormatVersion1};
+  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
+  o.format_version = format_version;
   o.table_id = 1;
   o.tablet_id = 2;
   o.locality_group_id = 3;
   o.file_number = 4;
   o.creation_time = 1700000000;
+  std::string bytes;
+  EXPECT_OK(test::WriteTable(fs, path, o, cells));
+  EXPECT_OK(ReadFileToString(fs, path, &bytes));
+  return bytes;
+}
+
+// The worked example of sstable/FORMAT.md, byte for byte.
+TEST(TableTest, WorkedExampleOfFormatDoc) {
   std::string key;
   AppendCellKey(&key, "r1", 1, "q", 5, 7, CellType::kPut);
-  ASSERT_OK(test::WriteTable(fs, path, o, Model{{key, "v1"}}));
-  std::string bytes;
-  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  const std::string bytes = WorkedExampleBytes(kFormatVersion1, Model{{key, "v1"}});
   // The cell key at 0x0003..0x001b: mc("r1"), family 1, mc("q"), ~5, ~(7 << 8 | put).
   const std::string cell_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
   const std::string expected =
@@ -645,22 +652,10 @@ TEST(TableTest, WorkedExampleOfFormatDoc) {
 
 // The version-2 worked example of sstable/FORMAT.md, byte for byte.
 TEST(TableTest, WorkedExampleOfFormatDocVersion2) {
-  test::ScratchDir dir("sst");
-  FileSystem* fs = FileSystem::Default();
-  const std::string path = dir.Join("example2.sst");
-  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
-  o.table_id = 1;
-  o.tablet_id = 2;
-  o.locality_group_id = 3;
-  o.file_number = 4;
-  o.creation_time = 1700000000;
-  o.format_version = kFormatVersion2;
   std::string put, del;
   AppendCellKey(&put, "r1", 1, "q", 5, 7, CellType::kPut);
   AppendCellKey(&del, "r1", 1, "q", 4, 9, CellType::kDeleteCell);
-  ASSERT_OK(test::WriteTable(fs, path, o, Model{{put, "v1"}, {del, ""}}));
-  std::string bytes;
-  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  const std::string bytes = WorkedExampleBytes(kFormatVersion2, Model{{put, "v1"}, {del, ""}});
   const std::string put_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
   const std::string del_key = "723100010001710001fffffffffffffffbfffffffffffff6fd";
   const std::string expected =
@@ -713,23 +708,13 @@ TEST(TableTest, WorkedExampleOfFormatDocVersion2) {
 
 // The version-3 worked example of sstable/FORMAT.md, byte for byte.
 TEST(TableTest, WorkedExampleOfFormatDocVersion3) {
-  test::ScratchDir dir("sst");
-  FileSystem* fs = FileSystem::Default();
-  const std::string path = dir.Join("example3.sst");
-  TableBuilderOptions o{.compression = CompressionType::kNone, .bloom_bits_per_key = 10};
-  o.table_id = 1;
-  o.tablet_id = 2;
-  o.locality_group_id = 3;
-  o.file_number = 4;
-  o.creation_time = 1700000000;
-  ASSERT_EQ(o.format_version, kFormatVersion3);  // the default
+  ASSERT_EQ(TableBuilderOptions().format_version, kFormatVersion3);  // the default
   std::string put1, del1, put2;
   AppendCellKey(&put1, "r1", 1, "q", 5, 7, CellType::kPut);
   AppendCellKey(&del1, "r1", 1, "q", 4, 9, CellType::kDeleteCell);
   AppendCellKey(&put2, "r2", 1, "q", 5, 8, CellType::kPut);
-  ASSERT_OK(test::WriteTable(fs, path, o, Model{{put1, "v1"}, {del1, ""}, {put2, "v2"}}));
-  std::string bytes;
-  ASSERT_OK(ReadFileToString(fs, path, &bytes));
+  const std::string bytes =
+      WorkedExampleBytes(kFormatVersion3, Model{{put1, "v1"}, {del1, ""}, {put2, "v2"}});
   const std::string put1_key = "723100010001710001fffffffffffffffafffffffffffff8fe";
   const std::string put2_key = "723200010001710001fffffffffffffffafffffffffffff7fe";
   const std::string expected =
