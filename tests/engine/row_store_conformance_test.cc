@@ -649,6 +649,41 @@ TEST_P(RowStoreConformanceTest, ScanWalksRowRangesFromOneSnapshot) {
                                          row(bff)}));
 }
 
+TEST_P(RowStoreConformanceTest, ScanStepsBackWithPrev) {
+  const std::string a0("a\0", 2);
+  for (const std::string& row : {std::string("a"), a0, std::string("b"), std::string("bb"),
+                                 std::string("c"), std::string("d")}) {
+    Put(row, "w", "q", 1, row);
+  }
+  Put("ab", "lock", "l", 1, "ab");
+  RowMutation gone;
+  gone.DeleteRow();
+  Apply("c", gone);
+  CheckEverywhere([&] {
+    auto it = store().Scan(ReadOptions(), Range(a0, "d", Families({"w"})));
+    ASSERT_OK(it);
+    RowIterator& rows = **it;
+    rows.Seek("c");  // deleted, and d is past end_row
+    EXPECT_FALSE(rows.Valid());
+    // Backwards from the last row of [a\0, d): past "ab", which the filter
+    // leaves out, to the start of the range ("a" is below it).
+    rows.Seek("bb");
+    std::vector<std::string> back;
+    for (; rows.Valid(); rows.Prev()) back.emplace_back(rows.row());
+    EXPECT_OK(rows.status());
+    EXPECT_EQ(back, (std::vector<std::string>{"bb", "b", a0}));
+    // Next goes on from where Prev lands; Seek works after Prev ran out.
+    rows.Seek("b");
+    rows.Prev();
+    ASSERT_TRUE(rows.Valid());
+    EXPECT_EQ(rows.row(), a0);
+    rows.Next();
+    ASSERT_TRUE(rows.Valid());
+    EXPECT_EQ(rows.row(), "b");
+    EXPECT_EQ(rows.cells(), (Cells{{"w", "q", 1, "b"}}));
+  });
+}
+
 TEST_P(RowStoreConformanceTest, ReadSessionCachesWhatItFetched) {
   RowMutation m;
   m.Put("w", "q", 1, "1").Put("w", "q", 2, "2").Put("w", "q", 3, "3").Put("lock", "k", 5, "k5");
