@@ -191,9 +191,10 @@ TEST_F(EngineTest, OneIteratorSeeksAnywhereInItsRangeAcrossTabletsAndLevels) {
       expect_at(i, "across a tablet boundary");
       rows.Next();
     }
-    // And back across it with Prev.
-    rows.Seek(key(first + 3));
-    for (int i = first + 3; i > first - 3; i--) {
+    // And back across it with Prev, from a row that is not deleted.
+    const int top = (first + 3) % 10 == 0 ? first + 2 : first + 3;
+    rows.Seek(key(top));
+    for (int i = top; i > first - 3; i--) {
       if (i % 10 == 0) continue;
       expect_at(i, "back across a tablet boundary");
       rows.Prev();
