@@ -65,25 +65,12 @@ class MemTable::Iterator final : public InternalIterator {
   bool Valid() const override { return iter_.Valid(); }
   void SeekToFirst() override { iter_.SeekToFirst(); }
   void Seek(const Slice& target) override {
-    // The skiplist compares entries, so give the target an entry's length
-    // prefix: on the stack for ordinary keys, else in a buffer that keeps
-    // its capacity across seeks.
-    assert(target.size() <= UINT32_MAX);
     char buf[128];
-    char* entry = buf;
-    if (target.size() + kMaxVarint32Length > sizeof(buf)) {
-      seek_scratch_.resize(target.size() + kMaxVarint32Length);
-      entry = seek_scratch_.data();
-    }
-    char* p = EncodeVarint32(entry, static_cast<uint32_t>(target.size()));
-    std::memcpy(p, target.data(), target.size());
-    iter_.Seek(entry);
+    iter_.Seek(AsEntry(target, buf));
   }
   void SeekBefore(const Slice& target) override {
-    std::string entry;
-    PutVarint32(&entry, static_cast<uint32_t>(target.size()));
-    entry.append(target.data(), target.size());
-    iter_.SeekBefore(entry.data());
+    char buf[128];
+    iter_.SeekBefore(AsEntry(target, buf));
   }
   void Next() override { iter_.Next(); }
   Slice key() const override { return DecodeLengthPrefixed(iter_.key()); }
@@ -94,6 +81,21 @@ class MemTable::Iterator final : public InternalIterator {
   Status status() const override { return Status::OK(); }
 
  private:
+  // The skiplist compares entries, so a target gets an entry's length
+  // prefix: in `buf` for ordinary keys, else in a buffer that keeps its
+  // capacity across seeks.
+  const char* AsEntry(const Slice& target, char (&buf)[128]) {
+    assert(target.size() <= UINT32_MAX);
+    char* entry = buf;
+    if (target.size() + kMaxVarint32Length > sizeof(buf)) {
+      seek_scratch_.resize(target.size() + kMaxVarint32Length);
+      entry = seek_scratch_.data();
+    }
+    char* p = EncodeVarint32(entry, static_cast<uint32_t>(target.size()));
+    std::memcpy(p, target.data(), target.size());
+    return entry;
+  }
+
   Table::Iterator iter_;
   std::string seek_scratch_;
 };

@@ -28,11 +28,7 @@ class TableReader::Iter final : public InternalIterator {
 
   void Seek(const Slice& target) override {
     if (!status_.ok()) return;
-    if (table_->index_windows_.empty()) {
-      index_iter_.Seek(target);
-    } else {
-      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
-    }
+    SeekIndex(target);
     InitDataBlock();
     if (data_iter_) data_iter_->Seek(target);
     SkipEmptyBlocksForward();
@@ -44,11 +40,7 @@ class TableReader::Iter final : public InternalIterator {
     // The first block whose separator is >= target holds every key below
     // the target that the blocks before it do not; with none, the last
     // block holds the last key.
-    if (table_->index_windows_.empty()) {
-      index_iter_.Seek(target);
-    } else {
-      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
-    }
+    SeekIndex(target);
     if (!index_iter_.Valid()) {
       if (!index_iter_.status().ok()) {
         InitDataBlock();  // reports the index's damage
@@ -92,6 +84,15 @@ class TableReader::Iter final : public InternalIterator {
   Status status() const override { return status_; }
 
  private:
+  // Positions the index at the first data block whose separator is >= target.
+  void SeekIndex(const Slice& target) {
+    if (table_->index_windows_.empty()) {
+      index_iter_.Seek(target);
+    } else {
+      index_iter_.SeekToRestartPoint(table_->FindIndexEntry(target, &index_iter_));
+    }
+  }
+
   void ClearData() {
     valid_ = false;
     data_iter_.reset();
