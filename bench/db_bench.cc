@@ -14,9 +14,12 @@
 // Both engines get the same block cache size, memtable size, compression
 // (none or zstd level 3), bloom filter bits (10 per key), block size
 // (16 KiB), log on and the same sync choice. Strata stores each key as a row
-// with one cell: family "f", qualifier "q", timestamp 1. Engines run one
-// after the other (all workloads on Strata, then all on RocksDB), so one
-// engine's background work never overlaps the other's timed phase.
+// with one cell: family "f", qualifier "q", timestamp 1. Write workloads run
+// on one engine, then on the other, and an engine settles or closes before
+// the other writes, so one engine's background work never overlaps the
+// other's timed phase; read workloads run in passes that alternate between
+// the two settled databases, so that a slow spell of the machine lands on
+// both engines, and report the median pass.
 //
 // Every read checks what it finds (keys in order, value sizes, and for
 // scansmall the exact values); wrong data ends the program with exit code 1.
@@ -89,6 +92,7 @@ struct Flags {
   std::string db;  // empty: a fresh directory under the system temp dir
   std::vector<std::string> benchmarks{kWorkloads.begin(), kWorkloads.end()};
   uint64_t seed = 301;
+  int passes = 3;  // of each read workload on each engine
 };
 
 constexpr char kHelp[] = R"(db_bench: Strata and RocksDB side by side on named workloads.
@@ -129,6 +133,13 @@ before them left (loaded untimed with fillrandom when there is none). Before the
 writes both engines settle the same way: Strata with Engine::Compact(),
 RocksDB with CompactRange over every key.
 
+Order: write workloads and scansmall run on Strata, then on RocksDB (an engine
+settles, or closes when nothing is read after, before the other one writes).
+Each run of consecutive read workloads then goes --passes times: in each pass
+every workload runs on both engines back to back, Strata first in odd passes
+and RocksDB first in even ones, so a slow spell of the machine hits both. A
+read workload reports its median pass; the per-pass ratios follow the table.
+
 Flags:
   --num N              keys in the database (default 1000000)
   --reads N            operations of readrandom, readmissing, seekrandom and seekreuse
@@ -148,6 +159,8 @@ Flags:
                        readrandom,readmissing,readseq,seekrandom,seekreuse,
                        scansmall)
   --seed N             seed of the key orders and values (default 301)
+  --passes N           passes of each read workload on each engine (default 3;
+                       every pass repeats the same operations)
   --help               this text
 
 Same for both engines: block cache size, memtable size, compression (zstd at
@@ -261,6 +274,8 @@ Flags ParseFlags(int argc, char** argv) {
       if (f.benchmarks.empty()) Usage("--benchmarks is empty");
     } else if (name == "seed") {
       f.seed = need_uint(0);
+    } else if (name == "passes") {
+      f.passes = static_cast<int>(std::min<uint64_t>(need_uint(1), 100));
     } else {
       Usage("unknown flag --" + name);
     }
@@ -1140,7 +1155,8 @@ struct GroupScanResult {
 };
 
 struct EngineRun {
-  std::vector<PhaseResult> phases;  // one per --benchmarks entry
+  std::vector<PhaseResult> phases;  // one per --benchmarks entry (a read workload's median pass)
+  std::vector<std::vector<PhaseResult>> passes;  // every pass of each read workload
   AmpResult amp;
   GroupScanResult group;
   double settle_seconds = -1;
@@ -1205,136 +1221,236 @@ PhaseResult RunGroupScan(const Flags& f, const std::string& label, OpenFn open,
   return small;
 }
 
-EngineRun RunEngine(const Flags& f, const char* engine_name, OpenFn open, const std::string& dir,
-                    const std::string& compression) {
-  const bool zstd = compression == "zstd";
-  const ValueSource values(f.seed, f.value_size);
-  const uint64_t reads = f.reads.value_or(f.num);
-  const uint64_t entry_bytes = f.key_size + f.value_size;
-  EngineRun run;
-  std::unique_ptr<Store> store;
-  bool dirty = false;  // written since the last settle
-  uint64_t user_bytes = 0;
+bool IsReadWorkload(const std::string& bench) {
+  return bench == "readrandom" || bench == "readmissing" || bench == "readseq" ||
+         bench == "seekrandom" || bench == "seekreuse";
+}
 
-  auto fresh = [&] {
-    if (store) Check(store->Close());
-    store.reset();
-    std::filesystem::remove_all(dir);
-    std::string err;
-    StoreSpec spec;
-    spec.dir = dir;
-    spec.zstd = zstd;
-    store = open(f, spec, &err);
-    Check(err);
-    user_bytes = 0;
-  };
-  // The key order of fillrandom: every key once, shuffled.
-  auto shuffled = [&] {
-    std::vector<uint64_t> order(f.num);
-    for (uint64_t i = 0; i < f.num; i++) order[i] = i;
-    strata::Random rnd(f.seed);
-    for (uint64_t i = f.num - 1; i > 0; i--) std::swap(order[i], order[rnd.Uniform(i + 1)]);
-    return order;
-  };
-  auto fill_random = [&](const std::string& label) {
-    fresh();
-    const std::vector<uint64_t> order = shuffled();
-    PhaseResult r = RunPhase(f, label, store.get(), Op::kWrite, f.num, values,
-                             [&](int, uint64_t j) { return std::pair(order[j], false); });
-    user_bytes += f.num * entry_bytes;
-    dirty = true;
-    return r;
-  };
-  // Makes sure there is a database with every key, settled since its last write.
-  auto ready_for_reads = [&](const std::string& label) {
-    if (!store) {
-      std::fprintf(stderr, "  %s: no database yet; loading one with fillrandom (untimed)\n",
-                   label.c_str());
-      (void)fill_random(label + " (load)");
-    }
-    if (!dirty) return;
-    std::fprintf(stderr, "  %s: settling before reads\n", label.c_str());
-    const auto t0 = Clock::now();
-    Check(store->Settle());
-    run.settle_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    const StoreStats s = store->Stats();
-    run.settle_shape = s.level_files;
-    if (run.amp.ran && !run.amp.settled) {
-      run.amp.after_settle = s;
-      run.amp.settled = true;
-    }
-    dirty = false;
-  };
+// One engine's side of a run: its database and what each workload measured.
+// Write workloads and scansmall run on one engine, then on the other; the read
+// workloads run in passes that alternate between the engines (see main).
+class EngineDriver {
+ public:
+  EngineDriver(const Flags& f, const char* engine_name, OpenFn open, std::string dir,
+               const std::string& compression)
+      : f_(f),
+        engine_name_(engine_name),
+        open_(open),
+        dir_(std::move(dir)),
+        compression_(compression),
+        zstd_(compression == "zstd"),
+        values_(f.seed, f.value_size),
+        reads_(f.reads.value_or(f.num)),
+        entry_bytes_(f.key_size + f.value_size) {
+    run_.phases.resize(f.benchmarks.size());
+    run_.passes.resize(f.benchmarks.size());
+  }
 
-  for (const std::string& bench : f.benchmarks) {
-    const std::string label = std::string(engine_name) + " " + compression + " " + bench;
+  const char* name() const { return engine_name_; }
+  const EngineRun& run() const { return run_; }
+
+  // Runs workload `i` of --benchmarks: a write workload or scansmall.
+  void RunSequential(size_t i) {
+    const std::string& bench = f_.benchmarks[i];
+    const std::string label = Label(bench);
     PhaseResult r;
     if (bench == "fillseq") {
-      fresh();
-      r = RunPhase(f, label, store.get(), Op::kWrite, f.num, values,
+      Fresh();
+      r = RunPhase(f_, label, store_.get(), Op::kWrite, f_.num, values_,
                    [](int, uint64_t j) { return std::pair(j, false); });
-      user_bytes += f.num * entry_bytes;
-      dirty = true;
+      user_bytes_ += f_.num * entry_bytes_;
+      dirty_ = true;
     } else if (bench == "fillrandom") {
-      r = fill_random(label);
+      r = FillRandom(label);
     } else if (bench == "overwrite") {
-      if (!store) {
+      if (!store_) {
         std::fprintf(stderr, "  %s: no database yet; loading one with fillrandom (untimed)\n",
                      label.c_str());
-        (void)fill_random(label + " (load)");
+        (void)FillRandom(label + " (load)");
       }
       std::vector<strata::Random> rnds;
-      for (int t = 0; t < f.threads; t++) rnds.emplace_back(f.seed * 1000 + 17 + t);
-      r = RunPhase(f, label, store.get(), Op::kWrite, f.num, values, [&](int t, uint64_t) {
-        return std::pair(rnds[t].Uniform(f.num), false);
-      });
-      user_bytes += f.num * entry_bytes;
-      dirty = true;
-      run.amp.ran = true;
-      run.amp.after_overwrite = store->Stats();
-      run.amp.user_bytes = user_bytes;
-      run.amp.logical_bytes = f.num * entry_bytes;
-      run.amp.settled = false;
-    } else if (bench == "readseq") {
-      ready_for_reads(label);
-      r = RunScans(f, label, store.get(), Family::kMain, f.threads,
-                   [&](uint64_t, std::string_view value) { return value.size() == f.value_size; });
-    } else if (bench == "seekrandom") {
-      ready_for_reads(label);
-      std::vector<strata::Random> rnds;
-      for (int t = 0; t < f.threads; t++) rnds.emplace_back(f.seed * 3000 + t);
-      r = RunOps(f, label, reads, [&](int t, uint64_t, std::string* key, OpCounts* c) {
-        return SeekAndNext(f, store.get(), rnds[t].Uniform(f.num), key, c);
-      });
-    } else if (bench == "seekreuse") {
-      ready_for_reads(label);
-      std::vector<strata::Random> rnds;
-      for (int t = 0; t < f.threads; t++) rnds.emplace_back(f.seed * 3000 + t);
-      std::vector<std::unique_ptr<Cursor>> cursors(f.threads);
-      r = RunOps(f, label, reads, [&](int t, uint64_t, std::string* key, OpCounts* c) {
-        return SeekAndNext(f, store.get(), rnds[t].Uniform(f.num), key, c, &cursors[t]);
-      });
+      for (int t = 0; t < f_.threads; t++) rnds.emplace_back(f_.seed * 1000 + 17 + t);
+      r = RunPhase(f_, label, store_.get(), Op::kWrite, f_.num, values_,
+                   [&](int t, uint64_t) { return std::pair(rnds[t].Uniform(f_.num), false); });
+      user_bytes_ += f_.num * entry_bytes_;
+      dirty_ = true;
+      run_.amp.ran = true;
+      run_.amp.after_overwrite = store_->Stats();
+      run_.amp.user_bytes = user_bytes_;
+      run_.amp.logical_bytes = f_.num * entry_bytes_;
+      run_.amp.settled = false;
     } else if (bench == "scansmall") {
-      r = RunGroupScan(f, label, open, dir + "-groups", zstd, values, &run.group);
+      r = RunGroupScan(f_, label, open_, dir_ + "-groups", zstd_, values_, &run_.group);
+    } else {
+      Check("db_bench: " + bench + " is not a write workload");
+    }
+    Done(label, r);
+    run_.phases[i] = std::move(r);
+  }
+
+  // Makes sure there is a database with every key, settled since its last
+  // write; `bench` names the read workload that needs it.
+  void ReadyForReads(const std::string& bench) {
+    const std::string label = Label(bench);
+    if (!store_) {
+      std::fprintf(stderr, "  %s: no database yet; loading one with fillrandom (untimed)\n",
+                   label.c_str());
+      (void)FillRandom(label + " (load)");
+    }
+    if (!dirty_) return;
+    std::fprintf(stderr, "  %s: settling before reads\n", label.c_str());
+    const auto t0 = Clock::now();
+    Check(store_->Settle());
+    run_.settle_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const StoreStats s = store_->Stats();
+    run_.settle_shape = s.level_files;
+    if (run_.amp.ran && !run_.amp.settled) {
+      run_.amp.after_settle = s;
+      run_.amp.settled = true;
+    }
+    dirty_ = false;
+  }
+
+  // One pass of read workload `i`; ReadyForReads must have run.
+  void RunReadPass(size_t i, int pass) {
+    const std::string& bench = f_.benchmarks[i];
+    std::string label = Label(bench);
+    if (f_.passes > 1) label += " pass " + std::to_string(pass + 1);
+    PhaseResult r;
+    if (bench == "readseq") {
+      r = RunScans(f_, label, store_.get(), Family::kMain, f_.threads,
+                   [&](uint64_t, std::string_view value) { return value.size() == f_.value_size; });
+    } else if (bench == "seekrandom" || bench == "seekreuse") {
+      // Every pass seeks to the same keys.
+      std::vector<strata::Random> rnds;
+      for (int t = 0; t < f_.threads; t++) rnds.emplace_back(f_.seed * 3000 + t);
+      std::vector<std::unique_ptr<Cursor>> cursors(f_.threads);
+      const bool reuse = bench == "seekreuse";
+      r = RunOps(f_, label, reads_, [&](int t, uint64_t, std::string* key, OpCounts* c) {
+        return SeekAndNext(f_, store_.get(), rnds[t].Uniform(f_.num), key, c,
+                           reuse ? &cursors[t] : nullptr);
+      });
     } else {  // readrandom, readmissing
-      ready_for_reads(label);
       const bool missing = bench == "readmissing";
       std::vector<strata::Random> rnds;
-      for (int t = 0; t < f.threads; t++) {
-        rnds.emplace_back(f.seed * 2000 + (missing ? 500 : 0) + t);
+      for (int t = 0; t < f_.threads; t++) {
+        rnds.emplace_back(f_.seed * 2000 + (missing ? 500 : 0) + t);
       }
-      r = RunPhase(f, label, store.get(), Op::kRead, reads, values, [&](int t, uint64_t) {
-        return std::pair(rnds[t].Uniform(f.num), missing);
-      });
+      r = RunPhase(f_, label, store_.get(), Op::kRead, reads_, values_,
+                   [&](int t, uint64_t) { return std::pair(rnds[t].Uniform(f_.num), missing); });
     }
+    Done(label, r);
+    run_.passes[i].push_back(std::move(r));
+  }
+
+  // After the last pass of read workload `i`: its result is the median pass
+  // by ops/s (the lower of the two middle ones for an even count).
+  void FinishReads(size_t i) {
+    std::vector<PhaseResult>& passes = run_.passes[i];
+    std::vector<size_t> order(passes.size());
+    for (size_t k = 0; k < order.size(); k++) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return passes[a].OpsPerSec() < passes[b].OpsPerSec(); });
+    if (!order.empty()) run_.phases[i] = passes[order[(order.size() - 1) / 2]];
+  }
+
+  // Closes the database and removes its files.
+  void Close() {
+    if (store_) Check(store_->Close());
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+ private:
+  std::string Label(const std::string& bench) const {
+    return std::string(engine_name_) + " " + compression_ + " " + bench;
+  }
+
+  static void Done(const std::string& label, const PhaseResult& r) {
     std::fprintf(stderr, "  %-32s done: %.0f ops/s in %.1f s\n", label.c_str(), r.OpsPerSec(),
                  r.seconds);
-    run.phases.push_back(std::move(r));
   }
-  if (store) Check(store->Close());
-  store.reset();
-  std::filesystem::remove_all(dir);
-  return run;
+
+  void Fresh() {
+    Close();
+    std::string err;
+    StoreSpec spec;
+    spec.dir = dir_;
+    spec.zstd = zstd_;
+    store_ = open_(f_, spec, &err);
+    Check(err);
+    user_bytes_ = 0;
+  }
+
+  // fillrandom: every key once, in an order shuffled by --seed.
+  PhaseResult FillRandom(const std::string& label) {
+    Fresh();
+    std::vector<uint64_t> order(f_.num);
+    for (uint64_t i = 0; i < f_.num; i++) order[i] = i;
+    strata::Random rnd(f_.seed);
+    for (uint64_t i = f_.num - 1; i > 0; i--) std::swap(order[i], order[rnd.Uniform(i + 1)]);
+    PhaseResult r = RunPhase(f_, label, store_.get(), Op::kWrite, f_.num, values_,
+                             [&](int, uint64_t j) { return std::pair(order[j], false); });
+    user_bytes_ += f_.num * entry_bytes_;
+    dirty_ = true;
+    return r;
+  }
+
+  const Flags& f_;
+  const char* const engine_name_;
+  const OpenFn open_;
+  const std::string dir_;
+  const std::string compression_;
+  const bool zstd_;
+  const ValueSource values_;
+  const uint64_t reads_;
+  const uint64_t entry_bytes_;
+  EngineRun run_;
+  std::unique_ptr<Store> store_;
+  bool dirty_ = false;  // written since the last settle
+  uint64_t user_bytes_ = 0;
+};
+
+// Runs --benchmarks for one compression on every engine (Strata, then RocksDB
+// when it was built in). Each maximal run of write workloads (and scansmall)
+// runs on one engine, then on the next; an engine whose writes are followed by
+// reads settles before the next engine writes, one whose writes end the list
+// closes, so no engine's background work overlaps another's timed phase. Each
+// maximal run of read workloads runs --passes times: within a pass, every
+// workload runs on each engine back to back, and which engine goes first
+// alternates from pass to pass.
+void RunCompression(const Flags& f, std::vector<std::unique_ptr<EngineDriver>>& engines) {
+  const size_t n = f.benchmarks.size();
+  for (size_t i = 0; i < n;) {
+    const bool reads = IsReadWorkload(f.benchmarks[i]);
+    size_t j = i;
+    while (j < n && IsReadWorkload(f.benchmarks[j]) == reads) j++;
+    if (!reads) {
+      for (auto& e : engines) {
+        for (size_t k = i; k < j; k++) e->RunSequential(k);
+        if (j < n) {
+          e->ReadyForReads(f.benchmarks[j]);
+        } else {
+          e->Close();
+        }
+      }
+    } else {
+      for (auto& e : engines) e->ReadyForReads(f.benchmarks[i]);
+      for (int pass = 0; pass < f.passes; pass++) {
+        for (size_t k = i; k < j; k++) {
+          for (size_t x = 0; x < engines.size(); x++) {
+            const size_t e = pass % 2 == 0 ? x : engines.size() - 1 - x;
+            engines[e]->RunReadPass(k, pass);
+          }
+        }
+      }
+      for (auto& e : engines) {
+        for (size_t k = i; k < j; k++) e->FinishReads(k);
+      }
+    }
+    i = j;
+  }
+  for (auto& e : engines) e->Close();
 }
 
 // ---- Printing -----------------------------------------------------------------------
@@ -1471,6 +1587,19 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
                 b ? lat(*b).c_str() : "n/a", extra.c_str());
   }
   std::printf("(op/s: rows/s for readseq and scansmall, seeks/s for seekrandom and seekreuse)\n");
+  if (r != nullptr && f.passes > 1) {
+    std::printf(
+        "read passes, Strata / RocksDB op/s per pass (engines back to back; odd passes "
+        "run Strata first, even passes RocksDB):\n");
+    for (size_t i = 0; i < f.benchmarks.size(); i++) {
+      if (s.passes[i].empty() || s.passes[i].size() != r->passes[i].size()) continue;
+      std::string line;
+      for (size_t p = 0; p < s.passes[i].size(); p++) {
+        line += " " + Ratio(s.passes[i][p].OpsPerSec(), r->passes[i][p].OpsPerSec());
+      }
+      std::printf("  %-12s%s\n", f.benchmarks[i].c_str(), line.c_str());
+    }
+  }
   if (s.settle_seconds >= 0) {
     std::printf("settle before reads (Strata Engine::Compact, RocksDB CompactRange over all "
                 "keys): Strata %.1f s -> %s; RocksDB %s -> %s\n",
@@ -1573,9 +1702,12 @@ int main(int argc, char** argv) {
               "cache_mb=%zu write_buffer_mb=%zu sync=%d dir=%s\n",
               f.num, f.reads.value_or(f.num), f.threads, f.key_size, f.value_size, f.cache_mb,
               f.write_buffer_mb, f.sync ? 1 : 0, root.string().c_str());
-  std::printf("both: bloom 10 bits/key, 16 KiB blocks, log on, zstd level 3 when compressed; "
-              "engines run one after the other; reads start after both settle (Strata "
-              "Engine::Compact, RocksDB CompactRange over all keys)\n");
+  std::printf(
+      "both: bloom 10 bits/key, 16 KiB blocks, log on, zstd level 3 when compressed; "
+      "writes run on one engine, then the other; reads start after both settle "
+      "(Strata Engine::Compact, RocksDB CompactRange over all keys) and run in %d "
+      "passes alternating between the engines (median pass reported)\n",
+      f.passes);
 #ifndef STRATA_HAVE_ROCKSDB
   std::printf("RocksDB was not found at build time: Strata only\n");
 #endif
@@ -1589,12 +1721,18 @@ int main(int argc, char** argv) {
   std::vector<Report> reports;
   const auto t0 = Clock::now();
   for (const std::string& c : f.compressions) {
+    std::vector<std::unique_ptr<EngineDriver>> engines;
+    engines.push_back(std::make_unique<EngineDriver>(f, "strata", &StrataStore::Open,
+                                                     (root / ("strata-" + c)).string(), c));
+#ifdef STRATA_HAVE_ROCKSDB
+    engines.push_back(std::make_unique<EngineDriver>(f, "rocksdb", &RocksStore::Open,
+                                                     (root / ("rocksdb-" + c)).string(), c));
+#endif
+    RunCompression(f, engines);
     Report rep;
     rep.compression = c;
-    rep.strata = RunEngine(f, "strata", &StrataStore::Open, (root / ("strata-" + c)).string(), c);
-#ifdef STRATA_HAVE_ROCKSDB
-    rep.rocks = RunEngine(f, "rocksdb", &RocksStore::Open, (root / ("rocksdb-" + c)).string(), c);
-#endif
+    rep.strata = engines[0]->run();
+    if (engines.size() > 1) rep.rocks = engines[1]->run();
     PrintTable(f, c, rep.strata, rep.rocks ? &*rep.rocks : nullptr);
     std::fflush(stdout);
     reports.push_back(std::move(rep));
