@@ -137,7 +137,15 @@ Status CompactionStream::FlushColumn() {
   Status s;
   for (size_t i = 0; i < column_size_ && s.ok(); i++) {
     if (keep[i]) {
-      s = emit_(column_[i].key, column_[i].value);
+      std::string& key = column_[i].key;
+      if (bottommost_) {
+        // Only puts are left, one per (column, timestamp), and every entry
+        // of the column above this output is newer: the sequence orders
+        // nothing any more, and 0 costs the least to store.
+        EncodeBigEndian64(key.data() + key.size() - 8,
+                          ~static_cast<uint64_t>(CellKeyType(Slice(key))));
+      }
+      s = emit_(key, column_[i].value);
     } else {
       dropped_++;
     }

@@ -23,7 +23,13 @@
 //     included; that first marker is kept as above, even under a row marker
 //     (which hides only what was written before it). A version written
 //     below it later, in data newer than the inputs, is what the family's
-//     writer promises never to need.
+//     writer promises never to need;
+//   - a bottommost output holds puts only, at most one per (column,
+//     timestamp), each older than every entry of its column in the levels
+//     above: their sequence numbers are written as 0, as RocksDB does at
+//     its bottommost level. A reader takes its files before its read point
+//     (EngineCore::ViewsThenSnapshot), so every entry of a file it reads is
+//     visible to it whatever the sequence; 0 only saves bytes.
 //
 // Thread-compatible.
 #ifndef STRATA_ENGINE_COMPACTION_STREAM_H_

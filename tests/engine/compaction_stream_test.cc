@@ -85,6 +85,15 @@ Entries Compact(const Entries& input, const Schema& schema, bool bottommost,
   return out;
 }
 
+// `key` as a bottommost output writes it: with sequence number 0.
+std::string AtBottom(const std::string& key) {
+  ParsedCellKey p;
+  EXPECT_TRUE(ParseCellKey(key, &p));
+  std::string out;
+  AppendCellKey(&out, p.row, p.family, p.qualifier, p.timestamp, 0, p.type);
+  return out;
+}
+
 Entries Merged(Entries a, const Entries& b) {
   a.insert(b.begin(), b.end());
   return a;
@@ -142,7 +151,7 @@ TEST(CompactionStreamTest, OutputReadsAsTheInputInBothKindsOfFamily) {
     const bool above = where == 0;
     const Entries out =
         Compact(input, schema, /*bottommost=*/where == 2, [above](const Slice&) { return above; });
-    EXPECT_EQ(out.count(other), 1u);
+    EXPECT_EQ(out.count(where == 2 ? AtBottom(other) : other), 1u);
     const std::vector<Cell> want = ReadRow(Merged(Merged(older, input), newer), schema);
     const std::vector<Cell> got = ReadRow(Merged(Merged(older, out), newer), schema);
     ASSERT_EQ(got, want) << "where " << where;
@@ -207,11 +216,46 @@ TEST(CompactionStreamTest, DropsEverythingAfterTheFirstColumnMarkerInItsFamilies
     const Entries bottom = Compact(input, schema, /*bottommost=*/true, nullptr);
     kept.clear();
     for (const auto& [key, value] : bottom) kept.push_back(key);
-    want = {top, at};
-    if (family == 1) want.push_back(late);
+    want = {AtBottom(top), AtBottom(at)};
+    if (family == 1) want.push_back(AtBottom(late));
     std::sort(want.begin(), want.end());
     EXPECT_EQ(kept, want);
     EXPECT_EQ(ReadRow(bottom, schema), ReadRow(input, schema));
+  }
+}
+
+// A bottommost output writes every sequence number as 0 (only puts are left
+// there, one per column and timestamp); one above the bottom keeps them, even
+// where nothing older holds the row.
+TEST(CompactionStreamTest, BottommostOutputWritesSequenceZero) {
+  const Schema schema = TwoFamilies();
+  Entries input;
+  std::string key;
+  AppendCellKey(&key, "r", 1, "c", 7, 41, CellType::kPut);
+  input[key] = "newest";
+  key.clear();
+  AppendCellKey(&key, "r", 1, "c", 7, 40, CellType::kPut);
+  input[key] = "older at the same timestamp";
+  key.clear();
+  AppendCellKey(&key, "r", 1, "c", 6, 45, CellType::kPut);
+  input[key] = "lower timestamp";
+  key.clear();
+  AppendCellKey(&key, "s", 2, "d", 9, 12, CellType::kPut);
+  input[key] = "next row";
+
+  for (const bool bottommost : {false, true}) {
+    SCOPED_TRACE(bottommost ? "bottommost" : "above, nothing older");
+    const Entries out = Compact(input, schema, bottommost, [](const Slice&) { return false; });
+    std::vector<std::pair<uint64_t, std::string>> got;  // sequence, value
+    for (const auto& [k, v] : out) got.emplace_back(CellKeySequence(k), v);
+    const std::vector<std::pair<uint64_t, std::string>> want =
+        bottommost ? std::vector<std::pair<uint64_t, std::string>>{{0, "newest"},
+                                                                   {0, "lower timestamp"},
+                                                                   {0, "next row"}}
+                   : std::vector<std::pair<uint64_t, std::string>>{
+                         {41, "newest"}, {45, "lower timestamp"}, {12, "next row"}};
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(ReadRow(out, schema), ReadRow(input, schema));
   }
 }
 
