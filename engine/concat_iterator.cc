@@ -127,8 +127,13 @@ class ConcatIterator final : public InternalIterator {
 class LevelFiles final : public ConcatChildren {
  public:
   LevelFiles(std::vector<std::shared_ptr<TableFile>> files, sstable::TableCache* cache,
-             sstable::BlockCache::OwnerId owner, bool fill_cache)
-      : files_(std::move(files)), cache_(cache), owner_(owner), fill_cache_(fill_cache) {}
+             sstable::BlockCache::OwnerId owner, bool fill_cache,
+             std::shared_ptr<sstable::CacheFillBudget> fill_budget)
+      : files_(std::move(files)),
+        cache_(cache),
+        owner_(owner),
+        fill_cache_(fill_cache),
+        fill_budget_(std::move(fill_budget)) {}
 
   size_t size() const override { return files_.size(); }
   Slice last_key(size_t i) const override { return Slice(files_[i]->meta.largest); }
@@ -136,7 +141,7 @@ class LevelFiles final : public ConcatChildren {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<sstable::TableReader> reader,
                             cache_->Get(files_[i]->meta.number, owner_));
     Opened opened;
-    opened.it = reader->NewIterator(fill_cache_);
+    opened.it = reader->NewIterator(fill_cache_, fill_budget_);
     opened.pin = std::move(reader);
     return opened;
   }
@@ -146,6 +151,7 @@ class LevelFiles final : public ConcatChildren {
   sstable::TableCache* const cache_;
   const sstable::BlockCache::OwnerId owner_;
   const bool fill_cache_;
+  const std::shared_ptr<sstable::CacheFillBudget> fill_budget_;  // may be null
 };
 
 }  // namespace
@@ -154,12 +160,12 @@ std::unique_ptr<InternalIterator> NewConcatIterator(std::unique_ptr<ConcatChildr
   return std::make_unique<ConcatIterator>(std::move(children));
 }
 
-std::unique_ptr<InternalIterator> NewLevelIterator(std::vector<std::shared_ptr<TableFile>> files,
-                                                   sstable::TableCache* cache,
-                                                   sstable::BlockCache::OwnerId owner,
-                                                   bool fill_cache) {
-  return NewConcatIterator(
-      std::make_unique<LevelFiles>(std::move(files), cache, owner, fill_cache));
+std::unique_ptr<InternalIterator> NewLevelIterator(
+    std::vector<std::shared_ptr<TableFile>> files, sstable::TableCache* cache,
+    sstable::BlockCache::OwnerId owner, bool fill_cache,
+    std::shared_ptr<sstable::CacheFillBudget> fill_budget) {
+  return NewConcatIterator(std::make_unique<LevelFiles>(std::move(files), cache, owner, fill_cache,
+                                                        std::move(fill_budget)));
 }
 
 }  // namespace strata::engine

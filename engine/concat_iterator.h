@@ -42,13 +42,13 @@ std::unique_ptr<InternalIterator> NewConcatIterator(std::unique_ptr<ConcatChildr
 
 // The concatenation of one level's files (ordered by smallest key, with
 // disjoint ranges), opened through `cache` (which must outlive the iterator)
-// as the walk reaches them, their blocks charged to `owner`; fill_cache as
-// sstable::TableReader::NewIterator. The iterator holds the files, so they
-// stay on disk while it may read them.
-std::unique_ptr<InternalIterator> NewLevelIterator(std::vector<std::shared_ptr<TableFile>> files,
-                                                   sstable::TableCache* cache,
-                                                   sstable::BlockCache::OwnerId owner,
-                                                   bool fill_cache = true);
+// as the walk reaches them, their blocks charged to `owner`; fill_cache and
+// fill_budget as sstable::TableReader::NewIterator. The iterator holds the
+// files, so they stay on disk while it may read them.
+std::unique_ptr<InternalIterator> NewLevelIterator(
+    std::vector<std::shared_ptr<TableFile>> files, sstable::TableCache* cache,
+    sstable::BlockCache::OwnerId owner, bool fill_cache = true,
+    std::shared_ptr<sstable::CacheFillBudget> fill_budget = nullptr);
 
 }  // namespace strata::engine
 

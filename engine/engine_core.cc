@@ -664,6 +664,9 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
       }
     }
   });
+  // A quarter of the cache per scan between seeks (sstable::CacheFillBudget).
+  auto fill_budget =
+      std::make_shared<sstable::CacheFillBudget>(files_->block_cache()->capacity() / 4);
   for (size_t i = 0; i < inputs.size(); i++) {
     // Each tablet's part of [lo, hi): files shared with split siblings also
     // hold their rows, which the siblings' own inputs give.
@@ -672,16 +675,16 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
     std::string thi = RowBound(tablet.end_row);
     if (tlo < lo) tlo = lo;
     if (thi.empty() || (!hi.empty() && hi < thi)) thi = hi;
-    STRATA_RETURN_IF_ERROR(files_->NewRangeIterator(*inputs[i].view, table->budget->cache_id(),
-                                                     tlo, thi, &inputs[i].it));
+    STRATA_RETURN_IF_ERROR(files_->NewRangeIterator(*inputs[i].view, table->budget->cache_id(), tlo,
+                                                    thi, fill_budget, &inputs[i].it));
     if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
       inputs[i].it = std::make_unique<ClampedIterator>(std::move(inputs[i].it), tlo, thi);
     }
   }
   table->budget->CountScan();
-  return std::unique_ptr<RowIterator>(new ScanIterator(shared_from_this(), table,
-                                                       std::move(schema_ref), std::move(inputs),
-                                                       lo, hi, std::move(resolved), snapshot));
+  return std::unique_ptr<RowIterator>(
+      new ScanIterator(shared_from_this(), table, std::move(schema_ref), std::move(inputs), lo, hi,
+                       std::move(resolved), snapshot, std::move(fill_budget)));
 }
 
 // ---- Background work ----

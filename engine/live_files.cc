@@ -145,6 +145,7 @@ Status LiveFiles::DeleteUnlisted(const std::set<uint64_t>& live) {
 
 Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,
                                    const std::string& lo, const std::string& hi,
+                                   const std::shared_ptr<sstable::CacheFillBudget>& fill_budget,
                                    std::unique_ptr<InternalIterator>* result) {
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
@@ -170,7 +171,8 @@ Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::O
         if (overlaps(*file)) files.push_back(file);
       }
       if (!files.empty()) {
-        children.push_back(NewLevelIterator(std::move(files), &table_cache_, owner));
+        children.push_back(NewLevelIterator(std::move(files), &table_cache_, owner,
+                                            /*fill_cache=*/true, fill_budget));
       }
       continue;
     }
@@ -179,7 +181,7 @@ Status LiveFiles::NewRangeIterator(const GroupView& view, sstable::BlockCache::O
       Result<std::shared_ptr<sstable::TableReader>> reader =
           table_cache_.Get(file->meta.number, owner);
       if (!reader.ok()) return reader.status();
-      children.push_back((*reader)->NewIterator());
+      children.push_back((*reader)->NewIterator(/*fill_cache=*/true, fill_budget));
       pins.push_back(std::move(reader.value()));
       pins.push_back(file);  // the file stays on disk while the iterator may read it
     }

@@ -93,9 +93,11 @@ class LiveFiles {
   // and before this call, so an active memtable with no entries now has none
   // the read may see, and is left out.
   // Point reads go through
-  // ReadRowFromGroup (engine/point_read.h).
+  // ReadRowFromGroup (engine/point_read.h). The tables' iterators add the
+  // blocks they read to the cache while `fill_budget` lasts (the scan's).
   Status NewRangeIterator(const GroupView& view, sstable::BlockCache::OwnerId owner,
                           const std::string& lo, const std::string& hi,
+                          const std::shared_ptr<sstable::CacheFillBudget>& fill_budget,
                           std::unique_ptr<InternalIterator>* result);
 
  private:

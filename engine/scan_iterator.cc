@@ -19,7 +19,8 @@ void ScanIterator::Collector::Add(const FoundColumn& column, uint64_t timestamp,
 ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
                            std::shared_ptr<TableState> table, std::shared_ptr<const Schema> schema,
                            std::vector<GroupInput> inputs, std::string start_prefix,
-                           std::string end_prefix, ResolvedFilter filter, SequenceNumber snapshot)
+                           std::string end_prefix, ResolvedFilter filter, SequenceNumber snapshot,
+                           std::shared_ptr<sstable::CacheFillBudget> fill_budget)
     : engine_(std::move(engine)),
       table_(std::move(table)),
       schema_(std::move(schema)),
@@ -29,7 +30,8 @@ ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
       filter_(std::move(filter)),
       // Records at or below the snapshot that are durable now stay so, and
       // those above it are not read: one read point serves every row.
-      read_point_(engine_->ReadPointAt(snapshot)) {
+      read_point_(engine_->ReadPointAt(snapshot)),
+      fill_budget_(std::move(fill_budget)) {
   run_ends_.reserve(inputs_.size());
   SeekInputs(start_prefix_);
 }
@@ -39,6 +41,7 @@ void ScanIterator::Seek(std::string_view row) {
   seek_target_.clear();
   if (!row.empty()) AppendRowPrefix(&seek_target_, Slice(row.data(), row.size()));
   if (Slice(seek_target_).compare(start_prefix_) < 0) seek_target_ = start_prefix_;
+  if (fill_budget_) fill_budget_->Refill();
   SeekInputs(seek_target_);
 }
 

@@ -18,6 +18,7 @@
 #include "engine/row_reader.h"
 #include "engine/schema.h"
 #include "engine/tablet.h"
+#include "sstable/block_cache.h"
 #include "strata/iterator.h"
 #include "strata/status.h"
 
@@ -57,11 +58,13 @@ class ScanIterator final : public RowIterator {
   // Rows from `start_prefix` (empty: the first) to before `end_prefix`
   // (empty: the last), both encoded row prefixes, as of `snapshot`.
   // `engine` must outlive the readers the inputs hold (the iterator keeps
-  // it alive).
+  // it alive). `fill_budget` (may be null) is the one the inputs' table
+  // iterators share; each Seek refills it.
   ScanIterator(std::shared_ptr<const DurableReads> engine, std::shared_ptr<TableState> table,
                std::shared_ptr<const Schema> schema, std::vector<GroupInput> inputs,
                std::string start_prefix, std::string end_prefix, ResolvedFilter filter,
-               SequenceNumber snapshot);
+               SequenceNumber snapshot,
+               std::shared_ptr<sstable::CacheFillBudget> fill_budget = nullptr);
 
   bool Valid() const override { return valid_; }
   void Next() override { Advance(); }
@@ -137,6 +140,7 @@ class ScanIterator final : public RowIterator {
   const ResolvedFilter filter_;
   // The read point of the scan's snapshot, taken when it began.
   const ReadPoint read_point_;
+  const std::shared_ptr<sstable::CacheFillBudget> fill_budget_;  // may be null
   bool valid_ = false;
   std::string seek_target_;  // Seek's encoded target, its memory reused
   std::string row_prefix_;   // the encoded prefix of the row being read

@@ -141,6 +141,36 @@ class BlockCache {
   std::atomic<uint64_t> misses_{0};
 };
 
+// How many bytes of blocks read from files one scan may still add to the
+// cache. The iterators of a scan share one: they add the blocks they read
+// while it lasts, then use what the cache holds without adding to it, so
+// that one long scan does not push out every block point reads and other
+// scans use. The scan refills it when it seeks: short scans, and a scan
+// sought again and again, fill the cache as usual.
+//
+// Thread-compatible: the iterators of one scan move on one thread at a time.
+class CacheFillBudget {
+ public:
+  explicit CacheFillBudget(size_t bytes) : limit_(bytes), left_(bytes) {}
+
+  // Whether a block of `charge` bytes may go into the cache; takes it from
+  // the budget if so.
+  bool Take(size_t charge) {
+    if (charge > left_) {
+      left_ = 0;
+      return false;
+    }
+    left_ -= charge;
+    return true;
+  }
+  void Refill() { left_ = limit_; }
+  size_t left() const { return left_; }
+
+ private:
+  const size_t limit_;
+  size_t left_;
+};
+
 }  // namespace strata::sstable
 
 #endif  // STRATA_SSTABLE_BLOCK_CACHE_H_

@@ -13,8 +13,11 @@ namespace strata::sstable {
 // iterator yields the cells.
 class TableReader::Iter final : public InternalIterator {
  public:
-  Iter(const TableReader* table, bool fill_cache)
-      : table_(table), fill_cache_(fill_cache), index_iter_(table->index_.get()) {}
+  Iter(const TableReader* table, bool fill_cache, std::shared_ptr<CacheFillBudget> fill_budget)
+      : table_(table),
+        fill_cache_(fill_cache),
+        fill_budget_(std::move(fill_budget)),
+        index_iter_(table->index_.get()) {}
 
   bool Valid() const override { return valid_; }
 
@@ -128,7 +131,7 @@ class TableReader::Iter final : public InternalIterator {
     ClearData();
     std::unique_ptr<Block> owned;
     BlockCache::Handle cached;
-    Status s = table_->GetDataBlock(handle, fill_cache_, &cached, &owned);
+    Status s = table_->GetDataBlock(handle, fill_cache_, fill_budget_.get(), &cached, &owned);
     if (!s.ok()) {
       Fail(std::move(s));
       return;
@@ -161,6 +164,7 @@ class TableReader::Iter final : public InternalIterator {
 
   const TableReader* const table_;
   const bool fill_cache_;
+  const std::shared_ptr<CacheFillBudget> fill_budget_;  // may be null
   Block::Iter index_iter_;
   BlockCache::Handle cached_;     // pins the current block when cached
   std::unique_ptr<Block> owned_;  // holds it otherwise
@@ -330,8 +334,9 @@ uint32_t TableReader::FindIndexEntry(const Slice& target, Block::Iter* it) const
   return lo < m ? lo : past_windows;
 }
 
-std::unique_ptr<InternalIterator> TableReader::NewIterator(bool fill_cache) const {
-  return std::make_unique<Iter>(this, fill_cache);
+std::unique_ptr<InternalIterator> TableReader::NewIterator(
+    bool fill_cache, std::shared_ptr<CacheFillBudget> fill_budget) const {
+  return std::make_unique<Iter>(this, fill_cache, std::move(fill_budget));
 }
 
 bool TableReader::RowPrefixMayMatch(const Slice& row_prefix) const {
@@ -358,7 +363,8 @@ bool TableReader::ColumnMayMatch(const Slice& row, uint16_t family,
 }
 
 Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
-                                 BlockCache::Handle* cached, std::unique_ptr<Block>* owned) const {
+                                 CacheFillBudget* fill_budget, BlockCache::Handle* cached,
+                                 std::unique_ptr<Block>* owned) const {
   BlockCache* cache = options_.block_cache;
   const BlockCache::Key key{file_number_, handle.offset};
   const BlockCache::Priority priority =
@@ -375,11 +381,11 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
   }
-  if (cache == nullptr || !fill_cache) {
+  const size_t charge = (*block)->size() + sizeof(Block);
+  if (cache == nullptr || !fill_cache || (fill_budget != nullptr && !fill_budget->Take(charge))) {
     *owned = std::move(*block);
     return Status::OK();
   }
-  const size_t charge = (*block)->size() + sizeof(Block);
   *cached = cache->Insert(key, std::move(*block), charge, options_.owner, priority);
   return Status::OK();
 }

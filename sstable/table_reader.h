@@ -57,8 +57,11 @@ class TableReader {
   // valid until the iterator moves. Errors stick in its status().
   // fill_cache false: blocks found in the cache are used, but blocks read
   // from the file are not added to it (for reads that pass over a file once,
-  // like compaction's, and would otherwise evict what readers use).
-  std::unique_ptr<InternalIterator> NewIterator(bool fill_cache = true) const;
+  // like compaction's, and would otherwise evict what readers use). With
+  // `fill_budget`, blocks read from the file are added only while the budget
+  // lasts (a scan's, shared by its iterators).
+  std::unique_ptr<InternalIterator> NewIterator(
+      bool fill_cache = true, std::shared_ptr<CacheFillBudget> fill_budget = nullptr) const;
 
   // Bloom checks: false means the table has no cell of that row / column.
   // Always true when the table has no filter.
@@ -114,9 +117,10 @@ class TableReader {
   Status Init();
 
   // Pins the data block at `handle` through the cache, or reads it into
-  // *owned (always on a cache miss without fill_cache).
-  Status GetDataBlock(const BlockHandle& handle, bool fill_cache, BlockCache::Handle* cached,
-                      std::unique_ptr<Block>* owned) const;
+  // *owned (always on a cache miss without fill_cache, or when `fill_budget`
+  // is not null and cannot take the block).
+  Status GetDataBlock(const BlockHandle& handle, bool fill_cache, CacheFillBudget* fill_budget,
+                      BlockCache::Handle* cached, std::unique_ptr<Block>* owned) const;
   // Builds index_windows_ when the index has one entry per restart point.
   void BuildIndexWindows();
   // The position of the first index entry whose separator is >= target (the

@@ -85,8 +85,11 @@ struct EngineOptions {
   // many bytes. Larger means fewer, larger level-0 files and longer recovery.
   size_t write_buffer_size = 32 << 20;
   // Bytes of uncompressed SSTable blocks cached in memory, shared by every
-  // tenant (index and filter blocks of open tables are held apart). Reads
-  // fill it; compactions use what it holds but add nothing.
+  // tenant (index and filter blocks of open tables are held apart). Point
+  // reads fill it; a scan adds at most a quarter of it between one seek and
+  // the next (then reads past it), so one long scan leaves most of what
+  // point reads and other scans cached; compactions use what it holds but
+  // add nothing.
   size_t block_cache_size = 64 << 20;
   // SSTables kept open at once (each holds a descriptor, its index and filter).
   size_t max_open_tables = 1000;

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -174,15 +175,62 @@ TEST_F(EngineTest, CompactionDoesNotEvictReadersBlocks) {
   ASSERT_GT(engine_->GetStats().compactions, compactions);
   EXPECT_GT(engine_->GetStats().compaction_bytes_read, 400000u);
   EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
-  // Scans, like point reads, fill it.
+  // Scans, like point reads, fill it (its first block, pinned while the scan
+  // stands on it; a 16 KiB block outgrows a 16 KiB shard once let go).
   EXPECT_EQ(tenant_.GetStats()->block_cache_bytes, 0u);
+  auto scan = table_.Scan(ReadOptions(), ScanSpec());
+  ASSERT_OK(scan);
+  EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
+  size_t rows = 0;
+  for (; (*scan)->Valid(); (*scan)->Next()) rows++;
+  ASSERT_OK((*scan)->status());
+  EXPECT_EQ(rows, 1000u);
+}
+
+// A scan adds at most a quarter of the block cache between seeks, so one
+// long scan leaves most of what point reads cached; each Seek lets it add
+// another quarter.
+TEST_F(EngineTest, LongScanAddsAtMostAQuarterOfTheBlockCache) {
+  options_.block_cache_size = 2 << 20;
+  Reopen();
+  Tenant reader;
+  Table rt;
+  ASSERT_NO_FATAL_FAILURE(CacheAReadersBlocks(engine_.get(), &reader, &rt));
+  const uint64_t cached = reader.GetStats()->block_cache_bytes;
+  Random rnd(302);  // incompressible values
+  // About 4 MiB in table tab's group "big" (16 KiB blocks): twice the cache.
+  WriteOptions unsynced;
+  unsynced.sync = false;
+  for (int i = 0; i < 40000; i++) {
+    char row[16];
+    std::snprintf(row, sizeof(row), "row%06d", i);
+    RowMutation m;
+    m.Put("b", "y", 1, rnd.RandomBytes(100));
+    ASSERT_OK(table_.Mutate(unsynced, row, m));
+  }
+  ASSERT_OK(engine_->Compact());
+  const uint64_t quarter = (2u << 20) / 4;
+  const uint64_t block = 17 << 10;  // a 16 KiB block's charge, and some
+
   auto scan = table_.Scan(ReadOptions(), ScanSpec());
   ASSERT_OK(scan);
   size_t rows = 0;
   for (; (*scan)->Valid(); (*scan)->Next()) rows++;
   ASSERT_OK((*scan)->status());
-  EXPECT_EQ(rows, 1000u);
-  EXPECT_GT(tenant_.GetStats()->block_cache_bytes, 0u);
+  EXPECT_EQ(rows, 40000u);
+  const uint64_t after_scan = tenant_.GetStats()->block_cache_bytes;
+  EXPECT_GT(after_scan, quarter / 2);
+  EXPECT_LE(after_scan, quarter + block);
+  // The reader's blocks stayed.
+  EXPECT_EQ(reader.GetStats()->block_cache_bytes, cached);
+
+  // A seek to the middle refills the budget: the walk from there adds blocks
+  // the first scan left out (it stopped adding a quarter of the way in).
+  (*scan)->Seek("row020000");
+  ASSERT_TRUE((*scan)->Valid());
+  for (int i = 0; i < 2000 && (*scan)->Valid(); i++) (*scan)->Next();
+  ASSERT_OK((*scan)->status());
+  EXPECT_GT(tenant_.GetStats()->block_cache_bytes, after_scan + 8 * block);
 }
 
 // Engine::Compact goes top-down a whole level at a time: level 0 into
