@@ -472,7 +472,8 @@ Status Manifest::Read(FileSystem* fs, const std::string& dir, Catalog* catalog,
   if (data.size() < kHeaderSize || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Corruption(path + ": not a manifest (bad magic or short header)");
   }
-  if (DecodeFixed32(data.data() + 12) != Checksum32(data.data(), 12, kChecksumSeed)) {
+  if (!ChecksumMatches(DecodeFixed32(data.data() + 12),
+                       Checksum32(data.data(), 12, kChecksumSeed))) {
     return Status::Corruption(path + ": header checksum mismatch at offset 0");
   }
   if (DecodeFixed32(data.data() + 8) != kFormatVersion) {
@@ -519,7 +520,7 @@ Status Manifest::Read(FileSystem* fs, const std::string& dir, Catalog* catalog,
     ck.Update(data.data() + pos + 4, 4);
     ck.Update(data.data() + pos + kRecordHeaderSize, len);
     uint32_t actual = ck.Finish32();
-    if (expected != actual) {
+    if (!ChecksumMatches(expected, actual)) {
       if (!snapshot && pos + kRecordHeaderSize + len == data.size()) break;  // torn last record
       return Status::Corruption(where + ": edit checksum mismatch");
     }

@@ -122,7 +122,8 @@ Status ProgressLog::Decode(const Slice& contents, const std::string& path,
     const uint32_t stored = DecodeFixed32(in.data());
     const uint32_t length = DecodeFixed32(in.data() + 4);
     if (length > in.size() - kHeaderSize ||
-        Checksum32(in.data() + 4, kHeaderSize - 4 + length, kChecksumSeed) != stored) {
+        !ChecksumMatches(stored,
+                         Checksum32(in.data() + 4, kHeaderSize - 4 + length, kChecksumSeed))) {
       if (first) return bad;
       *torn = true;
       break;

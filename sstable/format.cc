@@ -115,7 +115,7 @@ Result<Footer> Footer::Decode(const Slice& input, const std::string& file_name, 
   }
   const uint32_t stored = DecodeFixed32(p + 52);
   const uint32_t actual = Checksum32(p, 52, kFooterChecksumSeed);
-  if (stored != actual) return bad("checksum mismatch");
+  if (!ChecksumMatches(stored, actual)) return bad("checksum mismatch");
   Footer f;
   BlockHandle* handles[] = {&f.filter, &f.index, &f.properties};
   for (int i = 0; i < 3; i++) {
@@ -177,7 +177,7 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
   const size_t n = stored.size() - kBlockTrailerSize;
   const uint32_t expected = DecodeFixed32(stored.data() + n + 1);
   const uint32_t actual = Checksum32(stored.data(), n + 1, BlockChecksumSeed(kind));
-  if (expected != actual) {
+  if (!ChecksumMatches(expected, actual)) {
     return BlockCorruption(file_name, kind, offset,
                            "checksum mismatch (stored " + std::to_string(expected) +
                                ", computed " + std::to_string(actual) + ")");

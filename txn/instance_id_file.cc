@@ -32,7 +32,8 @@ Status DecodeInstanceIdFile(const Slice& contents, const std::string& path, uint
   }
   const char* p = contents.data();
   if (std::memcmp(p, kMagic, sizeof(kMagic)) != 0 ||
-      DecodeFixed32(p + kChecksummedBytes) != Checksum32(p, kChecksummedBytes, kChecksumSeed)) {
+      !ChecksumMatches(DecodeFixed32(p + kChecksummedBytes),
+                       Checksum32(p, kChecksummedBytes, kChecksumSeed))) {
     return Status::Corruption(path + ": instance-id file has a bad magic or checksum");
   }
   const uint16_t version = DecodeFixed16(p + 4);

@@ -62,7 +62,7 @@ Status DecodeSegmentHeader(const Slice& input, SegmentHeader* header, bool* chec
   }
   const uint32_t stored = DecodeFixed32(p + 40);
   const uint32_t actual = Checksum32(p, 40, kSegmentHeaderSeed);
-  if (stored != actual) {
+  if (!ChecksumMatches(stored, actual)) {
     return HeaderError("checksum mismatch (stored " + std::to_string(stored) + ", computed " +
                        std::to_string(actual) + ")");
   }
@@ -138,7 +138,7 @@ FragmentCheck CheckFragment(const char* p, size_t available, size_t block_left,
     return FragmentCheck::kBad;
   }
   const uint32_t actual = Checksum32(p + 4, covered, FragmentSeed(segment_number));
-  if (actual != stored) {
+  if (!ChecksumMatches(stored, actual)) {
     *why = "fragment checksum mismatch (stored " + std::to_string(stored) + ", computed " +
            std::to_string(actual) + ")";
     return FragmentCheck::kBad;
