@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Strata needs to build, test and benchmark, but
 # only those that are missing. Safe to run any number of times. Run as root.
+#   scripts/install-deps.sh          # build, test and benchmark
+#   scripts/install-deps.sh --fuzz   # also clang with libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -9,6 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   librocksdb-dev   # only for the side-by-side benchmarks
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang)  # its libclang-rt holds libFuzzer
+fi
 
 missing=()
 for p in "${packages[@]}"; do
