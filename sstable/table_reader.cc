@@ -382,7 +382,10 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
                            std::string(block.status().message()));
   }
   const size_t charge = (*block)->size() + sizeof(Block);
-  if (cache == nullptr || !fill_cache || (fill_budget != nullptr && !fill_budget->Take(charge))) {
+  // A resident table (an in-memory group) keeps every block, budget or not.
+  const bool over_budget =
+      fill_budget != nullptr && !options_.resident_blocks && !fill_budget->Take(charge);
+  if (cache == nullptr || !fill_cache || over_budget) {
     *owned = std::move(*block);
     return Status::OK();
   }

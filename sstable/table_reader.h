@@ -59,7 +59,8 @@ class TableReader {
   // from the file are not added to it (for reads that pass over a file once,
   // like compaction's, and would otherwise evict what readers use). With
   // `fill_budget`, blocks read from the file are added only while the budget
-  // lasts (a scan's, shared by its iterators).
+  // lasts (a scan's, shared by its iterators); a table of resident blocks
+  // adds them all.
   std::unique_ptr<InternalIterator> NewIterator(
       bool fill_cache = true, std::shared_ptr<CacheFillBudget> fill_budget = nullptr) const;
 
@@ -118,7 +119,7 @@ class TableReader {
 
   // Pins the data block at `handle` through the cache, or reads it into
   // *owned (always on a cache miss without fill_cache, or when `fill_budget`
-  // is not null and cannot take the block).
+  // is not null and cannot take the block of a table that is not resident).
   Status GetDataBlock(const BlockHandle& handle, bool fill_cache, CacheFillBudget* fill_budget,
                       BlockCache::Handle* cached, std::unique_ptr<Block>* owned) const;
   // Builds index_windows_ when the index has one entry per restart point.

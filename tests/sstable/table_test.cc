@@ -164,6 +164,48 @@ TEST(TableTest, IteratorWithoutFillCacheAddsNoBlocks) {
   EXPECT_EQ(cache.usage(), usage);
 }
 
+// Iterators sharing a CacheFillBudget add blocks only while it lasts, then
+// read past the cache; a refill lets them add again. A table of resident
+// blocks adds every block whatever the budget.
+TEST(TableTest, IteratorsAddBlocksOnlyWhileTheirFillBudgetLasts) {
+  test::ScratchDir dir("sst");
+  FileSystem* fs = FileSystem::Default();
+  Random rnd(test::TestSeed());
+  const Model model = test::RandomModel(&rnd, 500, 100);
+  TableBuilderOptions o;
+  o.block_size = 256;
+  const std::string path = dir.Join("t.sst");
+  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  for (const bool resident : {false, true}) {
+    SCOPED_TRACE(resident ? "resident" : "normal");
+    BlockCache cache(1 << 20, 0);
+    TableReaderOptions ro;
+    ro.block_cache = &cache;
+    ro.resident_blocks = resident;
+    auto table = test::OpenTable(fs, path, ro);
+    ASSERT_OK(table);
+    auto budget = std::make_shared<CacheFillBudget>(4 << 10);
+    auto scan = [&] { CheckScan((*table)->NewIterator(true, budget).get(), model); };
+    scan();
+    const uint64_t blocks = cache.misses();
+    EXPECT_GT(blocks, 30u);
+    const size_t first = cache.usage();
+    if (resident) {
+      EXPECT_EQ(cache.num_entries(), blocks);
+      continue;
+    }
+    EXPECT_GT(first, 2u << 10);
+    EXPECT_LE(first, 4u << 10);
+    EXPECT_EQ(budget->left(), 0u);
+    scan();  // the budget is spent: the same blocks hit, no more are added
+    EXPECT_EQ(cache.usage(), first);
+    budget->Refill();
+    scan();  // refilled: it adds about as much again
+    EXPECT_GT(cache.usage(), first + (2u << 10));
+    EXPECT_LE(cache.usage(), first + (4u << 10));
+  }
+}
+
 TEST(TableTest, LargeAndEmptyValues) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
