@@ -199,6 +199,12 @@ std::string EscapeBytes(const Slice& value) {
   return r;
 }
 
+std::string EscapePrefix(const Slice& value, size_t max_bytes) {
+  if (value.size() <= max_bytes) return EscapeBytes(value);
+  return EscapeBytes(Slice(value.data(), max_bytes)) + "...(" + std::to_string(value.size()) +
+         " bytes)";
+}
+
 std::string HexBytes(const Slice& value) {
   static const char kHex[] = "0123456789abcdef";
   std::string r;

@@ -110,6 +110,10 @@ bool SkipMemcomparable(Slice* input);
 
 // Renders bytes printable: ASCII graphic characters as they are, others as \xHH.
 std::string EscapeBytes(const Slice& value);
+// EscapeBytes of at most the first `max_bytes` bytes of `value`; a longer
+// value ends with "...(N bytes)". For messages that echo a caller's key,
+// name or value, which stay short however long what they echo.
+std::string EscapePrefix(const Slice& value, size_t max_bytes = 64);
 // Lowercase hex of every byte.
 std::string HexBytes(const Slice& value);
 

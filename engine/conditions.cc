@@ -16,7 +16,7 @@ Status ValidateConditions(const Schema& schema, const std::string& table_name,
     const std::string where = "condition " + std::to_string(i) + ": ";
     if (schema.FindFamily(c.family()) == nullptr) {
       return Status::InvalidArgument(where + "table '" + table_name + "' has no column family '" +
-                                     EscapeBytes(c.family()) + "'");
+                                     EscapePrefix(c.family()) + "'");
     }
     if (c.qualifier().size() > options.max_qualifier_size) {
       return Status::InvalidArgument(

@@ -266,7 +266,7 @@ Status EngineCore::MakePendingRow(const TableState& table, const Schema& schema,
   out->tablet = table.FindTablet(row);
   if (out->tablet == nullptr) {
     return Status::Corruption("table '" + table.name + "' has no tablet for row '" +
-                              EscapeBytes(row) + "'");
+                              EscapePrefix(row) + "'");
   }
   out->row = row;
   out->schema = &schema;

@@ -29,7 +29,7 @@ CellType ToCellType(RowMutation::Kind kind) {
 
 Status NoSuchFamily(const std::string& table_name, std::string_view family) {
   return Status::InvalidArgument("table '" + table_name + "' has no column family '" +
-                                 EscapeBytes(family) + "'");
+                                 EscapePrefix(family) + "'");
 }
 
 }  // namespace
@@ -184,7 +184,7 @@ Status CheckDistinctRows(const std::vector<ConditionalRow>& rows) {
       const size_t first = std::min(order[i - 1], order[i]);
       const size_t second = std::max(order[i - 1], order[i]);
       return Status::InvalidArgument("batch entry " + std::to_string(second) + ": row '" +
-                                     EscapeBytes(rows[second].row) +
+                                     EscapePrefix(rows[second].row) +
                                      "' is already in batch entry " + std::to_string(first));
     }
   }

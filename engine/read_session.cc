@@ -235,7 +235,7 @@ Result<std::vector<Cell>> ReadSessionImpl::Get(std::string_view row, std::string
     const FamilyInfo* f = schema->FindFamily(family);
     if (f == nullptr) {
       return Status::InvalidArgument("table '" + table_->name + "' has no column family '" +
-                                     EscapeBytes(family) + "'");
+                                     EscapePrefix(family) + "'");
     }
     CachedRow* cached = nullptr;
     if (auto r = rows_.find(row); r != rows_.end()) {

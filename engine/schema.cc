@@ -30,7 +30,7 @@ Status ValidateName(std::string_view what, std::string_view name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '.' || c == '-';
     if (!ok) {
-      return Status::InvalidArgument(std::string(what) + " name '" + EscapeBytes(name) +
+      return Status::InvalidArgument(std::string(what) + " name '" + EscapePrefix(name) +
                                      "' has a byte outside [A-Za-z0-9_.-]");
     }
   }

@@ -243,7 +243,7 @@ Status VersionSet::CreateTenant(std::string_view name, const TenantOptions& opti
 Result<std::shared_ptr<TenantState>> VersionSet::FindTenant(std::string_view name) const {
   MutexLock l(&mu_);
   auto it = tenants_.find(name);
-  if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
+  if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapePrefix(name) + "'");
   return it->second;
 }
 
@@ -257,7 +257,7 @@ std::vector<std::string> VersionSet::ListTenants() const {
 Status VersionSet::SetTenantOptions(std::string_view name, const TenantOptions& options) {
   MutexLock l(&mu_);
   auto it = tenants_.find(name);
-  if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
+  if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapePrefix(name) + "'");
   VersionEdit edit;
   edit.tenant_options.push_back({it->second->id, options});
   STRATA_RETURN_IF_ERROR(LogAndApply(edit));
@@ -271,7 +271,7 @@ Status VersionSet::DropTenant(std::string_view name,
   {
     MutexLock l(&mu_);
     auto it = tenants_.find(name);
-    if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapeBytes(name) + "'");
+    if (it == tenants_.end()) return Status::NotFound("no tenant '" + EscapePrefix(name) + "'");
     tenant = it->second;
     VersionEdit edit;
     for (const auto& [key, t] : tables_) {
@@ -325,7 +325,7 @@ Result<std::shared_ptr<TableState>> VersionSet::FindTable(const TenantState& ten
   MutexLock l(&mu_);
   auto it = tables_.find(std::make_pair(tenant.id, std::string(name)));
   if (it == tables_.end()) {
-    return Status::NotFound("no table '" + EscapeBytes(name) + "' in tenant '" + tenant.name +
+    return Status::NotFound("no table '" + EscapePrefix(name) + "' in tenant '" + tenant.name +
                             "'");
   }
   return it->second;
@@ -345,7 +345,7 @@ Status VersionSet::DropTable(const TenantState& tenant, std::string_view name,
   MutexLock l(&mu_);
   auto it = tables_.find(std::make_pair(tenant.id, std::string(name)));
   if (it == tables_.end()) {
-    return Status::NotFound("no table '" + EscapeBytes(name) + "' in tenant '" + tenant.name +
+    return Status::NotFound("no table '" + EscapePrefix(name) + "' in tenant '" + tenant.name +
                             "'");
   }
   VersionEdit edit;

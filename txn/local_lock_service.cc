@@ -9,8 +9,8 @@ namespace strata::txn {
 namespace {
 
 std::string DescribeKey(const LockKey& key) {
-  return "(" + EscapeBytes(key.tenant) + ", " + EscapeBytes(key.table) + ", " +
-         EscapeBytes(key.row) + ")";
+  return "(" + EscapePrefix(key.tenant) + ", " + EscapePrefix(key.table) + ", " +
+         EscapePrefix(key.row) + ")";
 }
 
 }  // namespace

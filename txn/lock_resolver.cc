@@ -21,8 +21,8 @@ std::pair<std::string, std::string> Column(std::string_view family, std::string_
 }  // namespace
 
 std::string TxnKey::ToString() const {
-  return table + "/" + EscapeBytes(Slice(row.data(), row.size())) + "/" +
-         EscapeBytes(Slice(column.data(), column.size()));
+  return table + "/" + EscapePrefix(Slice(row.data(), row.size())) + "/" +
+         EscapePrefix(Slice(column.data(), column.size()));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "common/coding.h"
 #include "txn/txn_iterator.h"
 
 namespace strata::txn {
@@ -307,8 +308,9 @@ Result<std::shared_ptr<RowStore>> TransactionImpl::StoreFor(const std::string& t
   Result<std::shared_ptr<RowStore>> store = db_->config().tables->Resolve(table);
   if (!store.ok()) {
     if (store.status().code() == Status::Code::kNotFound) {
-      return Status::InvalidArgument("unknown table " + table + ": " +
-                                     std::string(store.status().message()));
+      // The resolver's message may echo the name whole: it is cut too.
+      return Status::InvalidArgument("unknown table " + EscapePrefix(table) + ": " +
+                                     EscapePrefix(store.status().message(), 256));
     }
     return store.status();
   }

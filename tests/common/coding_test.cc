@@ -397,5 +397,13 @@ TEST(CodingTest, EscapeAndHex) {
   EXPECT_EQ(HexBytes(""), "");
 }
 
+TEST(CodingTest, EscapePrefixCutsLongValues) {
+  EXPECT_EQ(EscapePrefix("short"), "short");
+  EXPECT_EQ(EscapePrefix(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_EQ(EscapePrefix(std::string(65, 'x')), std::string(64, 'x') + "...(65 bytes)");
+  EXPECT_EQ(EscapePrefix(std::string("a\0bcd", 5), 3), "a\\x00b...(5 bytes)");
+  EXPECT_LT(EscapePrefix(std::string(1 << 20, '\xff')).size(), 300u);
+}
+
 }  // namespace
 }  // namespace strata

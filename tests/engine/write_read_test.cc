@@ -223,6 +223,28 @@ TEST_F(EngineTest, EmptyValueIsAValue) {
   EXPECT_EQ(cells[0].value, "");
 }
 
+// Errors that echo a caller's row, family or name keep it short: a
+// megabyte of it costs a prefix and its length, not a megabyte of message.
+TEST_F(EngineTest, ErrorsEchoAShortPrefixOfLongInput) {
+  const std::string huge(1 << 20, 'z');
+  auto short_message = [&](const Status& s, const char* what) {
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_LT(s.ToString().size(), 400u) << what;
+    EXPECT_NE(s.ToString().find("1048576 bytes"), std::string::npos)
+        << what << ": " << s.ToString();
+  };
+  RowMutation m;
+  m.Put(huge, "q", 1, "v");
+  short_message(table_.Mutate(WriteOptions(), "r", m), "Mutate with an unknown family");
+  short_message(engine_->OpenTenant(huge).status(), "OpenTenant");
+  short_message(engine_->CreateTenant(huge), "CreateTenant");
+  short_message(tenant_.OpenTable(huge).status(), "OpenTable");
+  RowFilter filter;
+  filter.families = {huge};
+  short_message(table_.ReadRow(ReadOptions(), "r", filter).status(),
+                "ReadRow with an unknown family");
+}
+
 TEST_F(EngineTest, BadInputIsInvalidArgumentAndWritesNothing) {
   options_.max_row_key_size = 32;
   options_.max_qualifier_size = 16;

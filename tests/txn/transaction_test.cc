@@ -262,6 +262,21 @@ WriteRecord WriteAt(const RowStore& store, const std::string& row, uint64_t ts) 
 // The bank example of the Percolator paper (its Figure 4): Bob has $10 and
 // Joe $2; a transaction with start_ts 7 moves $7 from Bob to Joe and commits
 // at 8. The cells are checked after every step against the figure.
+// A Get of a missing megabyte-long column, or of a table that does not
+// exist, answers with a short message, however long what it names.
+TEST_F(TransactionTest, ErrorsEchoAShortPrefixOfLongInput) {
+  Open();
+  const std::string huge(1 << 20, 'c');
+  std::unique_ptr<Transaction> t = Begin();
+  Result<std::string> missing = t->Get("bank", "row", huge);
+  EXPECT_TRUE(missing.status().IsNotFound()) << missing.status().ToString().substr(0, 200);
+  EXPECT_LT(missing.status().ToString().size(), 400u);
+  Result<std::string> no_table = t->Get(huge, "row", "c");
+  EXPECT_FALSE(no_table.ok());
+  EXPECT_LT(no_table.status().ToString().size(), 600u)
+      << no_table.status().ToString().substr(0, 300);
+}
+
 TEST_F(TransactionTest, PaperBankExampleCellByCell) {
   options_.one_phase_commit = false;       // what it checks happens between the two phases
   options_.max_inline_value = 0;           // values live in `data`, as in the paper

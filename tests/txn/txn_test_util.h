@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/coding.h"
 #include "strata/row_store.h"
 #include "strata/transaction.h"
 #include "txn/local_liveness_registry.h"
@@ -83,7 +84,7 @@ class ModelTables final : public txn::TableResolver {
   Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = stores_.find(std::string(table));
-    if (it == stores_.end()) return Status::NotFound("no table " + std::string(table));
+    if (it == stores_.end()) return Status::NotFound("no table " + EscapePrefix(table));
     return it->second;
   }
   Status Create(std::string_view table) {
