@@ -22,13 +22,18 @@ uint64_t LevelBytes(const std::vector<std::shared_ptr<TableFile>>& files) {
   return n;
 }
 
-// Fills c->inputs for a compaction of `level` of the group's view; false
-// when a running compaction holds what it would need. With `whole_level`,
-// a deeper level gives all its files, not the one that rewrites least.
-bool PickInputs(const GroupView& view, int level, bool whole_level, const EngineOptions& options,
-                sstable::TableCache* tables, Compaction* c) {
+// Fills c->inputs for a compaction of `level` of the group's view into
+// `output_level`; false when a running compaction holds what it would need.
+// With `whole_level`, every level from `level` to above `output_level`
+// gives all its files; otherwise `output_level` is level + 1, and a level
+// other than 0 gives the file that rewrites the fewest bytes below.
+bool PickInputs(const GroupView& view, int level, int output_level, bool whole_level,
+                const EngineOptions& options, sstable::TableCache* tables, Compaction* c) {
+  c->level = level;
+  c->output_level = output_level;
+  c->inputs.assign(output_level - level + 1, {});
   const auto& here = view.levels[level];
-  const auto& below = view.levels[level + 1];
+  const auto& below = view.levels[output_level];
   auto busy = [](const std::shared_ptr<TableFile>& f) { return f->being_compacted; };
   // The files of `below` that overlap [lo, hi]; false if one is busy.
   auto overlapping = [&](const std::string& lo, const std::string& hi,
@@ -40,14 +45,14 @@ bool PickInputs(const GroupView& view, int level, bool whole_level, const Engine
     }
     return true;
   };
-  if (level == 0) {
+  if (level == 0 || whole_level) {
     // Level-0 files overlap one another: all of them go at once, and only
     // one level-0 compaction of a group runs at a time.
-    if (std::any_of(here.begin(), here.end(), busy)) return false;
-    c->inputs[0] = here;
-  } else if (whole_level) {
-    if (std::any_of(here.begin(), here.end(), busy)) return false;
-    c->inputs[0] = here;
+    for (int n = level; n < output_level; n++) {
+      const auto& files = view.levels[n];
+      if (std::any_of(files.begin(), files.end(), busy)) return false;
+      c->inputs[n - level] = files;
+    }
   } else {
     // The file that rewrites the fewest bytes below per byte it moves down.
     double best = 0;
@@ -72,12 +77,14 @@ bool PickInputs(const GroupView& view, int level, bool whole_level, const Engine
   }
   std::string lo = c->inputs[0].front()->meta.smallest;
   std::string hi = c->inputs[0].front()->meta.largest;
-  for (const auto& f : c->inputs[0]) {
-    lo = std::min(lo, f->meta.smallest);
-    hi = std::max(hi, f->meta.largest);
+  for (size_t i = 0; i + 1 < c->inputs.size(); i++) {
+    for (const auto& f : c->inputs[i]) {
+      lo = std::min(lo, f->meta.smallest);
+      hi = std::max(hi, f->meta.largest);
+    }
   }
-  if (!overlapping(lo, hi, &c->inputs[1])) return false;
-  for (const auto& f : c->inputs[1]) {
+  if (!overlapping(lo, hi, &c->inputs.back())) return false;
+  for (const auto& f : c->inputs.back()) {
     lo = std::min(lo, f->meta.smallest);
     hi = std::max(hi, f->meta.largest);
   }
@@ -85,7 +92,7 @@ bool PickInputs(const GroupView& view, int level, bool whole_level, const Engine
   // compaction cannot move data into this range: it would hold one of these
   // inputs.)
   c->bottommost = true;
-  for (int n = level + 2; n < kNumLevels && c->bottommost; n++) {
+  for (int n = output_level + 1; n < kNumLevels && c->bottommost; n++) {
     for (const auto& f : view.levels[n]) {
       if (RowsOverlap(f->meta, lo, hi)) c->bottommost = false;
     }
@@ -93,11 +100,11 @@ bool PickInputs(const GroupView& view, int level, bool whole_level, const Engine
   // A file alone, with nothing to merge with below, needs no rewrite —
   // unless a filter must see its data, or it carries delete markers to the
   // bottom (checked in CompactionJob), where a rewrite drops them.
-  c->trivial_move = c->inputs[0].size() == 1 && c->inputs[1].empty() &&
+  c->trivial_move = c->inputs.size() == 2 && c->inputs[0].size() == 1 && c->inputs[1].empty() &&
                     CompactionFilterOf(*c->group->tablet->table, options) == nullptr;
   if (!c->bottommost && !c->trivial_move) {
     // A row that no deeper file holds is at the bottom all the same.
-    c->deeper = std::make_shared<DeeperFiles>(view, level + 2, tables,
+    c->deeper = std::make_shared<DeeperFiles>(view, output_level + 1, tables,
                                               c->group->tablet->table->budget->cache_id());
   }
   return true;
@@ -114,18 +121,20 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
     LocalityGroupState* group;
     std::shared_ptr<const GroupView> view;
     int level;
+    int output_level;
     bool whole_level;
   };
   std::vector<Candidate> candidates;
   for (LocalityGroupState* g : groups) {
     std::shared_ptr<const GroupView> view = g->current();
     if (force) {
-      // A manual compaction pushes every level down into the deepest one
-      // that holds data (level 1 at least), so each key ends up in one
-      // file. It goes top-down, a whole level at a time, like RocksDB's
-      // CompactRange: each level's data then merges into the level below
-      // once, where pushing file by file, or a lower level before a higher
-      // one, rewrites some files below several times.
+      // A manual compaction merges every level into the deepest one that
+      // holds data (level 1 at least), so each key ends up in one file. It
+      // takes every level above that one whole, in one compaction: each byte
+      // is written once, where going a level at a time (as RocksDB's
+      // CompactRange does) writes the upper levels' data once per level it
+      // passes, and pushing file by file rewrites some files below several
+      // times.
       int deepest = 1;
       for (int n = kNumLevels - 1; n > 1 && deepest == 1; n--) {
         if (!view->levels[n].empty()) deepest = n;
@@ -135,7 +144,7 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
       if (shallowest < deepest) {
         // Before any compaction for size: those come after, and would
         // rewrite what this one merges anyway.
-        candidates.push_back({std::numeric_limits<double>::infinity(), g, view, shallowest,
+        candidates.push_back({std::numeric_limits<double>::infinity(), g, view, shallowest, deepest,
                               /*whole_level=*/true});
         continue;
       }
@@ -143,14 +152,14 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
     if (static_cast<int>(view->levels[0].size()) >= options.level0_compaction_trigger) {
       candidates.push_back(
           {static_cast<double>(view->levels[0].size()) / options.level0_compaction_trigger, g, view,
-           0, /*whole_level=*/false});
+           0, 1, /*whole_level=*/false});
     }
     uint64_t max_bytes = options.level1_max_bytes;
     for (int n = 1; n < kNumLevels - 1; n++, max_bytes *= 10) {
       const uint64_t bytes = LevelBytes(view->levels[n]);
       if (bytes > max_bytes) {
         candidates.push_back(
-            {static_cast<double>(bytes) / max_bytes, g, view, n, /*whole_level=*/false});
+            {static_cast<double>(bytes) / max_bytes, g, view, n, n + 1, /*whole_level=*/false});
       }
     }
   }
@@ -159,8 +168,9 @@ bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const Engine
   for (const Candidate& c : candidates) {
     *compaction = Compaction();
     compaction->group = c.group;
-    compaction->level = c.level;
-    if (!PickInputs(*c.view, c.level, c.whole_level, options, tables, compaction)) continue;
+    if (!PickInputs(*c.view, c.level, c.output_level, c.whole_level, options, tables, compaction)) {
+      continue;
+    }
     for (const auto& inputs : compaction->inputs) {
       for (const auto& f : inputs) f->being_compacted = true;
     }

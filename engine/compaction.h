@@ -1,7 +1,8 @@
 // Compaction picking: which level of which locality group needs a compaction
 // most, and which files it takes. Leveled: level 0 merges all its files with
 // the level-1 files they overlap; a deeper level pushes down the file that
-// rewrites the fewest bytes below per byte it moves. See "Compaction" in
+// rewrites the fewest bytes below per byte it moves; a manual compaction
+// merges every level into the deepest one holding data at once. See "Compaction" in
 // engine/README.md; CompactionJob (engine/compaction_job.h) runs a pick.
 //
 // Files overlap by rows, not keys: a delete marker hides cells of its row
@@ -26,11 +27,17 @@
 
 namespace strata::engine {
 
-// One compaction: input files of two adjacent levels of one group.
+// One compaction: input files of adjacent levels of one group, from
+// `level` down to `output_level`, where the outputs go. Two levels, except
+// for a manual compaction, which merges every level above the deepest one
+// holding data into it at once.
 struct Compaction {
   LocalityGroupState* group = nullptr;
-  int level = 0;  // inputs from `level` and `level + 1`; output to `level + 1`
-  std::vector<std::shared_ptr<TableFile>> inputs[2];
+  int level = 0;
+  int output_level = 1;
+  // inputs[i]: the input files of level `level + i`, for every level from
+  // `level` to `output_level`.
+  std::vector<std::vector<std::shared_ptr<TableFile>>> inputs;
   bool bottommost = false;
   // Unless bottommost or a trivial move: the files below the output level
   // as the inputs were picked, which hold all the older data of the
@@ -44,8 +51,9 @@ struct Compaction {
 // Picks, among `groups`, the most urgent compaction whose inputs no running
 // compaction holds, and marks its inputs as being compacted; false when
 // none is due. With `force` (Engine::Compact), every level above the
-// deepest one holding data is pushed down first, top-down and a whole level
-// at a time (level-0 files below the trigger included).
+// deepest one holding data is merged into it first, all of them in one
+// compaction (level-0 files below the trigger included), so that each byte
+// is written once.
 // Readers `tables` opens (for Compaction::deeper) are charged to the
 // group's tenant. REQUIRES: the engine's background mutex held.
 bool PickCompaction(const std::vector<LocalityGroupState*>& groups, const EngineOptions& options,

@@ -64,8 +64,8 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
   std::vector<std::unique_ptr<InternalIterator>> children;
   std::vector<std::shared_ptr<const void>> pins;
   const sstable::BlockCache::OwnerId owner = tablet.table->budget->cache_id();
-  for (int i = 0; i < 2; i++) {
-    const int level = c_->level + i;
+  for (size_t i = 0; i < c_->inputs.size(); i++) {
+    const int level = c_->level + static_cast<int>(i);
     if (level > 0) {
       if (!c_->inputs[i].empty()) {
         // Read once: the inputs' blocks would only evict what readers use.

@@ -645,13 +645,13 @@ Status VersionSet::InstallCompaction(const Compaction& c, const std::vector<File
                                      bool pinned, bool* installed) {
   LocalityGroupState* group = c.group;
   const TabletState& tablet = *group->tablet;
-  const int out_level = c.level + 1;
+  const int out_level = c.output_level;
   *installed = false;
   auto discard_outputs = [&] {
     for (const FileMeta& m : outputs) files_->Discard(m.number);  // pinned, if resident
   };
   VersionEdit edit;
-  for (int i = 0; i < 2; i++) {
+  for (size_t i = 0; i < c.inputs.size(); i++) {
     for (const auto& f : c.inputs[i]) {
       edit.deleted_files.push_back(
           {tablet.id, group->index, static_cast<uint32_t>(c.level + i), f->meta.number});
@@ -698,7 +698,7 @@ Status VersionSet::InstallCompaction(const Compaction& c, const std::vector<File
       return;
     }
     auto view = std::make_shared<GroupView>(*group->view);
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < c.inputs.size(); i++) {
       auto& level = view->levels[c.level + i];
       for (const auto& f : c.inputs[i]) {
         level.erase(std::remove(level.begin(), level.end(), f), level.end());

@@ -233,10 +233,9 @@ TEST_F(EngineTest, LongScanAddsAtMostAQuarterOfTheBlockCache) {
   EXPECT_GT(tenant_.GetStats()->block_cache_bytes, after_scan + 8 * block);
 }
 
-// Engine::Compact goes top-down a whole level at a time: level 0 into
-// level 1, then all of level 1 into level 2, one compaction each, however
-// many files level 1 holds by then.
-TEST_F(EngineTest, ManualCompactionMergesAWholeLevelAtATime) {
+// Engine::Compact merges every level above the deepest one holding data
+// into it in one compaction, so each byte it writes is written once.
+TEST_F(EngineTest, ManualCompactionMergesEveryLevelIntoTheDeepestAtOnce) {
   options_.level0_compaction_trigger = 8;  // no compaction before Compact
   options_.level1_max_bytes = 64 << 10;
   options_.target_file_size = 16 << 10;
@@ -265,18 +264,39 @@ TEST_F(EngineTest, ManualCompactionMergesAWholeLevelAtATime) {
 
   write_all(2);
   ASSERT_EQ(engine_->GetStats().level_files[0], 2u);
-  const uint64_t compactions = engine_->GetStats().compactions;
+  // Level 1 too: one more flush, and level 0 compacts into level 1 (large
+  // enough now to keep it all).
+  options_.level0_compaction_trigger = 1;
+  options_.level1_max_bytes = 1 << 30;
+  Reopen();
+  for (int i = 0; i < 200; i++) {
+    ASSERT_OK(Put("row" + std::to_string(i), "b", "y", 3, rnd.RandomBytes(100)));
+  }
+  ASSERT_OK(engine_->Flush());
+  for (int i = 0; i < 10000 && engine_->GetStats().level_files[0] > 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  options_.level0_compaction_trigger = 8;
+  Reopen();
+  write_all(4);
+  st = engine_->GetStats();
+  ASSERT_GT(st.level_files[0], 0u);
+  ASSERT_GT(st.level_files[1], 0u);
+  ASSERT_GT(st.level_files[2], 0u);
+  const uint64_t compactions = st.compactions;
+  const uint64_t written = st.compaction_bytes_written;
   ASSERT_OK(engine_->Compact());
   st = engine_->GetStats();
-  // Level 0 into level 1 (more than 16 files of 16 KiB), then level 1
-  // into level 2.
-  EXPECT_EQ(st.compactions - compactions, 2u);
+  // Levels 0 and 1 and the level-2 files they overlap (all of them), merged
+  // into level 2 in one compaction: what it wrote is the whole table.
+  EXPECT_EQ(st.compactions - compactions, 1u);
   EXPECT_EQ(st.level_files[0] + st.level_files[1], 0u);
   EXPECT_GT(st.level_files[2], 10u);
+  EXPECT_EQ(st.compaction_bytes_written - written, st.table_bytes);
   for (int i = 0; i < 2000; i += 97) {
     auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
     ASSERT_OK(cells) << i;
-    EXPECT_EQ(cells->size(), 2u) << i;
+    EXPECT_EQ(cells->size(), i < 200 ? 4u : 3u) << i;
   }
 }
 
