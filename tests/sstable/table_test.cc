@@ -132,17 +132,23 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{CompressionType::kNone, 1 << 20, 1000, 10},
                       Shape{CompressionType::kZstd, 32 << 10, 7, 20}));
 
+// Writes 500 random cells in 256-byte blocks (dozens of blocks) to `path`.
+void WriteSmallBlockTable(FileSystem* fs, const std::string& path, Model* model) {
+  Random rnd(test::TestSeed());
+  *model = test::RandomModel(&rnd, 500, 100);
+  TableBuilderOptions o;
+  o.block_size = 256;
+  ASSERT_OK(test::WriteTable(fs, path, o, *model));
+}
+
 // An iterator without fill_cache (compaction's) uses the blocks it finds in
 // the cache but adds none of the ones it reads.
 TEST(TableTest, IteratorWithoutFillCacheAddsNoBlocks) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
-  Random rnd(test::TestSeed());
-  const Model model = test::RandomModel(&rnd, 500, 100);
-  TableBuilderOptions o;
-  o.block_size = 256;
   const std::string path = dir.Join("t.sst");
-  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  Model model;
+  ASSERT_NO_FATAL_FAILURE(WriteSmallBlockTable(fs, path, &model));
   BlockCache cache(1 << 20, 0);
   TableReaderOptions ro;
   ro.block_cache = &cache;
@@ -170,12 +176,9 @@ TEST(TableTest, IteratorWithoutFillCacheAddsNoBlocks) {
 TEST(TableTest, IteratorsAddBlocksOnlyWhileTheirFillBudgetLasts) {
   test::ScratchDir dir("sst");
   FileSystem* fs = FileSystem::Default();
-  Random rnd(test::TestSeed());
-  const Model model = test::RandomModel(&rnd, 500, 100);
-  TableBuilderOptions o;
-  o.block_size = 256;
   const std::string path = dir.Join("t.sst");
-  ASSERT_OK(test::WriteTable(fs, path, o, model));
+  Model model;
+  ASSERT_NO_FATAL_FAILURE(WriteSmallBlockTable(fs, path, &model));
   for (const bool resident : {false, true}) {
     SCOPED_TRACE(resident ? "resident" : "normal");
     BlockCache cache(1 << 20, 0);
