@@ -63,6 +63,8 @@ remove_db=0
 if [ -z "$db" ]; then
   db=$(mktemp -d "${TMPDIR:-/tmp}/strata-crash.XXXXXX")
   remove_db=1
+else
+  mkdir -p "$db"
 fi
 log="$db.log"
 run_args=(--db "$db/stress" ${faults[@]+"${faults[@]}"} ${extra[@]+"${extra[@]}"})
