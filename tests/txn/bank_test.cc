@@ -44,6 +44,7 @@ namespace strata::txn {
 namespace {
 
 using test::Bank;
+using test::EngineTables;
 using test::Leg;
 using test::ReadMode;
 
@@ -57,30 +58,6 @@ uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-
-// The transactional tables of an engine tenant, as TransactionDB::Open wires
-// them (TenantTables in txn/transaction_db.cc).
-class EngineTables final : public TableResolver {
- public:
-  explicit EngineTables(Tenant tenant) : tenant_(std::move(tenant)) {}
-  Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = stores_.find(std::string(table));
-    if (it != stores_.end()) return it->second;
-    STRATA_ASSIGN_OR_RETURN(Table t, tenant_.OpenTable(table));
-    std::shared_ptr<RowStore> store = NewTableRowStore(std::move(t));
-    stores_.emplace(std::string(table), store);
-    return store;
-  }
-  Status Create(std::string_view table) {
-    return tenant_.CreateTable(table, TransactionalSchema({}));
-  }
-
- private:
-  Tenant tenant_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<RowStore>> stores_;
-};
 
 // What the conditional writes of the protocol did, as an observer of the
 // store sees them.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/coding.h"
+#include "strata/engine.h"
 #include "strata/row_store.h"
 #include "strata/transaction.h"
 #include "txn/local_liveness_registry.h"
@@ -128,6 +129,30 @@ inline void SetCommitModeFromEnvironment(TransactionDBOptions* options) {
   options->pessimistic = set("STRATA_TEST_PESSIMISTIC");
   options->one_phase_commit = set("STRATA_TEST_ONE_PHASE") || options->pessimistic;
 }
+
+// The transactional tables of an engine tenant, as TransactionDB::Open wires
+// them (TenantTables in txn/transaction_db.cc).
+class EngineTables final : public txn::TableResolver {
+ public:
+  explicit EngineTables(Tenant tenant) : tenant_(std::move(tenant)) {}
+  Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = stores_.find(std::string(table));
+    if (it != stores_.end()) return it->second;
+    STRATA_ASSIGN_OR_RETURN(Table t, tenant_.OpenTable(table));
+    std::shared_ptr<RowStore> store = NewTableRowStore(std::move(t));
+    stores_.emplace(std::string(table), store);
+    return store;
+  }
+  Status Create(std::string_view table) {
+    return tenant_.CreateTable(table, txn::TransactionalSchema({}));
+  }
+
+ private:
+  Tenant tenant_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<RowStore>> stores_;
+};
 
 // Every lock cell of a whole table.
 inline size_t CountLocks(const RowStore& store) {
