@@ -107,6 +107,16 @@ Result<TenantStats> Tenant::GetStats() const {
 
 std::string Table::name() const { return state_ ? state_->name : std::string(); }
 
+RowStoreLimits Table::GetLimits() const {
+  const EngineOptions defaults;
+  const EngineOptions& o = core_ != nullptr ? core_->options() : defaults;
+  RowStoreLimits limits;
+  limits.max_row_key_size = o.max_row_key_size;
+  limits.max_qualifier_size = o.max_qualifier_size;
+  limits.max_value_size = o.max_value_size;
+  return limits;
+}
+
 bool Table::dropped() const {
   // Relaxed: a hint, as any answer may be stale by the time it is used.
   return state_ && state_->dropped.load(std::memory_order_relaxed);

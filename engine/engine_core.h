@@ -73,6 +73,9 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   static Status Open(const std::string& dir, const EngineOptions& options,
                      std::shared_ptr<EngineCore>* result);
 
+  // The options the engine was opened with (immutable).
+  const EngineOptions& options() const { return options_; }
+
   // ---- Tenants and tables (the catalog, behind the close gate) ----
 
   Status CreateTenant(std::string_view name, const TenantOptions& options);

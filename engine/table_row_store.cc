@@ -15,6 +15,8 @@ class TableRowStore final : public RowStore {
  public:
   explicit TableRowStore(Table table) : table_(std::move(table)) {}
 
+  RowStoreLimits GetLimits() const override { return table_.GetLimits(); }
+
   Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,
                                     const RowFilter& filter) const override {
     return table_.ReadRow(options, row, filter);

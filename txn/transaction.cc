@@ -29,6 +29,29 @@ Status CheckKeyInput(std::string_view table, std::string_view row, std::string_v
   return Status::OK();
 }
 
+// The row, column and value a write buffers against the limits of the store
+// of its table (the column is the qualifier of every cell the key has), so
+// that input no commit could write is refused before anything is buffered.
+Status CheckSizes(const RowStore& store, std::string_view table, std::string_view row,
+                  std::string_view column, std::string_view value) {
+  const RowStoreLimits limits = store.GetLimits();
+  auto too_big = [&](const char* what, size_t size, size_t limit) {
+    return Status::InvalidArgument(std::string(what) + " is " + std::to_string(size) +
+                                   " bytes; the limit of table '" + EscapePrefix(table) + "' is " +
+                                   std::to_string(limit));
+  };
+  if (row.size() > limits.max_row_key_size) {
+    return too_big("row key", row.size(), limits.max_row_key_size);
+  }
+  if (column.size() > limits.max_qualifier_size) {
+    return too_big("column name", column.size(), limits.max_qualifier_size);
+  }
+  if (value.size() > limits.max_value_size) {
+    return too_big("value", value.size(), limits.max_value_size);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 // ---- Buffering and state ----
@@ -166,7 +189,8 @@ Status TransactionImpl::SetWeakNotification(std::string_view table, std::string_
                                             std::string_view column) {
   STRATA_RETURN_IF_ERROR(CheckOpen());
   STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
-  STRATA_RETURN_IF_ERROR(StoreFor(std::string(table)).status());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(std::string(table)));
+  STRATA_RETURN_IF_ERROR(CheckSizes(*store, table, row, column, {}));
   weak_notes_.insert(TxnKey{std::string(table), std::string(row), std::string(column)});
   return Status::OK();
 }
@@ -174,7 +198,8 @@ Status TransactionImpl::SetWeakNotification(std::string_view table, std::string_
 Status TransactionImpl::SetTrigger(const TxnKey& trigger) {
   STRATA_RETURN_IF_ERROR(CheckOpen());
   STRATA_RETURN_IF_ERROR(CheckKeyInput(trigger.table, trigger.row, trigger.column));
-  STRATA_RETURN_IF_ERROR(StoreFor(trigger.table).status());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(trigger.table));
+  STRATA_RETURN_IF_ERROR(CheckSizes(*store, trigger.table, trigger.row, trigger.column, {}));
   if (!writes_.empty() || trigger_.has_value()) {
     return Status::InvalidArgument("a trigger must be set before anything is buffered");
   }
@@ -279,7 +304,8 @@ Status TransactionImpl::Buffer(std::string_view table, std::string_view row,
                                std::string_view column, MutationKind kind, std::string_view value) {
   STRATA_RETURN_IF_ERROR(CheckOpen());
   STRATA_RETURN_IF_ERROR(CheckKeyInput(table, row, column));
-  STRATA_RETURN_IF_ERROR(StoreFor(std::string(table)).status());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(std::string(table)));
+  STRATA_RETURN_IF_ERROR(CheckSizes(*store, table, row, column, value));
   PendingWrite& w = writes_[TxnKey{std::string(table), std::string(row), std::string(column)}];
   w.kind = kind;
   w.value.assign(value.data(), value.size());

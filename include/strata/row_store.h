@@ -60,6 +60,8 @@
 #ifndef STRATA_ROW_STORE_H_
 #define STRATA_ROW_STORE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -72,12 +74,25 @@
 
 namespace strata {
 
+// The largest row key, qualifier and value (bytes) a store accepts. Intentionally copyable.
+struct RowStoreLimits {
+  size_t max_row_key_size = SIZE_MAX;
+  size_t max_qualifier_size = SIZE_MAX;
+  size_t max_value_size = SIZE_MAX;
+};
+
 class RowStore {
  public:
   virtual ~RowStore() = default;
   RowStore() = default;
   RowStore(const RowStore&) = delete;
   RowStore& operator=(const RowStore&) = delete;
+
+  // The store's size limits, fixed for its life: a write of a larger row
+  // key, qualifier or value is InvalidArgument and writes nothing, so a layer
+  // above (a transaction buffering writes) can refuse such input at once.
+  // The default says nothing is too large; the store's calls still decide.
+  virtual RowStoreLimits GetLimits() const { return RowStoreLimits(); }
 
   // The row's cells that pass `filter`: the columns of filter.families and
   // filter.columns (every column when both are empty), versions with

@@ -120,6 +120,10 @@ class Table {
   // since the engine opened (a session adds its own when it is destroyed).
   Result<ReadStats> GetReadStats() const;
 
+  // The largest row key, qualifier and value a write may carry: the
+  // EngineOptions the engine was opened with. For an empty handle, the
+  // defaults of EngineOptions.
+  RowStoreLimits GetLimits() const;
   // The table's tablets in row order. NotFound once the table is dropped.
   Result<std::vector<TabletStats>> GetTabletStats() const;
 

@@ -310,7 +310,11 @@ class Transaction {
   virtual Result<std::string> GetForUpdate(std::string_view table, std::string_view row,
                                            std::string_view column) = 0;
 
-  // Buffered until Commit.
+  // Buffered until Commit. InvalidArgument, with nothing buffered, for an
+  // empty table, row or column, an unknown table, or a row key, column or
+  // value larger than the table's store accepts (RowStore::GetLimits: the
+  // engine's EngineOptions limits), and likewise for Erase and
+  // SetWeakNotification.
   virtual Status Set(std::string_view table, std::string_view row, std::string_view column,
                      std::string_view value) = 0;
   virtual Status Erase(std::string_view table, std::string_view row, std::string_view column) = 0;

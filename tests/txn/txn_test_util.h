@@ -29,6 +29,8 @@ class ForwardingRowStore : public RowStore {
  public:
   explicit ForwardingRowStore(std::shared_ptr<RowStore> base) : base_(std::move(base)) {}
 
+  RowStoreLimits GetLimits() const override { return base_->GetLimits(); }
+
   Result<std::vector<Cell>> ReadRow(const ReadOptions& o, std::string_view row,
                                     const RowFilter& f) const override {
     return base_->ReadRow(o, row, f);

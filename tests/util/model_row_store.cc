@@ -95,6 +95,8 @@ class ModelRowStore::State {
     for (size_t i = 0; i < families_.size(); i++) family_index_[families_[i]] = i;
   }
 
+  const Limits& limits() const { return limits_; }
+
   // The index of `family`, or InvalidArgument.
   Result<size_t> FamilyIndex(std::string_view family) const {
     auto it = family_index_.find(std::string(family));
@@ -401,6 +403,8 @@ std::unique_ptr<ModelRowStore> ModelRowStore::ForSchema(const TableSchema& schem
 }
 
 ModelRowStore::~ModelRowStore() = default;
+
+RowStoreLimits ModelRowStore::GetLimits() const { return state_->limits(); }
 
 Result<std::vector<Cell>> ModelRowStore::ReadRow(const ReadOptions& options, std::string_view row,
                                                  const RowFilter& filter) const {

@@ -37,10 +37,12 @@ class ModelRowStore final : public RowStore {
  public:
   // What one write may carry; larger input is InvalidArgument. The defaults
   // are EngineOptions'.
-  struct Limits {
-    size_t max_row_key_size = EngineOptions().max_row_key_size;
-    size_t max_qualifier_size = EngineOptions().max_qualifier_size;
-    size_t max_value_size = EngineOptions().max_value_size;
+  struct Limits : RowStoreLimits {
+    Limits() {
+      max_row_key_size = EngineOptions().max_row_key_size;
+      max_qualifier_size = EngineOptions().max_qualifier_size;
+      max_value_size = EngineOptions().max_value_size;
+    }
   };
 
   // A store with `families`, in the order cells of a row come back in, and
@@ -52,6 +54,8 @@ class ModelRowStore final : public RowStore {
   static std::unique_ptr<ModelRowStore> ForSchema(const TableSchema& schema,
                                                   const EngineOptions& options = EngineOptions());
   ~ModelRowStore() override;
+
+  RowStoreLimits GetLimits() const override;
 
   Result<std::vector<Cell>> ReadRow(const ReadOptions& options, std::string_view row,
                                     const RowFilter& filter) const override;
