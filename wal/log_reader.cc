@@ -38,8 +38,9 @@ Status ScanForFragment(RandomAccessFile* file, const std::string& path, uint64_t
   if (from >= data_end) return Status::OK();
   char needle[4];
   EncodeFixed32(needle, static_cast<uint32_t>(number));
-  std::string scratch(kReadChunk, '\0');
-  for (uint64_t chunk = from / block_size * block_size; chunk < data_end;) {
+  const uint64_t first = from / block_size * block_size;
+  std::string scratch(static_cast<size_t>(std::min<uint64_t>(kReadChunk, data_end - first)), '\0');
+  for (uint64_t chunk = first; chunk < data_end;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(kReadChunk, data_end - chunk));
     Slice got;
     STRATA_RETURN_IF_ERROR(file->Read(chunk, want, &got, scratch.data()));
@@ -213,7 +214,7 @@ Status LogReader::Fetch(uint64_t offset, size_t n, const char** data) {
   }
   const uint64_t start = offset / header_.block_size * header_.block_size;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(kReadChunk, data_end_ - start));
-  if (chunk_.size() < kReadChunk) chunk_.resize(kReadChunk);
+  if (chunk_.size() < want) chunk_.resize(want);  // a short segment needs less than a chunk
   Slice got;
   STRATA_RETURN_IF_ERROR(file_->Read(start, want, &got, chunk_.data()));
   if (got.size() < want) {
