@@ -30,8 +30,10 @@
 // whole), transactions over several rows (optimistic and pessimistic; the
 // TransactionDB options, such as one-phase commit, are drawn at each open),
 // flushes and full compactions. Tablets split on their own (small split
-// size), the garbage collector runs every fraction of a second, and the main
-// thread closes and reopens everything every few seconds.
+// size), the garbage collector runs every fraction of a second, a strong
+// observer of column "v" of the transactional tables copies each value it
+// sees to column "seen" of its row, and the main thread closes and reopens
+// everything every few seconds.
 //
 // Before a write, its owner records the version it writes as pending (and,
 // for a write of several rows, the rows in the thread's batch record); once
@@ -39,6 +41,9 @@
 // and after every reopen, reads every row: it must be whole, at its version
 // or at its pending one, and the rows of a batch record must be all at their
 // pending versions or none. Then the expected state takes what was read.
+// Verification also waits for the observers to finish every notification
+// (those of writes a kill interrupted too) and checks that each
+// transactional row's "seen" holds its newest "v".
 //
 // With --faults, the engine writes through a fault-injecting file system:
 // writes, syncs and opens of the log, tables and manifest fail at random
@@ -76,6 +81,7 @@
 #include "common/random.h"
 #include "strata/engine.h"
 #include "strata/gc.h"
+#include "strata/observer.h"
 #include "strata/transaction.h"
 #include "tool_util.h"
 
@@ -431,6 +437,23 @@ std::string PendingText(uint32_t pending) {
   return pending == 0 ? "none" : std::to_string(pending & ~kPending);
 }
 
+// The observer of column "v" of the transactional tables: it copies what it
+// reads there to column "seen" of the row ("none" when "v" is erased), so
+// that once the observers are quiet every row's "seen" matches its "v".
+class CopyObserver final : public Observer {
+ public:
+  Status Process(Transaction* txn, std::string_view table, std::string_view row,
+                 std::string_view column) override {
+    Result<std::string> value = txn->Get(table, row, column);
+    if (!value.ok() && !value.status().IsNotFound()) return value.status();
+    return txn->Set(table, row, "seen", SeenValue(value.ok() ? &*value : nullptr));
+  }
+
+  static std::string SeenValue(const std::string* value) {
+    return value == nullptr ? "none" : "seen " + *value;
+  }
+};
+
 // ---- The run -------------------------------------------------------------------
 
 EngineOptions StressEngineOptions() {
@@ -456,6 +479,7 @@ class Stress {
     std::vector<Table> tables;
     std::unique_ptr<TransactionDB> db;
     std::unique_ptr<GarbageCollector> gc;
+    std::unique_ptr<ObserverWorker> observers;
   };
 
   class Worker;
@@ -520,10 +544,12 @@ class Stress {
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> txns_{0};
+  std::atomic<uint64_t> txn_aborts_{0};  // transactions that aborted on a conflict
   std::atomic<uint64_t> op_errors_{0};
   uint64_t reopens_ = 0;
   uint64_t power_losses_ = 0;
   uint64_t rows_verified_ = 0;
+  uint64_t observer_checks_ = 0;    // tenants whose observers were checked
   uint64_t pending_found_new_ = 0;  // pending writes that verification found done
   uint64_t pending_found_old_ = 0;  // and not done
 };
@@ -569,6 +595,7 @@ std::string Stress::OpenAll() {
     dbo.prewrite_primary_alone = rnd_.OneIn(4);
     dbo.commit_secondaries_in_background = !rnd_.OneIn(3);
     dbo.max_inline_value = rnd_.OneIn(2) ? 64 : 0;
+    dbo.observed_columns = {{"txn", "v"}};
     Result<std::unique_ptr<TransactionDB>> db = TransactionDB::Open(services_, h.tenant, dbo);
     if (!db.ok()) return "open transactions: " + db.status().ToString();
     h.db = std::move(db.value());
@@ -585,6 +612,14 @@ std::string Stress::OpenAll() {
         GarbageCollector::Open(services_, h.db.get(), gco);
     if (!gc.ok()) return "open the garbage collector: " + gc.status().ToString();
     h.gc = std::move(gc.value());
+    ObserverWorkerOptions woo;
+    woo.threads = 2;
+    woo.retry_max_millis = 200;
+    Result<std::unique_ptr<ObserverWorker>> observers = ObserverWorker::Start(
+        h.db.get(), {{"txn", "v", NotificationKind::kStrong, std::make_shared<CopyObserver>()}},
+        woo);
+    if (!observers.ok()) return "start the observers: " + observers.status().ToString();
+    h.observers = std::move(observers.value());
   }
   return "";
 }
@@ -596,6 +631,8 @@ std::string Stress::CloseAll(bool power_loss) {
     if (!s.ok() && !args_.faults && error.empty()) error = std::string(what) + ": " + s.ToString();
   };
   for (TenantHandles& h : tenants_) {
+    if (h.observers != nullptr) note("stop the observers", h.observers->Stop());
+    h.observers.reset();
     if (h.gc != nullptr) note("close the garbage collector", h.gc->Close());
     h.gc.reset();
     if (h.db != nullptr) note("close transactions", h.db->Close());
@@ -698,6 +735,35 @@ uint64_t Stress::Verify() {
       read[slot] = true;
     }
     (*txn)->Rollback().PermitUncheckedError();
+  }
+
+  // Every change of a transactional row reached its observer: once they
+  // are quiet, each row's "seen" matches its "v".
+  for (uint32_t t = 0; t < args_.tenants && args_.txn_rows != 0; t++) {
+    Status quiet = tenants_[t].observers->WaitForQuiescence(60'000);
+    if (!quiet.ok()) {
+      fail(TenantName(t) + ": the observers did not finish: " + quiet.ToString() + "; " +
+           tenants_[t].observers->GetStats().last_failure);
+      continue;
+    }
+    Result<std::unique_ptr<Transaction>> txn = tenants_[t].db->Begin();
+    if (!txn.ok()) {
+      fail(TenantName(t) + ": begin a read transaction: " + txn.status().ToString());
+      continue;
+    }
+    for (uint32_t r = 0; r < args_.txn_rows; r++) {
+      Result<std::string> value = (*txn)->Get("txn", RowKey(r), "v");
+      Result<std::string> seen = (*txn)->Get("txn", RowKey(r), "seen");
+      if (!seen.ok() && seen.status().IsNotFound() && value.status().IsNotFound()) continue;
+      const std::string want = CopyObserver::SeenValue(value.ok() ? &*value : nullptr);
+      if (!seen.ok() || *seen != want) {
+        fail(TenantName(t) + "/txn/" + RowKey(r) + ": its observer saw \"" +
+             (seen.ok() ? EscapePrefix(*seen, 40) : seen.status().ToString()) +
+             "\", not the row's newest value \"" + EscapePrefix(want, 40) + "\"");
+      }
+    }
+    (*txn)->Rollback().PermitUncheckedError();
+    observer_checks_++;
   }
 
   // Each row at its version or its pending one.
@@ -1050,6 +1116,7 @@ class Stress::Worker {
       Result<std::string> value = pessimistic ? (*txn)->GetForUpdate("txn", RowKey(row), "v")
                                               : (*txn)->Get("txn", RowKey(row), "v");
       if (!value.ok() && !value.status().IsNotFound()) {
+        if (Aborted(**txn)) return;  // nothing written
         return s_->OperationError(what + ": read " + RowKey(row), value.status());
       }
       std::string why;
@@ -1073,10 +1140,35 @@ class Stress::Worker {
     }
     BeginBatch(slots);
     Status st = (*txn)->Commit();
+    if (!st.ok() && Aborted(**txn)) {
+      // Nothing was committed: the rows stay as they were.
+      for (uint64_t slot : slots) ExpectedState::Store(state().slot(slot)->pending, 0);
+      EndBatch();
+      return;
+    }
     if (!st.ok()) return s_->OperationError(what + ": commit", st);
     for (uint64_t slot : slots) EndWrite(slot);
     EndBatch();
     s_->txns_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Whether `txn` failed in a way that leaves nothing committed: a conflict
+  // (with an observer's run, too: a run locks the cell it runs for, as
+  // GetForUpdate does, and commits that lock) or a lock it gave way to.
+  bool Aborted(const Transaction& txn) {
+    using Kind = TransactionError::Kind;
+    switch (txn.error().kind) {
+      case Kind::kWriteConflict:
+      case Kind::kKeyLocked:
+      case Kind::kAbortedByOlder:
+      case Kind::kRolledBack:
+      case Kind::kDeadlock:
+      case Kind::kLockWaitTimeout:
+        s_->txn_aborts_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      default:
+        return false;
+    }
   }
 
   Stress* const s_;
@@ -1182,9 +1274,10 @@ int Stress::Run() {
   }
   std::printf("strata-stress: %.1f s, %" PRIu64 " operations, %" PRIu64 " writes, %" PRIu64
               " transactions, %" PRIu64 " reopens (%" PRIu64 " power losses), %" PRIu64
-              " failed calls, %" PRIu64 " rows verified, %" PRIu64 " failed checks\n",
+              " failed calls, %" PRIu64 " transactions aborted on conflicts, %" PRIu64
+              " rows verified, %" PRIu64 " observer checks, %" PRIu64 " failed checks\n",
               elapsed(), ops_.load(), writes_.load(), txns_.load(), reopens_, power_losses_,
-              op_errors_.load(), rows_verified_, failures);
+              op_errors_.load(), txn_aborts_.load(), rows_verified_, observer_checks_, failures);
   return tools::FinishOutput("strata-stress", failures == 0 ? kExitOk : kExitCheckFailed,
                              kExitCheckFailed);
 }
