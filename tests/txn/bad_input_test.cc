@@ -1,10 +1,11 @@
 // Bad input, everywhere: one table of the public calls (engine, tenant, table,
-// read session, transactions, garbage collector) and the bad inputs each can
-// get (empty, oversized, unknown, out of range, closed, dropped). Every entry
-// must come back with the documented error code, a message that says what
-// was wrong in at most a few hundred bytes (never the caller's whole input),
-// and nothing changed: the tenants, their options, the tables, their schemas
-// and every cell of every table are the same before and after.
+// read session, transactions, garbage collector, observer worker) and the bad
+// inputs each can get (empty, oversized, unknown, out of range, closed,
+// dropped). Every entry must come back with the documented error code, a
+// message that says what was wrong in at most a few hundred bytes (never the
+// caller's whole input), and nothing changed: the tenants, their options,
+// the tables, their schemas and every cell of every table are the same
+// before and after.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "strata/engine.h"
 #include "strata/gc.h"
+#include "strata/observer.h"
 #include "strata/transaction.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
@@ -158,6 +160,13 @@ class BadInputTest : public ::testing::Test {
 };
 
 using Code = Status::Code;
+
+class NoopObserver final : public Observer {
+ public:
+  Status Process(Transaction*, std::string_view, std::string_view, std::string_view) override {
+    return Status::OK();
+  }
+};
 
 template <typename T>
 Status StatusOf(const Result<T>& r) {
@@ -349,6 +358,7 @@ TEST_F(BadInputTest, TransactionAndCollectorCalls) {
   auto txn = db_->Begin();
   ASSERT_OK(txn);
   Transaction& x = **txn;
+  auto noop = std::make_shared<NoopObserver>();
   auto done = db_->Begin();
   ASSERT_OK(done);
   ASSERT_OK((*done)->Commit());
@@ -387,6 +397,32 @@ TEST_F(BadInputTest, TransactionAndCollectorCalls) {
        [&] { return gc_->HoldSafepoint("backup", x.start_ts(), 0); }},
       {"GarbageCollector::ReleaseSafepoint", "unknown id", Code::kNotFound,
        [&] { return gc_->ReleaseSafepoint("nope"); }},
+      {"ObserverWorker::Start", "no observers", Code::kInvalidArgument,
+       [&] { return StatusOf(ObserverWorker::Start(db_.get(), {})); }},
+      {"ObserverWorker::Start", "a null observer", Code::kInvalidArgument,
+       [&] {
+         return StatusOf(
+             ObserverWorker::Start(db_.get(), {{"tx", "c", NotificationKind::kWeak, nullptr}}));
+       }},
+      {"ObserverWorker::Start", "one column twice", Code::kInvalidArgument,
+       [&] {
+         return StatusOf(
+             ObserverWorker::Start(db_.get(), {{"tx", "c", NotificationKind::kWeak, noop},
+                                               {"tx", "c", NotificationKind::kWeak, noop}}));
+       }},
+      {"ObserverWorker::Start", "a strong observer of a column not observed",
+       Code::kInvalidArgument,
+       [&] {
+         return StatusOf(
+             ObserverWorker::Start(db_.get(), {{"tx", "c", NotificationKind::kStrong, noop}}));
+       }},
+      {"ObserverWorker::Start", "0 threads", Code::kInvalidArgument,
+       [&] {
+         ObserverWorkerOptions o;
+         o.threads = 0;
+         return StatusOf(
+             ObserverWorker::Start(db_.get(), {{"tx", "c", NotificationKind::kWeak, noop}}, o));
+       }},
   });
   // The transaction the bad calls went to still commits what it had.
   ASSERT_OK(x.Set("tx", "k2", "c", "after"));
