@@ -258,7 +258,9 @@ int main(int argc, char** argv) {
         "\0gc\0--files\0/nonexistent"s,
         "\0notifications\0--tenant=t\0--table=x\0--rows=5\0/nonexistent"s,
         "\1scan\0/nonexistent.sst"s, "\1dump-block\0--help"s, "\1layout\0/nonexistent.sst"s,
-        "\2verify\0/nonexistent"s, "\2dump\0/nonexistent"s}) {
+        "\2verify\0/nonexistent"s, "\2dump\0/nonexistent"s,
+        "\3--db\0/nonexistent\0--seconds\0003\0--threads=2\0--faults"s,
+        "\3--db=/nonexistent\0--verify-only\0--rows\00064\0--txn-rows\0000"s}) {
     Seed("tool_args", args);
   }
   fs::remove_all(dir);

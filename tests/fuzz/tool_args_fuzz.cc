@@ -1,7 +1,8 @@
-// Fuzzes the argument parsing of the three tools (tools/strata.cc,
-// tools/strata_sst.cc, tools/strata_wal.cc): the first input byte picks the
-// tool, the rest is its arguments separated by NUL bytes. Only ParseArgs
-// runs, so no file is opened; it must return a clean exit code or nothing.
+// Fuzzes the argument parsing of the four tools (tools/strata.cc,
+// tools/strata_sst.cc, tools/strata_wal.cc, tools/strata_stress.cc): the
+// first input byte picks the tool, the rest is its arguments separated by
+// NUL bytes. Only ParseArgs runs, so no file is opened; it must return a
+// clean exit code or nothing.
 // The tools' sources are compiled into this file, their main functions
 // renamed.
 #include <cstddef>
@@ -18,6 +19,9 @@
 #undef main
 #define main strata_wal_main
 #include "../../tools/strata_wal.cc"
+#undef main
+#define main strata_stress_main
+#include "../../tools/strata_stress.cc"
 #undef main
 
 #include "fuzz_check.h"
@@ -41,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   argv.push_back(nullptr);
   const int argc = static_cast<int>(args.size());
   std::optional<int> code;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       strata::Args parsed;
       code = strata::ParseArgs(argc, argv.data(), &parsed);
@@ -52,9 +56,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       code = strata::sstable::ParseArgs(argc, argv.data(), &parsed);
       break;
     }
-    default: {
+    case 2: {
       strata::wal::Args parsed;
       code = strata::wal::ParseArgs(argc, argv.data(), &parsed);
+      break;
+    }
+    default: {
+      strata::stress::Args parsed;
+      code = strata::stress::ParseArgs(argc, argv.data(), &parsed);
       break;
     }
   }
