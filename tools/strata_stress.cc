@@ -246,8 +246,15 @@ struct Header {
   uint32_t tenants, tables, rows, txn_rows;
   uint32_t unused;
   uint64_t runs;  // runs that opened this state (killed ones included)
+  // Totals over every run, killed ones included (a killed run's last few
+  // operations may be missing: the main thread adds them up every 20 ms).
+  uint64_t operations, writes, transactions;
+  uint64_t verifications, rows_verified;  // verifications: starts and reopens
+  uint64_t reopens, power_losses;
+  uint64_t pending_found_new, pending_found_old;
 };
 constexpr char kMagic[8] = {'S', 'T', 'R', 'E', 'S', 'S', '0', '1'};
+constexpr uint32_t kFormat = 2;
 
 // The file DIR/expected, mapped. Each slot and batch record is written only by
 // the thread that owns it (or by the main thread while the workers wait), so
@@ -290,7 +297,7 @@ class ExpectedState {
     if (!fresh) {
       const size_t mapped = static_cast<size_t>(st.st_size);
       Header* h = header();
-      if (std::memcmp(h->magic, kMagic, sizeof(kMagic)) != 0 || h->format != 1) {
+      if (std::memcmp(h->magic, kMagic, sizeof(kMagic)) != 0 || h->format != kFormat) {
         ::munmap(base_, mapped);
         base_ = nullptr;
         return path + ": not an expected-state file of this version";
@@ -309,7 +316,7 @@ class ExpectedState {
     } else {
       Header* h = header();
       std::memcpy(h->magic, kMagic, sizeof(kMagic));
-      h->format = 1;
+      h->format = kFormat;
       h->tenants = args.tenants;
       h->tables = args.tables;
       h->rows = args.rows;
@@ -552,6 +559,21 @@ class Stress {
   uint64_t observer_checks_ = 0;    // tenants whose observers were checked
   uint64_t pending_found_new_ = 0;  // pending writes that verification found done
   uint64_t pending_found_old_ = 0;  // and not done
+  // What of the counters the expected state's totals have.
+  uint64_t counted_found_new_ = 0, counted_found_old_ = 0;
+  uint64_t counted_ops_ = 0, counted_writes_ = 0, counted_txns_ = 0;
+
+  // Adds the operations since the last call to the expected state's totals.
+  void CountOperations() {
+    Header* h = state_.header();
+    const uint64_t ops = ops_.load(), writes = writes_.load(), txns = txns_.load();
+    h->operations += ops - counted_ops_;
+    h->writes += writes - counted_writes_;
+    h->transactions += txns - counted_txns_;
+    counted_ops_ = ops;
+    counted_writes_ = writes;
+    counted_txns_ = txns;
+  }
 };
 
 std::string Stress::OpenAll() {
@@ -816,6 +838,13 @@ uint64_t Stress::Verify() {
   }
   for (uint32_t t = 0; t < kMaxThreads; t++) ExpectedState::Store(state_.batch(t)->active, 0);
   rows_verified_ += slots;
+  Header* h = state_.header();
+  h->verifications++;
+  h->rows_verified += slots;
+  h->pending_found_new = h->pending_found_new + pending_found_new_ - counted_found_new_;
+  h->pending_found_old = h->pending_found_old + pending_found_old_ - counted_found_old_;
+  counted_found_new_ = pending_found_new_;
+  counted_found_old_ = pending_found_old_;
   return failed;
 }
 
@@ -1224,6 +1253,7 @@ int Stress::Run() {
     while (!stop_.load() &&
            (args_.seconds == 0 || elapsed() < static_cast<double>(args_.seconds))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      CountOperations();
       const bool faulted = need_reopen_.load();
       if (faulted || elapsed() >= reopen_at) {
         pause_.store(true);
@@ -1243,6 +1273,8 @@ int Stress::Run() {
         Verify();
         reopens_++;
         power_losses_ += power_loss ? 1 : 0;
+        state_.header()->reopens++;
+        state_.header()->power_losses += power_loss ? 1 : 0;
         need_reopen_.store(false);
         ArmFaults();
         pause_.store(false);
@@ -1261,6 +1293,7 @@ int Stress::Run() {
     stop_.store(true);
     pause_.store(false);
     for (auto& t : threads) t.join();
+    CountOperations();
   }
   if (engine_ != nullptr) {
     if (args_.faults) fs_.ClearFaults();
@@ -1278,6 +1311,15 @@ int Stress::Run() {
               " rows verified, %" PRIu64 " observer checks, %" PRIu64 " failed checks\n",
               elapsed(), ops_.load(), writes_.load(), txns_.load(), reopens_, power_losses_,
               op_errors_.load(), txn_aborts_.load(), rows_verified_, observer_checks_, failures);
+  const Header* h = state_.header();
+  std::printf("strata-stress: all %" PRIu64 " runs on this database: %" PRIu64
+              " operations, %" PRIu64 " writes, %" PRIu64 " transactions, %" PRIu64
+              " verifications of every row (%" PRIu64 " rows), %" PRIu64 " reopens (%" PRIu64
+              " power losses); of the writes under way "
+              "at a stop, %" PRIu64 " were found done and %" PRIu64 " not\n",
+              h->runs, h->operations, h->writes, h->transactions, h->verifications,
+              h->rows_verified, h->reopens, h->power_losses, h->pending_found_new,
+              h->pending_found_old);
   return tools::FinishOutput("strata-stress", failures == 0 ? kExitOk : kExitCheckFailed,
                              kExitCheckFailed);
 }
