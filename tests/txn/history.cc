@@ -1,9 +1,7 @@
 #include "history.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <deque>
-#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -48,7 +46,6 @@ class Checker {
  private:
   struct Writer {
     size_t txn;  // index in h_
-    size_t op;   // index of the append in its ops
   };
   struct OutEdge {
     int to;
@@ -73,10 +70,9 @@ class Checker {
 
   void IndexAppends() {
     for (size_t t = 0; t < h_.size(); t++) {
-      for (size_t o = 0; o < h_[t].ops.size(); o++) {
-        const HistoryOp& op = h_[t].ops[o];
+      for (const HistoryOp& op : h_[t].ops) {
         if (op.kind != HistoryOp::Kind::kAppend) continue;
-        auto [it, fresh] = writers_[op.key].emplace(op.value, Writer{t, o});
+        auto [it, fresh] = writers_[op.key].emplace(op.value, Writer{t});
         if (!fresh) {
           Report("duplicate append", "value " + std::to_string(op.value) + " appended to " +
                                          op.key + " by " + TxnText(it->second.txn) + " and " +

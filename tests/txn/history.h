@@ -6,6 +6,8 @@
 // transaction wrote each one, without trusting the database or its clocks.
 //
 // What the checker reports (each an Anomaly):
+//   * duplicate append: one value appended twice (the workload broke the
+//     method's premise);
 //   * garbage read: a read saw a value no transaction appended;
 //   * duplicate: a read saw one value twice;
 //   * aborted read (G1a): a committed transaction saw a value of a
