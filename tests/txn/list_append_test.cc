@@ -365,12 +365,12 @@ EngineOptions WorkloadEngineOptions() {
         }
         emit("I " + FormatTxn(record));
         Status s = (*txn)->Commit();
-        bool stopped;
         {
           std::lock_guard<std::mutex> l(stop_mu);
-          stopped = planned.erase((*txn)->start_ts()) == 0 &&
-                    s.ToString().find("fail point") != std::string::npos;
+          planned.erase((*txn)->start_ts());  // a plan its commit never reached
         }
+        // A stopped coordinator may have committed (after the primary's commit).
+        const bool stopped = s.ToString().find("stopped at fail point") != std::string::npos;
         using Kind = TransactionError::Kind;
         const Kind k = (*txn)->error().kind;
         if (s.ok()) {
