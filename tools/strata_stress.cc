@@ -68,6 +68,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -171,14 +172,9 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
       if (name == "--quiet") args->quiet = true;
       continue;
     }
-    std::string value;
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return Usage("option " + EscapePrefix(name) + " needs a value");
-    }
+    const std::optional<std::string> option_value = tools::OptionValue(a, eq, argc, argv, &i);
+    if (!option_value) return Usage("option " + EscapePrefix(name) + " needs a value");
+    const std::string& value = *option_value;
     if (name == "--db") {
       if (value.empty()) return Usage("--db needs a directory");
       args->db = value;
@@ -678,25 +674,22 @@ std::string Stress::CloseAll(bool power_loss) {
 void Stress::ArmFaults() {
   if (!args_.faults) return;
   const uint64_t seed = rnd_.Next64();
-  switch (rnd_.Uniform(6)) {
-    case 0:
-      fs_.FailRandomly(FaultOp::kSync, 0.002, seed, EIO, "wal");
-      break;
-    case 1:
-      fs_.FailRandomly(FaultOp::kWrite, 0.0005, seed, ENOSPC, "wal");
-      break;
-    case 2:
-      fs_.FailRandomly(FaultOp::kOpen, 0.05, seed, ENOSPC, "/sst/");
-      break;
-    case 3:
-      fs_.FailRandomly(FaultOp::kSync, 0.05, seed, EIO, "MANIFEST");
-      break;
-    case 4:
-      fs_.FailRandomly(FaultOp::kWrite, 0.002, seed, EIO, "/sst/");
-      break;
-    default:
-      break;  // a stretch without faults
-  }
+  // One kind of fault per stretch between reopens, or none.
+  struct Fault {
+    FaultOp op;
+    double probability;
+    int err;
+    const char* path;
+  };
+  static constexpr Fault kFaults[] = {
+      {FaultOp::kSync, 0.002, EIO, "wal"},     {FaultOp::kWrite, 0.0005, ENOSPC, "wal"},
+      {FaultOp::kOpen, 0.05, ENOSPC, "/sst/"}, {FaultOp::kSync, 0.05, EIO, "MANIFEST"},
+      {FaultOp::kWrite, 0.002, EIO, "/sst/"},
+  };
+  const uint64_t pick = rnd_.Uniform(std::size(kFaults) + 1);
+  if (pick == std::size(kFaults)) return;
+  const Fault& f = kFaults[pick];
+  fs_.FailRandomly(f.op, f.probability, seed, f.err, f.path);
 }
 
 uint64_t Stress::Verify() {

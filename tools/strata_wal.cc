@@ -171,14 +171,9 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
       }
       continue;
     }
-    std::string value;
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return Usage("option " + name + " needs a value");
-    }
+    const std::optional<std::string> option_value = tools::OptionValue(a, eq, argc, argv, &i);
+    if (!option_value) return Usage("option " + name + " needs a value");
+    const std::string& value = *option_value;
     if (name == "--max-value") {
       uint64_t v;
       if (!tools::ParseDecimal(value, &v))

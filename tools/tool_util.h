@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace strata::tools {
@@ -26,6 +27,16 @@ inline bool ParseDecimal(const std::string& s, uint64_t* out) {
   if (errno != 0 || *end != '\0') return false;
   *out = v;
   return true;
+}
+
+// The value of the option in argv[*i], whose name ends at `eq` (npos: the
+// whole argument is the name): what follows '=', or else the next argument,
+// which *i then moves past. nullopt when there is neither.
+inline std::optional<std::string> OptionValue(const std::string& arg, size_t eq, int argc,
+                                              char** argv, int* i) {
+  if (eq != std::string::npos) return arg.substr(eq + 1);
+  if (*i + 1 < argc) return std::string(argv[++*i]);
+  return std::nullopt;
 }
 
 // Why `path` is not something the tools read, or "" when it is a regular
