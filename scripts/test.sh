@@ -20,8 +20,11 @@ done
 
 scripts/install-deps.sh
 # Tests and benchmarks on explicitly: scripts/quickstart.sh turns them off in
-# the same build directory, and CMake would keep that setting.
-build_dir=$(scripts/build.sh -DSTRATA_BUILD_TESTS=ON -DSTRATA_BUILD_BENCH=ON \
+# the same build directory, and CMake would keep that setting. A sanitizer
+# build runs no benchmark, so it builds none.
+bench=ON
+case " ${build_args[*]-} " in *" --sanitize "*) bench=OFF ;; esac
+build_dir=$(scripts/build.sh -DSTRATA_BUILD_TESTS=ON -DSTRATA_BUILD_BENCH=$bench \
   ${build_args[@]+"${build_args[@]}"} )
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
