@@ -10,7 +10,8 @@
 //
 // The contract every implementation keeps:
 //
-// Rows and cells. A row key is 1 or more bytes, up to the store's limit; rows
+// Rows and cells. A row key is 1 or more bytes, up to the store's limit
+// (GetLimits gives the row key, qualifier and value limits); rows
 // order bytewise (as memcmp, shorter first on a tie). A cell's family is one of
 // the store's families, an ordered list that changes only when the store's
 // owner changes its schema (Tenant::AlterTable for the Table store, where the

@@ -124,6 +124,7 @@ class Table {
   // EngineOptions the engine was opened with. For an empty handle, the
   // defaults of EngineOptions.
   RowStoreLimits GetLimits() const;
+
   // The table's tablets in row order. NotFound once the table is dropped.
   Result<std::vector<TabletStats>> GetTabletStats() const;
 
