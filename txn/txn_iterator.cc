@@ -173,4 +173,43 @@ void TxnIterator::Advance() {
   if (from_ == kBuffer || from_ == kBoth) ++buffered_;
 }
 
+// TransactionImpl::Scan, here with the iterator it builds.
+Result<std::unique_ptr<TransactionIterator>> TransactionImpl::Scan(
+    std::string_view table, std::string_view start_row, std::string_view end_row,
+    const std::vector<std::string>& columns) {
+  STRATA_RETURN_IF_ERROR(CheckOpen());
+  if (table.empty()) return Status::InvalidArgument("empty table name");
+  if (!end_row.empty() && start_row > end_row) {
+    return Status::InvalidArgument("scan start row is after its end row");
+  }
+  for (const std::string& c : columns) {
+    if (c.empty()) return Status::InvalidArgument("empty column name in a scan");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RowStore> store, StoreFor(std::string(table)));
+  ScanSpec spec;
+  spec.start_row = std::string(start_row);
+  spec.end_row = std::string(end_row);
+  if (columns.empty()) {
+    spec.filter.families = {std::string(kWriteFamily), std::string(kLockFamily)};
+  } else {
+    for (const std::string& c : columns) {
+      spec.filter.columns.push_back(std::make_pair(std::string(kWriteFamily), c));
+      spec.filter.columns.push_back(std::make_pair(std::string(kLockFamily), c));
+    }
+  }
+  spec.filter.max_timestamp = start_ts_;
+  spec.filter.max_versions = 1;
+  // The scan's snapshot is taken below: every one-phase commit in the range
+  // that it must see is written before it (txn/FORMAT.md, "One-phase commit").
+  db_->latches()->WaitForRange(table, start_row, end_row, start_ts_);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowIterator> rows, store->Scan(ReadOptions(), spec));
+  auto lo = writes_.lower_bound(TxnKey{std::string(table), std::string(start_row), ""});
+  auto hi = end_row.empty()
+                ? writes_.lower_bound(TxnKey{std::string(table) + '\0', "", ""})
+                : writes_.lower_bound(TxnKey{std::string(table), std::string(end_row), ""});
+  return std::unique_ptr<TransactionIterator>(
+      new TxnIterator(this, std::move(store), std::string(table), std::string(start_row),
+                      std::string(end_row), std::move(rows), lo, hi, columns));
+}
+
 }  // namespace strata::txn
