@@ -132,7 +132,8 @@ Status Collector::ReleaseSafepoint(std::string_view id) {
 
 // ---- A round ----
 
-Result<uint64_t> Collector::Candidate(uint64_t* oldest_running, uint64_t* lowest_service) {
+Result<uint64_t> Collector::Candidate(uint64_t external, uint64_t* oldest_running,
+                                      uint64_t* lowest_service) {
   uint64_t now = 0;
   STRATA_RETURN_IF_ERROR(config_.db->RunningFloor(oldest_running, &now));
   *lowest_service = UINT64_MAX;
@@ -147,8 +148,8 @@ Result<uint64_t> Collector::Candidate(uint64_t* oldest_running, uint64_t* lowest
   }
   stats_.oldest_running_start_ts = *oldest_running;
   stats_.lowest_service_safepoint = *lowest_service;
-  return std::min(
-      {LifeFloor(now, config_.options.life_time_millis), *oldest_running, *lowest_service});
+  return std::min({LifeFloor(now, config_.options.life_time_millis), *oldest_running,
+                   *lowest_service, external});
 }
 
 Status Collector::RunRound() {
@@ -164,13 +165,20 @@ Status Collector::RunRound() {
   }
   uint64_t target = 0;
   bool collected_already = false;
+  // Read before mu_ is taken: it may be a network call. A transaction
+  // another process began but had not published yet, or begins after the
+  // read, starts above the life time's floor (txn/shared_safepoints.h).
+  uint64_t external = UINT64_MAX;
+  if (config_.external_floor) {
+    STRATA_ASSIGN_OR_RETURN(external, config_.external_floor());
+  }
   {
     // The candidate and its publication under one hold of mu_:
     // HoldSafepoint, which takes mu_ too, either counts in the candidate or
     // comes after the publication and is checked against it.
     MutexLock l(&mu_);
     uint64_t oldest = 0, service = 0;
-    STRATA_ASSIGN_OR_RETURN(const uint64_t candidate, Candidate(&oldest, &service));
+    STRATA_ASSIGN_OR_RETURN(const uint64_t candidate, Candidate(external, &oldest, &service));
     target = std::max(candidate, published_.load(std::memory_order_acquire));
     if (target > published_.load(std::memory_order_acquire)) {
       // Durable first: after a restart transactions below it must still

@@ -3,8 +3,9 @@
 // collected alike). A round:
 //   1. takes the candidate safepoint: the oracle's time less the life time,
 //      capped by the oldest running transaction of the TxnDB (taken with
-//      Begin held off, so none is missed) and by every service safepoint
-//      held, and never below the safepoint published before;
+//      Begin held off, so none is missed), by every service safepoint held,
+//      and by what other processes hold (CollectorConfig::external_floor),
+//      and never below the safepoint published before;
 //   2. publishes it: durable in the SafepointStore first, then raised in the
 //      TxnDB, so that transactions below it can no longer read or commit;
 //   3. resolves every lock below it, in every table, through the lock's
@@ -65,6 +66,10 @@ struct CollectorConfig {
   std::unique_ptr<ProgressLog> progress;
   Clock* clock = nullptr;                  // service safepoints' TTLs; nullptr = default
   GcOptions options;
+  // What other processes hold the safepoint at (their running transactions
+  // and service safepoints: txn/shared_safepoints.h), UINT64_MAX for
+  // nothing; each candidate stays at or below it. nullptr: no other process.
+  std::function<Result<uint64_t>()> external_floor;
   // Called with the round's safepoint after each step (tests); may block.
   std::function<void(RoundStep, uint64_t safepoint)> hook;
 };
@@ -98,8 +103,9 @@ class Collector {
 
   explicit Collector(CollectorConfig config);
 
-  // Step 1: the candidate, and what held it back.
-  Result<uint64_t> Candidate(uint64_t* oldest_running, uint64_t* lowest_service)
+  // Step 1: the candidate, at or below `external` (what other processes
+  // hold), and what held it back.
+  Result<uint64_t> Candidate(uint64_t external, uint64_t* oldest_running, uint64_t* lowest_service)
       EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Step 3.
   Status ResolveLocksBelow(uint64_t safepoint);

@@ -93,7 +93,17 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
   gc::CollectorConfig config;
   config.db = std::move(txn_db);
   config.options = options;
-  s = gc::OpenLocalSafepointStore(fs, base, &config.store);
+  // Services shared by many processes keep the safepoint where all of them
+  // see it, and their running transactions hold it down.
+  const std::shared_ptr<txn::SharedSafepoints>& shared =
+      txn::TransactionServicesAccess::safepoints(*services);
+  if (shared != nullptr) {
+    const std::string name = config.db->config().name;
+    s = gc::OpenSharedSafepointStore(shared, name, &config.store);
+    config.external_floor = [shared, name] { return shared->Floor(name); };
+  } else {
+    s = gc::OpenLocalSafepointStore(fs, base, &config.store);
+  }
   if (s.ok()) {
     s = gc::ProgressLog::Open(fs, JoinPath(dir, "GC_PROGRESS-" + config.db->config().name),
                               &config.progress);

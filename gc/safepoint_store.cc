@@ -1,5 +1,7 @@
 #include "gc/safepoint_store.h"
 
+#include <algorithm>
+
 #include "txn/ceiling_file.h"
 
 namespace strata::gc {
@@ -32,7 +34,32 @@ class MemorySafepointStore final : public SafepointStore {
   uint64_t value_;
 };
 
+class SharedSafepointStore final : public SafepointStore {
+ public:
+  SharedSafepointStore(std::shared_ptr<txn::SharedSafepoints> shared, std::string name,
+                       uint64_t current)
+      : shared_(std::move(shared)), name_(std::move(name)), value_(current) {}
+  uint64_t Get() const override { return value_; }
+  Status Raise(uint64_t safepoint) override {
+    STRATA_ASSIGN_OR_RETURN(uint64_t now, shared_->Raise(name_, safepoint));
+    value_ = std::max(value_, now);
+    return Status::OK();
+  }
+
+ private:
+  const std::shared_ptr<txn::SharedSafepoints> shared_;
+  const std::string name_;
+  uint64_t value_;
+};
+
 }  // namespace
+
+Status OpenSharedSafepointStore(std::shared_ptr<txn::SharedSafepoints> shared, std::string name,
+                                std::unique_ptr<SafepointStore>* result) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t current, shared->Get(name));
+  *result = std::make_unique<SharedSafepointStore>(std::move(shared), std::move(name), current);
+  return Status::OK();
+}
 
 Status OpenLocalSafepointStore(FileSystem* fs, const std::string& path,
                                std::unique_ptr<SafepointStore>* result) {

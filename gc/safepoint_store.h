@@ -1,8 +1,8 @@
 // SafepointStore: where a garbage collector keeps the safepoint it published
 // (gc/collector.h), so that it never goes down, across restarts too. The
 // local store is a file in the ceiling-file format of txn/FORMAT.md (two
-// checksummed slots, written in turn); another store (a coordination
-// service) can stand in for it.
+// checksummed slots, written in turn); services shared by many processes
+// keep it in their coordination service instead (OpenSharedSafepointStore).
 //
 // Implementations are thread-compatible: the collector calls them from its
 // round, one at a time.
@@ -15,6 +15,7 @@
 
 #include "common/file_system.h"
 #include "strata/status.h"
+#include "txn/shared_safepoints.h"
 
 namespace strata::gc {
 
@@ -36,6 +37,13 @@ Status OpenLocalSafepointStore(FileSystem* fs, const std::string& path,
 // A store in memory only (tests; a collector whose safepoint need not
 // survive the process).
 std::unique_ptr<SafepointStore> NewMemorySafepointStore(uint64_t initial = 0);
+
+// The safepoint of `name` in `shared`, seen by every process
+// (txn/shared_safepoints.h). Get() is the value read at open or last raised
+// through this store, which may be above what the caller raised it to when
+// another process raised it further. The shared store's errors at open.
+Status OpenSharedSafepointStore(std::shared_ptr<txn::SharedSafepoints> shared, std::string name,
+                                std::unique_ptr<SafepointStore>* result);
 
 }  // namespace strata::gc
 

@@ -10,11 +10,16 @@
 // Guarantees every implementation gives:
 //   * Death is final: once IsAlive(owner) has answered false, or Heartbeat
 //     has refused the owner, no later call answers true for it.
-//   * An owner whose token has not been refreshed for longer than the
-//     registry's timeout is dead.
-//   * An owner of an earlier instance is dead, at once, without waiting for
-//     a timeout: its process (or engine) is gone, so its locks can be
-//     resolved immediately.
+//   * An owner of this instance whose token has not been refreshed for
+//     longer than the registry's timeout is dead.
+//   * An owner of an instance that has ended is dead, at once, without
+//     waiting for a timeout: its process (or engine) is gone, so its locks
+//     can be resolved immediately. In the local registry every earlier
+//     instance has ended (one instance is open at a time); in a registry
+//     shared by processes (cluster/etcd_liveness_registry.h) an instance
+//     ends when its process stops renewing it, and owners of another live
+//     instance are alive (their tokens cannot be seen from here; a hung
+//     coordinator is caught by its locks' TTL).
 //
 // An abstract interface, so that a remote registry can replace the local one
 // (local_liveness_registry.h). Implementations are thread-safe.

@@ -1056,6 +1056,12 @@ Status TransactionImpl::CheckMayCommit() {
   {
     MutexLock l(&hb_->mu);
     hb_->finished = true;  // no more heartbeats: they would only race the commit
+    // One more heartbeat, now: the registry may have declared the owner dead
+    // since the heartbeat thread last looked (a registry on a lease that
+    // could not be renewed), and a commit must not start after that.
+    if (!hb_->owner_dead && !db_->config().registry->Heartbeat(hb_->owner).ok()) {
+      hb_->owner_dead = true;
+    }
     if (hb_->owner_dead) {
       s = Fail(TransactionError::Kind::kCoordinatorDead, primary_, 0, 0,
                Status::Aborted("the liveness registry declared this coordinator dead; its "

@@ -193,6 +193,11 @@ Status TxnDB::RunningFloor(uint64_t* oldest, uint64_t* now) {
   return Status::OK();
 }
 
+uint64_t TxnDB::OldestRunning() {
+  MutexLock l(&running_mu_);
+  return running_.empty() ? UINT64_MAX : *running_.begin();
+}
+
 void TxnDB::TransactionEnded(uint64_t start_ts) {
   MutexLock l(&running_mu_);
   auto it = running_.find(start_ts);
@@ -465,7 +470,20 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return rows;
   };
   config.name = tables->tenant().name();
-  return txn::TxnDB::Make(std::move(config));
+  const std::string name = config.name;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionDB> db, txn::TxnDB::Make(std::move(config)));
+  // Services shared with other processes publish this TransactionDB's
+  // oldest running transaction, so their collectors stay below it.
+  if (const std::shared_ptr<txn::SharedSafepoints>& shared =
+          txn::TransactionServicesAccess::safepoints(*services)) {
+    std::weak_ptr<txn::TxnDB> weak = txn::TxnDBOf(*db);
+    shared->Track(name, [weak]() -> std::optional<uint64_t> {
+      std::shared_ptr<txn::TxnDB> live = weak.lock();
+      if (live == nullptr || live->closed()) return std::nullopt;
+      return live->OldestRunning();
+    });
+  }
+  return db;
 }
 
 }  // namespace strata

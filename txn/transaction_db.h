@@ -123,6 +123,10 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   // timestamp `now`, both taken with Begin held off: a transaction not
   // counted in *oldest started, or will start, above *now.
   Status RunningFloor(uint64_t* oldest, uint64_t* now);
+  // The lowest start_ts among the transactions begun here that have not
+  // ended, UINT64_MAX when none; without holding Begin off (for publishing
+  // to other processes: txn/shared_safepoints.h).
+  uint64_t OldestRunning();
   // Called once per transaction when it can write no more: it rolled back,
   // failed or stopped, or is destroyed open; or it committed and its
   // secondaries are committed (by the background thread when queued there).

@@ -4,6 +4,9 @@
 #include <string>
 #include <utility>
 
+#include "txn/local_liveness_registry.h"
+#include "txn/local_timestamp_oracle.h"
+
 namespace strata {
 
 TransactionServices::TransactionServices(std::unique_ptr<txn::TxnServicesImpl> impl)

@@ -224,11 +224,6 @@ class TransactionTest : public ::testing::Test {
     return LockRecord();
   }
 
-  // Kills the owner of the lock at (table, row, ts), as if its process died.
-  void KillOwner(const std::string& table, const std::string& row, uint64_t ts) {
-    EXPECT_OK(registry_->Unregister(LockAt(table, row, ts).owner));
-  }
-
   test::ScratchDir dir_{"txn"};
   test::CountingOracle oracle_;
   std::unique_ptr<LocalLivenessRegistry> registry_;
@@ -903,9 +898,34 @@ TEST_F(TransactionTest, CoordinatorStoppedAtEveryFailPoint) {
   }
 }
 
+// A coordinator the registry declared dead after its last background
+// heartbeat learns it at the one it makes just before the commit point, and
+// does not commit: a resolver may already have rolled its locks back.
+TEST_F(TransactionTest, ACoordinatorDeclaredDeadStopsBeforeTheCommitPoint) {
+  options_.one_phase_commit = false;
+  Open();
+  std::unique_ptr<Transaction> t = Begin();
+  ASSERT_OK(t->Set("bank", "k1", "c", "new"));
+  ASSERT_OK(t->Set("bank", "k2", "c", "new"));
+  hook_ = [&](FailPoint p, uint64_t ts) {
+    if (p == FailPoint::kAfterCommitTs && ts == t->start_ts()) {
+      EXPECT_OK(registry_->Unregister(LockAt("bank", "k1", ts).owner));
+    }
+    return false;
+  };
+  Status s = t->Commit();
+  EXPECT_EQ(s.code(), Status::Code::kAborted) << s.ToString();
+  EXPECT_EQ(t->error().kind, TransactionError::Kind::kCoordinatorDead);
+  EXPECT_EQ(Read("bank", "k1", "c"), "<none>");
+  EXPECT_EQ(Read("bank", "k2", "c"), "<none>");
+  EXPECT_EQ(CountLocks(Store("bank")), 0u);
+}
+
 // A coordinator that is merely slow: while it waits between commit_ts and the
-// commit, a resolver rolls it back (its owner died); the commit then fails,
-// and a prewrite it sent before, delivered again, fails too.
+// commit, a resolver rolls it back (it took the coordinator for dead); the
+// commit then fails at the commit point, and a prewrite it sent before,
+// delivered again, fails too. The coordinator's registry still has it alive,
+// as when the resolver's verdict and its last heartbeat crossed.
 TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
   options_.one_phase_commit = false;  // what it checks happens between the two phases
   Open();
@@ -914,7 +934,17 @@ TEST_F(TransactionTest, CommitAndStalePrewriteAfterARollbackFail) {
   ASSERT_OK(t->Set("bank", "k2", "c", "new"));
   hook_ = [&](FailPoint p, uint64_t ts) {
     if (p == FailPoint::kAfterCommitTs && ts == t->start_ts()) {
-      KillOwner("bank", "k1", t->start_ts());
+      LockResolver resolver(tables_.get(), registry_.get(), Clock::Default(), ResolverOptions());
+      std::string lock_bytes;
+      for (const Cell& c : CellsOf(Store("bank"), "k1", kLockFamily)) {
+        if (c.timestamp == ts) lock_bytes = c.value;
+      }
+      Result<TxnStatus> rolled =
+          resolver.RollbackPrimary(Store("bank"), "k1", "c", ts, /*rolled_back_by=*/0, lock_bytes);
+      EXPECT_OK(rolled);
+      if (rolled.ok()) {
+        EXPECT_EQ(rolled->state, TxnStatus::State::kRolledBack);
+      }
       EXPECT_EQ(Read("bank", "k2", "c"), "<none>");  // resolves: rolls back
     }
     return false;

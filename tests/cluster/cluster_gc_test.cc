@@ -1,0 +1,111 @@
+// A garbage collector over cluster services: its safepoint lives in etcd,
+// and another process's running transaction and service safepoints hold it
+// down.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cluster/etcd_safepoint.h"
+#include "cluster/local_etcd.h"
+#include "cluster/tso_server.h"
+#include "strata/cluster.h"
+#include "strata/engine.h"
+#include "strata/gc.h"
+#include "strata/transaction.h"
+#include "txn/shared_safepoints.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata::cluster {
+namespace {
+
+struct Process {
+  std::shared_ptr<TransactionServices> services;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<TransactionDB> db;
+};
+
+Status OpenProcess(const std::string& dir, const std::string& endpoint, Process* p) {
+  std::filesystem::create_directories(dir);
+  ClusterServicesOptions co;
+  co.etcd_endpoints = {endpoint};
+  co.lease_ttl_seconds = 5;
+  STRATA_ASSIGN_OR_RETURN(p->services, OpenClusterServices(dir + "/txn", co));
+  EngineOptions eo;
+  eo.create_if_missing = true;
+  STRATA_ASSIGN_OR_RETURN(p->engine, Engine::Open(dir + "/db", eo));
+  STRATA_RETURN_IF_ERROR(p->engine->CreateTenant("t"));
+  STRATA_ASSIGN_OR_RETURN(Tenant tenant, p->engine->OpenTenant("t"));
+  STRATA_ASSIGN_OR_RETURN(p->db, TransactionDB::Open(p->services, tenant));
+  return p->db->CreateTable("acct");
+}
+
+// Waits past one publication of every process's oldest transaction.
+void WaitForPublication() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * txn::SharedSafepoints::kPublishMillis));
+}
+
+TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
+  Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+  ASSERT_OK(etcd);
+  TsoServerOptions so;
+  so.etcd.endpoints = {(*etcd)->endpoint()};
+  Result<std::unique_ptr<TsoServer>> tso = TsoServer::Start(so);
+  ASSERT_OK(tso);
+  test::ScratchDir dir("cluster_gc");
+  Process a, b;
+  ASSERT_OK(OpenProcess(dir.Join("a"), (*etcd)->endpoint(), &a));
+  ASSERT_OK(OpenProcess(dir.Join("b"), (*etcd)->endpoint(), &b));
+
+  // B runs a long transaction on the same tenant name.
+  Result<std::unique_ptr<Transaction>> long_txn = b.db->Begin();
+  ASSERT_OK(long_txn);
+  const uint64_t held = (*long_txn)->start_ts();
+  WaitForPublication();
+
+  GcOptions go;
+  go.life_time_millis = 1;
+  go.interval_millis = 0;
+  Result<std::unique_ptr<GarbageCollector>> gc = GarbageCollector::Open(a.services, a.db.get(), go);
+  ASSERT_OK(gc);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_OK((*gc)->RunOnce());
+  const uint64_t first = (*gc)->safepoint();
+  EXPECT_GT(first, 0u);
+  EXPECT_LE(first, held) << "the safepoint passed another process's running transaction";
+
+  // The safepoint is in etcd, where every process reads it.
+  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::Open(so.etcd);
+  ASSERT_OK(client);
+  Result<std::unique_ptr<EtcdSafepoints>> points =
+      EtcdSafepoints::Open(std::move(client).value(), "/strata", "t");
+  ASSERT_OK(points);
+  EXPECT_EQ(*(*points)->Get(), first);
+
+  // Once B's transaction ends, the next round moves past it.
+  ASSERT_OK((*long_txn)->Rollback());
+  long_txn->reset();
+  WaitForPublication();
+  ASSERT_OK((*gc)->RunOnce());
+  const uint64_t second = (*gc)->safepoint();
+  EXPECT_GT(second, held);
+  EXPECT_EQ(*(*points)->Get(), second);
+
+  // A service safepoint another process holds in etcd caps it too.
+  Result<uint64_t> now = a.services->GetTimestamp();
+  ASSERT_OK(now);
+  ASSERT_OK((*points)->HoldService("backup", *now, 60));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_OK((*gc)->RunOnce());
+  EXPECT_LE((*gc)->safepoint(), *now);
+  ASSERT_OK((*points)->ReleaseService("backup"));
+  ASSERT_OK((*gc)->RunOnce());
+  EXPECT_GT((*gc)->safepoint(), *now);
+
+  ASSERT_OK((*gc)->Close());
+}
+
+}  // namespace
+}  // namespace strata::cluster
