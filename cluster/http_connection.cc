@@ -76,6 +76,20 @@ Result<std::unique_ptr<HttpConnection>> HttpConnection::Connect(const Endpoint& 
   return std::unique_ptr<HttpConnection>(new HttpConnection(fd, endpoint));
 }
 
+std::string HttpConnection::PostRequest(std::string_view path, std::string_view body) const {
+  std::string request;
+  request.reserve(body.size() + 160);
+  request += "POST ";
+  request += path;
+  request += " HTTP/1.1\r\nHost: ";
+  request += endpoint_.ToString();
+  request += "\r\nContent-Type: application/json\r\nContent-Length: ";
+  request += std::to_string(body.size());
+  request += "\r\n\r\n";
+  request += body;
+  return request;
+}
+
 Status HttpConnection::Fail(Status s) {
   reusable_ = false;
   return s;
@@ -260,17 +274,7 @@ Result<HttpConnection::Response> HttpConnection::Post(std::string_view path, std
                                                       Deadline deadline, bool* sent) {
   *sent = false;
   if (!reusable_) return Status::IOError("connection to " + endpoint_.ToString() + " is closed");
-  std::string request;
-  request.reserve(body.size() + 160);
-  request += "POST ";
-  request += path;
-  request += " HTTP/1.1\r\nHost: ";
-  request += endpoint_.ToString();
-  request += "\r\nContent-Type: application/json\r\nContent-Length: ";
-  request += std::to_string(body.size());
-  request += "\r\n\r\n";
-  request += body;
-  STRATA_RETURN_IF_ERROR(WriteAll(request, deadline));
+  STRATA_RETURN_IF_ERROR(WriteAll(PostRequest(path, body), deadline));
   *sent = true;
   Response response;
   Status s = ReadHead(deadline, &response.status);
@@ -283,15 +287,7 @@ Result<HttpConnection::Response> HttpConnection::Post(std::string_view path, std
 
 Status HttpConnection::PostStream(std::string_view path, std::string_view body, Deadline deadline,
                                   int* status, std::string* error_body) {
-  std::string request = "POST ";
-  request += path;
-  request += " HTTP/1.1\r\nHost: ";
-  request += endpoint_.ToString();
-  request += "\r\nContent-Type: application/json\r\nContent-Length: ";
-  request += std::to_string(body.size());
-  request += "\r\n\r\n";
-  request += body;
-  STRATA_RETURN_IF_ERROR(WriteAll(request, deadline));
+  STRATA_RETURN_IF_ERROR(WriteAll(PostRequest(path, body), deadline));
   Status s = ReadHead(deadline, status);
   if (!s.ok()) return Fail(std::move(s));
   reusable_ = false;  // a stream ends only with the connection

@@ -65,6 +65,8 @@ class HttpConnection {
  private:
   HttpConnection(int fd, Endpoint endpoint);
 
+  // The bytes of a POST of `body` (JSON) to `path`.
+  std::string PostRequest(std::string_view path, std::string_view body) const;
   Status WriteAll(std::string_view bytes, Deadline deadline);
   // Reads what the socket has (at least one byte) into in_.
   Status ReadSome(Deadline deadline);

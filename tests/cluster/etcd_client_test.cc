@@ -18,24 +18,13 @@ int64_t MillisSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-class EtcdClientTest : public ::testing::Test {
+class EtcdClientTest : public SharedEtcdTest {
  protected:
-  static void SetUpTestSuite() {
-    Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
-    ASSERT_OK(etcd);
-    etcd_ = std::move(etcd).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-
   void SetUp() override {
     ASSERT_NE(etcd_, nullptr);
     client_ = Open({etcd_->endpoint()});
     ASSERT_NE(client_, nullptr);
-    prefix_ = std::string("/test/") +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
+    prefix_ = "/test/" + TestName() + "/";
   }
 
   static std::unique_ptr<EtcdClient> Open(std::vector<std::string> endpoints,
@@ -50,12 +39,9 @@ class EtcdClientTest : public ::testing::Test {
 
   std::string Key(std::string_view name) const { return prefix_ + std::string(name); }
 
-  static LocalEtcd* etcd_;
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
 };
-
-LocalEtcd* EtcdClientTest::etcd_ = nullptr;
 
 TEST_F(EtcdClientTest, PutGetRangeDeleteWithBinaryBytes) {
   const std::string binary_key = Key(std::string("b\0\xff\n\"", 5));

@@ -17,17 +17,8 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-class EtcdSafepointTest : public ::testing::Test {
+class EtcdSafepointTest : public SharedEtcdTest {
  protected:
-  static void SetUpTestSuite() {
-    Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
-    ASSERT_OK(etcd);
-    etcd_ = std::move(etcd).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
   void SetUp() override {
     ASSERT_NE(etcd_, nullptr);
     options_.endpoints = {etcd_->endpoint()};
@@ -35,8 +26,7 @@ class EtcdSafepointTest : public ::testing::Test {
     Result<std::unique_ptr<EtcdClient>> c = EtcdClient::Open(options_);
     ASSERT_OK(c);
     client_ = std::move(c).value();
-    Result<std::unique_ptr<EtcdSafepoints>> p = EtcdSafepoints::Open(
-        client_, "/sp", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    Result<std::unique_ptr<EtcdSafepoints>> p = EtcdSafepoints::Open(client_, "/sp", TestName());
     ASSERT_OK(p);
     points_ = std::move(p).value();
   }
@@ -50,13 +40,10 @@ class EtcdSafepointTest : public ::testing::Test {
     return r.ok() ? std::move(r).value() : nullptr;
   }
 
-  static LocalEtcd* etcd_;
   EtcdOptions options_;
   std::shared_ptr<EtcdClient> client_;
   std::shared_ptr<EtcdSafepoints> points_;
 };
-
-LocalEtcd* EtcdSafepointTest::etcd_ = nullptr;
 
 TEST_F(EtcdSafepointTest, FloorIsTheMinimumOverLiveProcesses) {
   EXPECT_EQ(*points_->Floor(), UINT64_MAX);

@@ -1,9 +1,10 @@
 // LocalEtcd: a one-member etcd on 127.0.0.1 with temporary data, started and
-// stopped through scripts/local-cluster.sh, for the tests of cluster/.
-// Thread-compatible.
+// stopped through scripts/local-cluster.sh, for the tests of cluster/; and
+// SharedEtcdTest, a fixture whose tests share one. Thread-compatible.
 #ifndef STRATA_TESTS_CLUSTER_LOCAL_ETCD_H_
 #define STRATA_TESTS_CLUSTER_LOCAL_ETCD_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <memory>
@@ -37,6 +38,27 @@ class LocalEtcd {
   std::string dir_;
   std::string endpoint_;
   pid_t pid_;
+};
+
+// A test suite whose tests share one LocalEtcd (each test keeps to keys of
+// its own), started before the first test and stopped after the last.
+class SharedEtcdTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+    ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
+    etcd_ = std::move(etcd).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+  // The current test's name, for keys of its own.
+  static std::string TestName() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  static inline LocalEtcd* etcd_ = nullptr;
 };
 
 }  // namespace strata::cluster
