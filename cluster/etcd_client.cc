@@ -309,12 +309,19 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Open(const EtcdOptions& options)
 }
 
 std::unique_ptr<HttpConnection> EtcdClient::TakeConnection(size_t endpoint) {
-  MutexLock l(&mu_);
-  std::vector<std::unique_ptr<HttpConnection>>& idle = idle_[endpoint];
-  if (idle.empty()) return nullptr;
-  std::unique_ptr<HttpConnection> c = std::move(idle.back());
-  idle.pop_back();
-  return c;
+  while (true) {
+    std::unique_ptr<HttpConnection> c;
+    {
+      MutexLock l(&mu_);
+      std::vector<std::unique_ptr<HttpConnection>>& idle = idle_[endpoint];
+      if (idle.empty()) return nullptr;
+      c = std::move(idle.back());
+      idle.pop_back();
+    }
+    // One the server has closed meanwhile is dropped here, before a request
+    // that could not be sent again is written to it.
+    if (!c->PeerClosed()) return c;
+  }
 }
 
 void EtcdClient::ReturnConnection(size_t endpoint, std::unique_ptr<HttpConnection> connection) {
@@ -354,16 +361,17 @@ Status EtcdClient::Call(std::string_view path, const std::string& body, bool ret
       }
       bool sent = false;
       Result<HttpConnection::Response> r = conn->Post(path, body, deadline, &sent);
-      if (!r.ok()) {
-        // A pooled connection the server closed while idle fails its next
-        // request at once: nothing reached etcd, so a fresh one is tried.
-        if (pooled && r.status().code() == Status::Code::kIOError) {
-          Result<std::unique_ptr<HttpConnection>> c =
-              HttpConnection::Connect(endpoints_[e], deadline);
-          if (c.ok()) {
-            conn = std::move(c).value();
-            r = conn->Post(path, body, deadline, &sent);
-          }
+      // A pooled connection the server closed while idle (a restart) fails
+      // at once. Sent again on a fresh one only when nothing was written or
+      // repeating is safe: the server may have read the request before the
+      // connection broke.
+      if (!r.ok() && pooled && r.status().code() == Status::Code::kIOError &&
+          (!sent || retry_after_send)) {
+        Result<std::unique_ptr<HttpConnection>> c =
+            HttpConnection::Connect(endpoints_[e], deadline);
+        if (c.ok()) {
+          conn = std::move(c).value();
+          r = conn->Post(path, body, deadline, &sent);
         }
       }
       if (!r.ok()) {

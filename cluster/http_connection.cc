@@ -317,4 +317,9 @@ Result<std::string> HttpConnection::NextLine(Deadline deadline) {
 
 void HttpConnection::Shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
+bool HttpConnection::PeerClosed() const {
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 }  // namespace strata::cluster

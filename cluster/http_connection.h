@@ -60,6 +60,9 @@ class HttpConnection {
 
   // Whether another request may be sent on this connection.
   bool reusable() const { return reusable_; }
+  // Whether the peer has closed an idle connection (or sent bytes nobody
+  // asked for): it is not worth a request. Does not wait.
+  bool PeerClosed() const;
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:

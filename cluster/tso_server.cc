@@ -97,12 +97,12 @@ void TsoServer::Stop() {
   }
   if (campaign_thread_.joinable()) campaign_thread_.join();
   if (accept_thread_.joinable()) accept_thread_.join();
-  std::vector<std::thread> threads;
+  std::vector<Connection> connections;
   {
     MutexLock l(&mu_);
-    threads.swap(connection_threads_);
+    connections.swap(connections_);
   }
-  for (std::thread& t : threads) t.join();
+  for (Connection& c : connections) c.thread.join();
 }
 
 TsoServer::Stats TsoServer::stats() const {
@@ -129,7 +129,20 @@ void TsoServer::AcceptLoop() {
     int one = 1;
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // best effort
     MutexLock l(&mu_);
-    connection_threads_.emplace_back([this, fd] { ServeConnection(fd); });
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (it->done->load(std::memory_order_acquire)) {
+        it->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back(Connection{std::thread([this, fd, done] {
+                                        ServeConnection(fd);
+                                        done->store(true, std::memory_order_release);
+                                      }),
+                                      done});
   }
 }
 
@@ -202,6 +215,11 @@ uint8_t TsoServer::Allocate(uint32_t n, uint64_t* first, std::string* why) {
   return static_cast<uint8_t>(tso::ReplyCode::kOk);
 }
 
+void TsoServer::SetError(std::string error) {
+  MutexLock l(&mu_);
+  stats_.last_error = std::move(error);
+}
+
 void TsoServer::StepDown() {
   MutexLock l(&mu_);
   leader_ = false;
@@ -214,6 +232,7 @@ void TsoServer::CampaignLoop() {
     const Deadline sent = std::chrono::steady_clock::now();
     Result<std::pair<int64_t, int64_t>> lease = etcd_->GrantLease(options_.lease_ttl_seconds);
     if (!lease.ok()) {
+      SetError("granting a lease: " + lease.status().ToString());
       Pause(200);
       continue;
     }
@@ -223,12 +242,13 @@ void TsoServer::CampaignLoop() {
         etcd_->Txn({Compare::CreateRevision(leader_key, Compare::Op::kEqual, 0)},
                    {TxnOp::Put(leader_key, address_, lease->first)});
     if (won.ok() && won->succeeded) {
-      Lead(lease->first, valid_until, won->revision);
+      if (!Lead(lease->first, valid_until, won->revision)) Pause(500);  // not again at once
     } else {
       (void)etcd_->RevokeLease(lease->first);  // best effort: it expires anyway
       if (won.ok()) {
         WaitForVacancy();
       } else {
+        SetError("campaigning: " + won.status().ToString());
         Pause(200);
       }
     }
@@ -260,7 +280,7 @@ void TsoServer::WaitForVacancy() {
   }
 }
 
-void TsoServer::Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_revision) {
+bool TsoServer::Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_revision) {
   const std::string leader_key = tso::LeaderKey(options_.root);
   const std::string bound_key = tso::BoundKey(options_.root);
   const Compare still_leader =
@@ -268,18 +288,28 @@ void TsoServer::Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_r
   const uint64_t window = options_.window_millis;
 
   // Start above everything any earlier leader may have handed out.
+  bool served = false;
   uint64_t last_bound = 0;
   Result<KeyValue> stored = etcd_->Get(bound_key);
   bool ok = stored.ok() || stored.status().code() == Status::Code::kNotFound;
-  if (stored.ok() && !ParseBound(stored->value, &last_bound)) ok = false;  // not ours: refuse
+  if (!ok) SetError("reading " + bound_key + ": " + stored.status().ToString());
+  if (stored.ok() && !ParseBound(stored->value, &last_bound)) {
+    // Not a bound this service wrote: starting from a guess could repeat
+    // timestamps, so this member does not serve.
+    ok = false;
+    SetError(bound_key + " holds no bound this service wrote; not serving");
+  }
   if (ok) {
     const uint64_t start = std::max(WallMillis(), last_bound + 1);
     const uint64_t bound = start + window;
     Result<TxnResult> put =
         etcd_->Txn({still_leader}, {TxnOp::Put(bound_key, std::to_string(bound))});
     ok = put.ok() && put->succeeded;
+    if (!put.ok()) SetError("writing " + bound_key + ": " + put.status().ToString());
     if (ok) {
+      served = true;
       MutexLock l(&mu_);
+      stats_.last_error.clear();
       leader_ = true;
       physical_ = start;
       logical_ = 0;
@@ -329,6 +359,7 @@ void TsoServer::Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_r
   }
   StepDown();
   (void)etcd_->RevokeLease(lease);  // best effort: resigning lets another member lead at once
+  return served;
 }
 
 }  // namespace strata::cluster

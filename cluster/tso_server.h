@@ -63,6 +63,9 @@ class TsoServer {
     uint64_t timestamps = 0;     // timestamps handed out
     uint64_t bound_millis = 0;   // the durable bound of the current term
     uint64_t last_physical = 0;  // physical part of the last timestamp handed out
+    // Why the last campaign or term ended without serving (etcd unreachable,
+    // a bound key this service did not write), empty when none did.
+    std::string last_error;
   };
 
   // Starts listening and campaigning. InvalidArgument for bad options,
@@ -88,9 +91,11 @@ class TsoServer {
 
   void AcceptLoop();
   void ServeConnection(int fd);
+  void SetError(std::string error);
   void CampaignLoop();
-  // One term as leader: returns when leadership is lost or Stop() is called.
-  void Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_revision);
+  // One term as leader: returns when leadership is lost or Stop() is
+  // called; false when the term never started serving.
+  bool Lead(int64_t lease, Deadline lease_valid_until, int64_t leader_revision);
   // Waits until the leader key is gone (or Stop()).
   void WaitForVacancy();
   // Hands out `n` timestamps from *first; the reply code otherwise.
@@ -114,8 +119,13 @@ class TsoServer {
   uint64_t physical_ GUARDED_BY(mu_) = 0;
   uint64_t logical_ GUARDED_BY(mu_) = 0;  // next logical value at physical_
   Stats stats_ GUARDED_BY(mu_);
-  std::vector<std::thread> connection_threads_ GUARDED_BY(mu_);
-  std::vector<int> connection_fds_ GUARDED_BY(mu_);
+  // One thread per client connection; a finished one is joined at the
+  // next accept, so a long-running member does not pile them up.
+  struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Connection> connections_ GUARDED_BY(mu_);
 
   std::thread accept_thread_;
   std::thread campaign_thread_;

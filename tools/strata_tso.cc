@@ -120,11 +120,17 @@ int Run(int argc, char** argv) {
   std::printf("strata-tso: listening at %s\n", (*server)->address().c_str());
   std::fflush(stdout);
   bool leader = false;
+  std::string error;
   while (true) {
     const timespec tick{0, 100 * 1000 * 1000};
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) break;
     const TsoServer::Stats stats = (*server)->stats();
+    if (stats.last_error != error) {
+      error = stats.last_error;
+      if (!error.empty()) std::printf("strata-tso: %s\n", error.c_str());
+      std::fflush(stdout);
+    }
     if (stats.leader != leader) {
       leader = stats.leader;
       if (leader) {

@@ -223,6 +223,23 @@ TEST(TsoTest, StopsServingWhenEtcdIsUnreachable) {
   EXPECT_GT(*later, handed_out);
 }
 
+TEST(TsoTest, ABoundItDidNotWriteStopsAMemberFromServing) {
+  std::unique_ptr<LocalEtcd> etcd = StartEtcd();
+  ASSERT_NE(etcd, nullptr);
+  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::Open(ServerOptions(*etcd).etcd);
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Put(tso::BoundKey("/strata"), "not a number"));
+  Result<std::unique_ptr<TsoServer>> server = TsoServer::Start(ServerOptions(*etcd));
+  ASSERT_OK(server);
+  ASSERT_TRUE(WaitFor([&] { return !(*server)->stats().last_error.empty(); }, 5000));
+  EXPECT_FALSE((*server)->stats().leader);
+  EXPECT_NE((*server)->stats().last_error.find("holds no bound"), std::string::npos)
+      << (*server)->stats().last_error;
+  Result<std::unique_ptr<TsoClient>> tso = TsoClient::Open(ClientOptions(*etcd, 500));
+  ASSERT_OK(tso);
+  EXPECT_FALSE((*tso)->GetTimestamp().ok());
+}
+
 TEST(TsoTest, RefusesBadOptions) {
   TsoServerOptions o;
   o.etcd.endpoints = {"127.0.0.1:1"};
