@@ -305,6 +305,60 @@ TEST_F(EtcdLivenessTest, LocksOfAKilledProcessAreRolledBackByAnother) {
       static_cast<long long>(committed_after));
 }
 
+// A process cut off from etcd stops committing before its lease can have
+// expired, so no other process can have rolled its locks back under it.
+TEST_F(EtcdLivenessTest, ACutOffProcessStopsCommittingBeforeItsLeaseEnds) {
+  test::ScratchDir dir("liveness_partition");
+  EngineOptions eo;
+  eo.create_if_missing = true;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(dir.Join("db"), eo);
+  ASSERT_OK(engine);
+  ASSERT_OK((*engine)->CreateTenant("t"));
+  auto tables = std::make_shared<EngineTables>(*(*engine)->OpenTenant("t"));
+  ASSERT_OK(tables->Create(kTable));
+  // Timestamps from a local oracle: only the registry depends on etcd here.
+  std::unique_ptr<txn::LocalTimestampOracle> oracle;
+  ASSERT_OK(txn::LocalTimestampOracle::Open(dir.Join("tso"), {}, &oracle));
+  Result<std::unique_ptr<EtcdLivenessRegistry>> registry =
+      EtcdLivenessRegistry::Open(Options(*etcd_));
+  ASSERT_OK(registry);
+  txn::TxnDBConfig config;
+  config.options.one_phase_commit = false;
+  config.oracle = oracle.get();
+  config.registry = registry->get();
+  config.tables = tables;
+  Result<std::unique_ptr<TransactionDB>> db = txn::TxnDB::Make(std::move(config));
+  ASSERT_OK(db);
+  ASSERT_OK(Write(**db, "before"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // a renewal lands
+
+  etcd_->Pause();
+  const auto paused = SteadyClock::now();
+  int64_t last_commit = -1, first_failure = -1;
+  Status failure;
+  while (MillisSince(paused) < 3000) {
+    Status s = Write(**db, "during");
+    if (s.ok()) {
+      EXPECT_LT(first_failure, 0) << "a commit succeeded after one was refused";
+      last_commit = MillisSince(paused);
+    } else if (first_failure < 0) {
+      first_failure = MillisSince(paused);
+      failure = s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  etcd_->Resume();
+  ASSERT_GE(first_failure, 0) << "commits went on for 3 s with etcd frozen (lease 2 s)";
+  EXPECT_LT(first_failure, 2000);
+  EXPECT_LT(last_commit, 2000);
+  EXPECT_EQ(failure.code(), Status::Code::kAborted) << failure.ToString();
+  std::printf(
+      "[ stats    ] last commit %lld ms, first refusal %lld ms after etcd froze "
+      "(lease 2 s): %s\n",
+      static_cast<long long>(last_commit), static_cast<long long>(first_failure),
+      failure.ToString().c_str());
+}
+
 TEST_F(EtcdLivenessTest, ClusterServicesRunTransactions) {
   test::ScratchDir dir("cluster_services");
   TsoServerOptions so;
