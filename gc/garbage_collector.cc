@@ -34,9 +34,7 @@ class GarbageCollectorImpl final : public GarbageCollector {
   Status HoldSafepoint(std::string_view id, uint64_t ts, uint64_t ttl_millis) override {
     return collector_->HoldSafepoint(id, ts, ttl_millis);
   }
-  Status ReleaseSafepoint(std::string_view id) override {
-    return collector_->ReleaseSafepoint(id);
-  }
+  Status ReleaseSafepoint(std::string_view id) override { return collector_->ReleaseSafepoint(id); }
   Status RunOnce() override { return collector_->RunRound(); }
   GcStats GetStats() const override {
     GcStats s = collector_->GetStats();
@@ -73,7 +71,8 @@ class GarbageCollectorImpl final : public GarbageCollector {
 Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
     std::shared_ptr<TransactionServices> services, TransactionDB* db, const GcOptions& options) {
   if (services == nullptr || db == nullptr) {
-    return Status::InvalidArgument("a garbage collector needs TransactionServices and a TransactionDB");
+    return Status::InvalidArgument(
+        "a garbage collector needs TransactionServices and a TransactionDB");
   }
   std::shared_ptr<txn::TxnDB> txn_db = txn::TxnDBOf(*db);
   if (txn_db == nullptr || txn_db->config().name.empty()) {
@@ -86,8 +85,8 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
   std::unique_ptr<FileLock> lock;
   Status s = fs->LockFile(base + ".lock", &lock);
   if (s.IsBusy()) {
-    return Status::Busy("tenant " + txn_db->config().name +
-                        " already has a garbage collector (" + std::string(s.message()) + ")");
+    return Status::Busy("tenant " + txn_db->config().name + " already has a garbage collector (" +
+                        std::string(s.message()) + ")");
   }
   STRATA_RETURN_IF_ERROR(s);
   gc::CollectorConfig config;
@@ -98,6 +97,16 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
   const std::shared_ptr<txn::SharedSafepoints>& shared =
       txn::TransactionServicesAccess::safepoints(*services);
   if (shared != nullptr) {
+    // A transaction another process begins is published within
+    // kPublishMillis; until then only the life time keeps the safepoint
+    // below it.
+    if (options.life_time_millis <= txn::SharedSafepoints::kPublishMillis) {
+      fs->UnlockFile(std::move(lock)).PermitUncheckedError();
+      return Status::InvalidArgument(
+          "with services shared by many processes, GcOptions::life_time_millis must be above " +
+          std::to_string(txn::SharedSafepoints::kPublishMillis) + " ms (got " +
+          std::to_string(options.life_time_millis) + ")");
+    }
     const std::string name = config.db->config().name;
     s = gc::OpenSharedSafepointStore(shared, name, &config.store);
     config.external_floor = [shared, name] { return shared->Floor(name); };

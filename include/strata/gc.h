@@ -82,7 +82,8 @@ class GarbageCollector {
   // kept in `services`' directory, in files of the tenant's own (gc/FORMAT.md);
   // with services shared by many processes (strata/cluster.h) the safepoint
   // is kept in etcd instead, under the tenant's name, and the oldest
-  // transaction any process of the cluster runs on that name holds it down;
+  // transaction any process of the cluster runs on that name holds it down
+  // (options.life_time_millis must then be above 500: InvalidArgument);
   // `db` is raised to the safepoint at once, and a round a restart
   // interrupted is finished first, without the row ranges it had done. It installs its
   // compaction filter on the tenant (Tenant::SetCompactionFilter) until

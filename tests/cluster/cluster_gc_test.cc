@@ -66,11 +66,14 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   WaitForPublication();
 
   GcOptions go;
-  go.life_time_millis = 1;
+  go.life_time_millis = 1;  // not above the publication interval
   go.interval_millis = 0;
+  EXPECT_EQ(GarbageCollector::Open(a.services, a.db.get(), go).status().code(),
+            Status::Code::kInvalidArgument);
+  constexpr uint64_t kLife = txn::SharedSafepoints::kPublishMillis + 100;
+  go.life_time_millis = kLife;
   Result<std::unique_ptr<GarbageCollector>> gc = GarbageCollector::Open(a.services, a.db.get(), go);
   ASSERT_OK(gc);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_OK((*gc)->RunOnce());
   const uint64_t first = (*gc)->safepoint();
   EXPECT_GT(first, 0u);
@@ -88,6 +91,7 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   ASSERT_OK((*long_txn)->Rollback());
   long_txn->reset();
   WaitForPublication();
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLife));
   ASSERT_OK((*gc)->RunOnce());
   const uint64_t second = (*gc)->safepoint();
   EXPECT_GT(second, held);
@@ -97,7 +101,7 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   Result<uint64_t> now = a.services->GetTimestamp();
   ASSERT_OK(now);
   ASSERT_OK((*points)->HoldService("backup", *now, 60));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * kLife));
   ASSERT_OK((*gc)->RunOnce());
   EXPECT_LE((*gc)->safepoint(), *now);
   ASSERT_OK((*points)->ReleaseService("backup"));
