@@ -2,7 +2,7 @@
 # Starts and stops a local etcd for Strata's cluster services: one member on
 # 127.0.0.1, its data in a temporary directory, on free ports.
 #   scripts/local-cluster.sh start [--dir DIR]   # prints how to reach it
-#   scripts/local-cluster.sh stop --dir DIR      # stops it by its pid, removes DIR
+#   scripts/local-cluster.sh stop --dir DIR      # stops it by its pid, removes its data
 # start prints shell assignments on standard output:
 #   STRATA_CLUSTER_DIR=/tmp/strata-cluster.XXXX
 #   ETCD_ENDPOINTS=http://127.0.0.1:PORT
@@ -16,6 +16,7 @@ usage() { sed -n '2,12p' "$0"; }
 
 cmd="${1:-}"
 [ $# -gt 0 ] && shift
+case "$cmd" in -h|--help) usage; exit 0 ;; esac
 dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -81,7 +82,10 @@ case "$cmd" in
       done
       kill -9 "$pid" 2>/dev/null || true
     fi
-    rm -rf "$dir"
+    # Only what start made: never a directory given by mistake.
+    rm -rf "$dir/etcd-data"
+    rm -f "$dir/etcd.pid" "$dir/etcd.log"
+    rmdir "$dir" 2>/dev/null || true
     ;;
   *)
     usage >&2
