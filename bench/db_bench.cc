@@ -19,7 +19,8 @@
 // the other writes, so one engine's background work never overlaps the
 // other's timed phase; read workloads run in passes that alternate between
 // the two settled databases, so that a slow spell of the machine lands on
-// both engines, and report the median pass.
+// both engines, and report the median pass. scansmall loads its database on
+// each engine in turn, then scans in alternating passes the same way.
 //
 // Every read checks what it finds (keys in order, value sizes, and for
 // scansmall the exact values); wrong data ends the program with exit code 1.
@@ -35,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -122,23 +124,27 @@ Workloads (--benchmarks, run in the order given, for each compression):
   scansmall    a database of its own: one table with locality group "big"
                (family big, --value_size byte values) and locality group
                "small" (family small, 8-byte values), both on each of --num
-               rows; written in key order (untimed), settled, reopened (cold
-               block cache), then one scan in one thread of family small alone
-               (ScanSpec filter on that family). RocksDB: column families big
-               and small, one iterator over small. Reports rows/s and the
-               table bytes and files each engine read; then a scan of family
-               big, to show which files each group's scan reads.
+               rows; written in key order (untimed) and settled; then
+               --passes passes, each of which opens the database (cold block
+               cache), scans family small alone in one thread (ScanSpec
+               filter on that family), then family big, and closes it.
+               RocksDB: column families big and small, one iterator over
+               each. Reports the small scan's rows/s and, for both scans, the
+               table bytes and files each engine read, to show which files
+               each group's scan reads.
 readrandom, readmissing, readseq, seekrandom and seekreuse use the database the workloads
 before them left (loaded untimed with fillrandom when there is none). Before the first read phase after
 writes both engines settle the same way: Strata with Engine::Compact(),
 RocksDB with CompactRange over every key.
 
-Order: write workloads and scansmall run on Strata, then on RocksDB (an engine
-settles, or closes when nothing is read after, before the other one writes).
-Each run of consecutive read workloads then goes --passes times: in each pass
-every workload runs on both engines back to back, Strata first in odd passes
-and RocksDB first in even ones, so a slow spell of the machine hits both. A
-read workload reports its median pass; the per-pass ratios follow the table.
+Order: write workloads run on Strata, then on RocksDB (an engine settles, or
+closes when nothing is read after, before the other one writes). Each run of
+consecutive read workloads then goes --passes times: in each pass every
+workload runs on both engines back to back, Strata first in odd passes and
+RocksDB first in even ones, so a slow spell of the machine hits both.
+scansmall loads its database on Strata, then on RocksDB, then goes --passes
+times the same way. A read workload and scansmall report their median pass;
+the per-pass ratios follow the table.
 
 Flags:
   --num N              keys in the database (default 1000000)
@@ -159,8 +165,8 @@ Flags:
                        readrandom,readmissing,readseq,seekrandom,seekreuse,
                        scansmall)
   --seed N             seed of the key orders and values (default 301)
-  --passes N           passes of each read workload on each engine (default 3;
-                       every pass repeats the same operations)
+  --passes N           passes of each read workload and of scansmall on each
+                       engine (default 3; every pass repeats the same operations)
   --help               this text
 
 Same for both engines: block cache size, memtable size, compression (zstd at
@@ -1145,12 +1151,21 @@ struct AmpResult {
   uint64_t logical_bytes = 0;  // key + value bytes of the live keys
 };
 
+// One pass of scansmall: the timed scan of the small family, then one of the
+// big family, and what each read from table files.
+struct GroupPass {
+  PhaseResult small;
+  ReadIo small_io;
+  PhaseResult big;
+  ReadIo big_io;
+};
+
 // scansmall, beyond its timed scan of the small family.
 struct GroupScanResult {
   bool ran = false;
   StoreStats settled;  // after writing and settling both families
-  ReadIo small_io;     // what the scan of the small family read
-  PhaseResult big;     // the scan of the big family after it
+  ReadIo small_io;     // what the median pass's scan of the small family read
+  PhaseResult big;     // the median pass's scan of the big family after it
   ReadIo big_io;
 };
 
@@ -1170,19 +1185,11 @@ void Check(const std::string& err) {
   }
 }
 
-// scansmall in a database of its own at `dir`: writes both families of every
-// row, settles, reopens, then times one scan of the small family and one of
-// the big family, each checked value by value. Returns the small scan.
-PhaseResult RunGroupScan(const Flags& f, const std::string& label, OpenFn open,
-                         const std::string& dir, bool zstd, const ValueSource& values,
-                         GroupScanResult* out) {
-  std::filesystem::remove_all(dir);
-  CountingFileSystem counting_fs;  // outlives the store: it is closed below
-  StoreSpec spec;
-  spec.dir = dir;
-  spec.zstd = zstd;
-  spec.layout = Layout::kTwoGroups;
-  spec.fs = &counting_fs;
+// scansmall's database at `spec.dir`: writes both families of every row in
+// key order (untimed), settles and closes it.
+void LoadGroups(const Flags& f, const std::string& label, OpenFn open, const StoreSpec& spec,
+                const ValueSource& values, GroupScanResult* out) {
+  std::filesystem::remove_all(spec.dir);
   std::string err;
   std::unique_ptr<Store> store = open(f, spec, &err);
   Check(err);
@@ -1192,33 +1199,37 @@ PhaseResult RunGroupScan(const Flags& f, const std::string& label, OpenFn open,
     MakeSmallValue(i, &small);
     return store->PutRow(*key, values.Get(BigValuePos(i)), small);
   });
-  std::fprintf(stderr, "  %s: settling and reopening\n", label.c_str());
+  std::fprintf(stderr, "  %s: settling\n", label.c_str());
   Check(store->Settle());
   out->settled = store->Stats();
   Check(store->Close());
-  store = open(f, spec, &err);
-  Check(err);
+}
 
+// One pass of scansmall over the database LoadGroups wrote: opens it (a cold
+// block cache), times one scan of the small family and one of the big family,
+// each checked value by value, and closes it. Returns the small scan.
+PhaseResult ScanGroupsOnce(const Flags& f, const std::string& label, OpenFn open,
+                           const StoreSpec& spec, const ValueSource& values, GroupPass* out) {
+  std::string err;
+  std::unique_ptr<Store> store = open(f, spec, &err);
+  Check(err);
   std::string expected_small;
   MakeSmallValue(0, &expected_small);
   store->ResetReadIo();
-  PhaseResult small = RunScans(f, label, store.get(), Family::kSmall, /*threads=*/1,
-                               [&](uint64_t, std::string_view value) {
-                                 const bool ok = value == expected_small;
-                                 IncrementDigits(&expected_small, kSmallValueSize);
-                                 return ok;
-                               });
+  out->small = RunScans(f, label, store.get(), Family::kSmall, /*threads=*/1,
+                        [&](uint64_t, std::string_view value) {
+                          const bool ok = value == expected_small;
+                          IncrementDigits(&expected_small, kSmallValueSize);
+                          return ok;
+                        });
   out->small_io = store->GetReadIo();
   store->ResetReadIo();
   out->big = RunScans(
       f, label + " (big family)", store.get(), Family::kBig, /*threads=*/1,
       [&](uint64_t i, std::string_view value) { return value == values.Get(BigValuePos(i)); });
   out->big_io = store->GetReadIo();
-  out->ran = true;
   Check(store->Close());
-  store.reset();
-  std::filesystem::remove_all(dir);
-  return small;
+  return out->small;
 }
 
 bool IsReadWorkload(const std::string& bench) {
@@ -1279,13 +1290,45 @@ class EngineDriver {
       run_.amp.user_bytes = user_bytes_;
       run_.amp.logical_bytes = f_.num * entry_bytes_;
       run_.amp.settled = false;
-    } else if (bench == "scansmall") {
-      r = RunGroupScan(f_, label, open_, dir_ + "-groups", zstd_, values_, &run_.group);
     } else {
       Check("db_bench: " + bench + " is not a write workload");
     }
     Done(label, r);
     run_.phases[i] = std::move(r);
+  }
+
+  // scansmall (workload `i`): writes and settles its database, which stays
+  // on disk, closed, for the passes.
+  void LoadGroupScan(size_t i) {
+    groups_fs_ = std::make_unique<CountingFileSystem>();
+    LoadGroups(f_, Label(f_.benchmarks[i]), open_, GroupSpec(), values_, &run_.group);
+    group_passes_.clear();
+  }
+
+  // One pass of scansmall; LoadGroupScan must have run.
+  void RunGroupScanPass(size_t i, int pass) {
+    std::string label = Label(f_.benchmarks[i]);
+    if (f_.passes > 1) label += " pass " + std::to_string(pass + 1);
+    GroupPass p;
+    ScanGroupsOnce(f_, label, open_, GroupSpec(), values_, &p);
+    Done(label, p.small);
+    run_.passes[i].push_back(p.small);
+    group_passes_.push_back(std::move(p));
+  }
+
+  // After the last pass of scansmall: the median pass (by the small scan's
+  // rows/s) is its result; removes its database.
+  void FinishGroupScan(size_t i) {
+    const size_t median = MedianPass(run_.passes[i]);
+    if (median < group_passes_.size()) {
+      const GroupPass& p = group_passes_[median];
+      run_.phases[i] = p.small;
+      run_.group.small_io = p.small_io;
+      run_.group.big = p.big;
+      run_.group.big_io = p.big_io;
+      run_.group.ran = true;
+    }
+    std::filesystem::remove_all(GroupSpec().dir);
   }
 
   // Makes sure there is a database with every key, settled since its last
@@ -1346,12 +1389,8 @@ class EngineDriver {
   // After the last pass of read workload `i`: its result is the median pass
   // by ops/s (the lower of the two middle ones for an even count).
   void FinishReads(size_t i) {
-    std::vector<PhaseResult>& passes = run_.passes[i];
-    std::vector<size_t> order(passes.size());
-    for (size_t k = 0; k < order.size(); k++) order[k] = k;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return passes[a].OpsPerSec() < passes[b].OpsPerSec(); });
-    if (!order.empty()) run_.phases[i] = passes[order[(order.size() - 1) / 2]];
+    const size_t median = MedianPass(run_.passes[i]);
+    if (median < run_.passes[i].size()) run_.phases[i] = run_.passes[i][median];
   }
 
   // Closes the database and removes its files.
@@ -1362,6 +1401,26 @@ class EngineDriver {
   }
 
  private:
+  // The index of the median pass by ops/s (the lower of the two middle ones
+  // for an even count); passes.size() when there is none.
+  static size_t MedianPass(const std::vector<PhaseResult>& passes) {
+    if (passes.empty()) return 0;
+    std::vector<size_t> order(passes.size());
+    for (size_t k = 0; k < order.size(); k++) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return passes[a].OpsPerSec() < passes[b].OpsPerSec(); });
+    return order[(order.size() - 1) / 2];
+  }
+
+  StoreSpec GroupSpec() const {
+    StoreSpec spec;
+    spec.dir = dir_ + "-groups";
+    spec.zstd = zstd_;
+    spec.layout = Layout::kTwoGroups;
+    spec.fs = groups_fs_.get();
+    return spec;
+  }
+
   std::string Label(const std::string& bench) const {
     return std::string(engine_name_) + " " + compression_ + " " + bench;
   }
@@ -1409,27 +1468,53 @@ class EngineDriver {
   std::unique_ptr<Store> store_;
   bool dirty_ = false;  // written since the last settle
   uint64_t user_bytes_ = 0;
+  // scansmall: the file system its stores count reads through (it outlives
+  // them), and every pass.
+  std::unique_ptr<CountingFileSystem> groups_fs_;
+  std::vector<GroupPass> group_passes_;
 };
 
 // Runs --benchmarks for one compression on every engine (Strata, then RocksDB
-// when it was built in). Each maximal run of write workloads (and scansmall)
-// runs on one engine, then on the next; an engine whose writes are followed by
-// reads settles before the next engine writes, one whose writes end the list
-// closes, so no engine's background work overlaps another's timed phase. Each
-// maximal run of read workloads runs --passes times: within a pass, every
-// workload runs on each engine back to back, and which engine goes first
-// alternates from pass to pass.
+// when it was built in). Each maximal run of write workloads runs on one
+// engine, then on the next; an engine whose writes are followed by reads
+// settles before the next engine writes, one whose writes are not closes, so
+// no engine's background work overlaps another's timed phase. Each maximal run
+// of read workloads runs --passes times: within a pass, every workload runs on
+// each engine back to back, and which engine goes first alternates from pass
+// to pass. scansmall loads its database on each engine, one after the other,
+// then runs --passes passes the same way.
 void RunCompression(const Flags& f, std::vector<std::unique_ptr<EngineDriver>>& engines) {
   const size_t n = f.benchmarks.size();
+  // Runs pass `pass` of `run` on every engine, which go back to back, the
+  // first one alternating from pass to pass.
+  auto each_engine = [&](int pass, const std::function<void(EngineDriver&)>& run) {
+    for (size_t x = 0; x < engines.size(); x++) {
+      run(*engines[pass % 2 == 0 ? x : engines.size() - 1 - x]);
+    }
+  };
   for (size_t i = 0; i < n;) {
-    const bool reads = IsReadWorkload(f.benchmarks[i]);
+    if (f.benchmarks[i] == "scansmall") {
+      for (auto& e : engines) e->LoadGroupScan(i);
+      for (int pass = 0; pass < f.passes; pass++) {
+        each_engine(pass, [&](EngineDriver& e) { e.RunGroupScanPass(i, pass); });
+      }
+      for (auto& e : engines) e->FinishGroupScan(i);
+      i++;
+      continue;
+    }
+    auto kind = [&](size_t k) {
+      return f.benchmarks[k] == "scansmall" ? 2 : IsReadWorkload(f.benchmarks[k]) ? 1 : 0;
+    };
+    const bool reads = kind(i) == 1;
     size_t j = i;
-    while (j < n && IsReadWorkload(f.benchmarks[j]) == reads) j++;
+    while (j < n && kind(j) == kind(i)) j++;
     if (!reads) {
       for (auto& e : engines) {
         for (size_t k = i; k < j; k++) e->RunSequential(k);
-        if (j < n) {
-          e->ReadyForReads(f.benchmarks[j]);
+        size_t next_read = j;
+        while (next_read < n && kind(next_read) != 1) next_read++;
+        if (next_read < n) {
+          e->ReadyForReads(f.benchmarks[next_read]);
         } else {
           e->Close();
         }
@@ -1438,10 +1523,7 @@ void RunCompression(const Flags& f, std::vector<std::unique_ptr<EngineDriver>>& 
       for (auto& e : engines) e->ReadyForReads(f.benchmarks[i]);
       for (int pass = 0; pass < f.passes; pass++) {
         for (size_t k = i; k < j; k++) {
-          for (size_t x = 0; x < engines.size(); x++) {
-            const size_t e = pass % 2 == 0 ? x : engines.size() - 1 - x;
-            engines[e]->RunReadPass(k, pass);
-          }
+          each_engine(pass, [&](EngineDriver& e) { e.RunReadPass(k, pass); });
         }
       }
       for (auto& e : engines) {
@@ -1485,9 +1567,10 @@ void PrintGroupScan(const Flags& f, const EngineRun& s, const EngineRun* r) {
   std::printf(
       "\nscansmall: one table, locality group \"big\" (family big, %zu-byte values) and "
       "locality group \"small\" (family small, %zu-byte values), both on each of %" PRIu64
-      " rows, written in key order, settled, reopened (cold block cache; the OS page "
-      "cache stays warm); then one scan (one thread) of family small alone, then one of "
-      "family big. RocksDB: column families big and small, one iterator over each.\n",
+      " rows, written in key order and settled; then, in each pass, opened (cold block "
+      "cache; the OS page cache stays warm), one scan (one thread) of family small alone, "
+      "one of family big, closed. RocksDB: column families big and small, one iterator "
+      "over each. The figures are those of the median pass by small-scan rows/s.\n",
       f.value_size, kSmallValueSize, f.num);
   std::printf("%-46s | %16s %16s %7s\n", "", "Strata", "RocksDB", "ratio");
   auto row = [&](const char* name, const std::string& a, const std::string& b,
