@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "cluster/json.h"
+#include "common/json.h"
 
 namespace strata::cluster {
 namespace {

@@ -1,8 +1,8 @@
-#include "cluster/json.h"
+#include "common/json.h"
 
 #include <cstdio>
 
-namespace strata::cluster {
+namespace strata {
 
 class JsonParser {
  public:
@@ -378,4 +378,4 @@ Result<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace strata::cluster
+}  // namespace strata
