@@ -12,6 +12,7 @@
 namespace strata::engine {
 
 Status CompactionJob::Run() {
+  const uint64_t start_nanos = ctx_.clock->NowNanos();
   const TabletState& tablet = *c_->group->tablet;
   if (c_->trivial_move && c_->bottommost) {
     // At the bottom a rewrite drops delete markers (and what they hide in
@@ -33,6 +34,7 @@ Status CompactionJob::Run() {
   Status s = ctx_.versions->InstallCompaction(*c_, outputs, pinned, &installed);
   if (!installed) return s;
   ctx_.compactions->fetch_add(1, std::memory_order_relaxed);
+  ctx_.latency->AddNanos(ctx_.clock->NowNanos() - start_nanos);
   uint64_t read = 0, written = 0;
   for (const auto& inputs : c_->inputs) {
     for (const auto& f : inputs) read += f->meta.size;
@@ -82,7 +84,8 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
       pins.push_back(std::move(reader.value()));
     }
   }
-  std::unique_ptr<InternalIterator> input = NewMergingIterator(std::move(children), std::move(pins));
+  std::unique_ptr<InternalIterator> input =
+      NewMergingIterator(std::move(children), std::move(pins));
   if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
     // Files shared with split siblings hold their rows too.
     input = std::make_unique<ClampedIterator>(std::move(input), RowBound(tablet.start_row),

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/file_system.h"
+#include "common/latency_recorder.h"
 #include "common/rate_limiter.h"
 #include "engine/compaction.h"
 #include "engine/file_meta.h"
@@ -44,10 +46,12 @@ class CompactionJob {
     std::atomic<uint64_t>* trivial_moves = nullptr;
     std::atomic<uint64_t>* bytes_read = nullptr;
     std::atomic<uint64_t>* bytes_written = nullptr;
+    // How long each counted compaction took (trivial moves left out).
+    LatencyRecorder* latency = nullptr;
+    Clock* clock = nullptr;
   };
 
-  CompactionJob(const Context& context, Compaction* compaction)
-      : ctx_(context), c_(compaction) {}
+  CompactionJob(const Context& context, Compaction* compaction) : ctx_(context), c_(compaction) {}
   CompactionJob(const CompactionJob&) = delete;
   CompactionJob& operator=(const CompactionJob&) = delete;
 

@@ -42,7 +42,8 @@ EngineCore::EngineCore(std::string dir, const EngineOptions& options, FileSystem
       versions_(std::make_unique<VersionSet>(fs, dir_, options.write_buffer_size, &governor_,
                                              files_.get())) {}
 
-EngineCore::~EngineCore() { Close().PermitUncheckedError();  // Engine::Close reports errors
+EngineCore::~EngineCore() {
+  Close().PermitUncheckedError();  // Engine::Close reports errors
 }
 
 Status EngineCore::Open(const std::string& dir, const EngineOptions& options,
@@ -101,8 +102,8 @@ Status EngineCore::Recover() {
 
   const std::string log_dir = JoinPath(dir_, kLogDirName);
   SequenceNumber next = 0;
-  STRATA_RETURN_IF_ERROR(RecoverTablets(fs_, log_dir, options_.wal_recovery_mode,
-                                        versions_.get(), files_.get(), &next));
+  STRATA_RETURN_IF_ERROR(RecoverTablets(fs_, log_dir, options_.wal_recovery_mode, versions_.get(),
+                                        files_.get(), &next));
   // Relaxed: no other thread can see the core yet.
   visible_sequence_.store(next - 1, std::memory_order_relaxed);
 
@@ -275,7 +276,8 @@ Status EngineCore::MakePendingRow(const TableState& table, const Schema& schema,
 
 Status EngineCore::WriteRows(const WriteOptions& options, const PendingRow* rows, size_t count) {
   LogRecordBuilder builder;
-  for (size_t i = 0; i < count; i++) builder.AddRow(rows[i].tablet->id, rows[i].row, rows[i].entries);
+  for (size_t i = 0; i < count; i++)
+    builder.AddRow(rows[i].tablet->id, rows[i].row, rows[i].entries);
   PendingWrite w{rows, count};
   wal::WriteRequest req;
   req.payload = builder.Finish();
@@ -605,8 +607,8 @@ Status EngineCore::ReadRowOpenInto(const TableState& table, const Schema& schema
   for (size_t g = 0; g < num_groups; g++) {
     if (!views[g]) continue;
     STRATA_RETURN_IF_ERROR(ReadRowFromGroup(*views[g], static_cast<uint32_t>(g),
-                                            files_->table_cache(), table.budget->cache_id(),
-                                            prefix, &at, filter, schema, sink));
+                                            files_->table_cache(), table.budget->cache_id(), prefix,
+                                            &at, filter, schema, sink));
   }
   return AwaitDurableReads(at);
 }
@@ -710,6 +712,8 @@ FlushJob::Context EngineCore::FlushContext() {
   ctx.visible_sequence = &visible_sequence_;
   ctx.flushes = &stat_flushes_;
   ctx.bytes_written = &stat_flush_bytes_;
+  ctx.latency = &flush_latency_;
+  ctx.clock = Clock::Default();
   return ctx;
 }
 
@@ -725,6 +729,8 @@ CompactionJob::Context EngineCore::CompactionContext() {
   ctx.trivial_moves = &stat_trivial_moves_;
   ctx.bytes_read = &stat_compaction_read_;
   ctx.bytes_written = &stat_compaction_written_;
+  ctx.latency = &compaction_latency_;
+  ctx.clock = Clock::Default();
   return ctx;
 }
 
@@ -810,8 +816,8 @@ void EngineCore::SplitThread() {
     uint64_t candidate_bytes = 0;
     if (bg_error_.ok()) {
       bg_mu_.Unlock();
-      candidate = PickSplitCandidate(*versions_, options_.tablet_split_size, stuck,
-                                     &candidate_bytes);
+      candidate =
+          PickSplitCandidate(*versions_, options_.tablet_split_size, stuck, &candidate_bytes);
       bg_mu_.Lock();
     }
     if (candidate == nullptr || bg_stop_ || split_stop_) {
@@ -948,7 +954,10 @@ EngineStats EngineCore::GetStats() const {
     s.wal_syncs = ls.syncs;
     s.wal_bytes = ls.bytes;
     s.wal_uses_io_uring = log_->using_io_uring();
+    s.log_sync_latency = ls.synced_group_latency;
   }
+  s.flush_latency = flush_latency_.Snapshot();
+  s.compaction_latency = compaction_latency_.Snapshot();
   s.flushes = stat_flushes_.load(std::memory_order_relaxed);
   s.compactions = stat_compactions_.load(std::memory_order_relaxed);
   s.flush_bytes_written = stat_flush_bytes_.load(std::memory_order_relaxed);

@@ -42,6 +42,7 @@
 
 #include "common/cell_key.h"
 #include "common/file_system.h"
+#include "common/latency_recorder.h"
 #include "common/mutex.h"
 #include "common/rate_limiter.h"
 #include "engine/compaction_job.h"
@@ -130,8 +131,7 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   Status ReadRowInto(const TableState& table, const Schema& schema, std::string_view row,
                      const ResolvedFilter& filter, RowSink* sink, bool* stale_schema) const;
   Result<std::unique_ptr<RowIterator>> Scan(const std::shared_ptr<TableState>& table,
-                                            const ReadOptions& options,
-                                            const ScanSpec& spec) const;
+                                            const ReadOptions& options, const ScanSpec& spec) const;
   // DurableReads: what reads ask of the log about records applied before
   // their fdatasync. Scans call both per row.
   ReadPoint ReadPointAt(SequenceNumber snapshot) const override;
@@ -392,6 +392,8 @@ class EngineCore final : public DurableReads, public std::enable_shared_from_thi
   std::atomic<uint64_t> stat_memtable_stops_{0};
   mutable std::atomic<uint64_t> stat_durable_waits_{0};
   std::atomic<uint64_t> stat_flushes_{0};
+  LatencyRecorder flush_latency_;
+  LatencyRecorder compaction_latency_;
   std::atomic<uint64_t> stat_compactions_{0};
   std::atomic<uint64_t> stat_flush_bytes_{0};
   std::atomic<uint64_t> stat_trivial_moves_{0};

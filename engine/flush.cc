@@ -51,6 +51,7 @@ Status FlushJob::WriteFile(InternalIterator* it, DeeperFiles* older, FileMeta* m
 }
 
 Status FlushJob::Run() {
+  const uint64_t start_nanos = ctx_.clock->NowNanos();
   ImmutableMemTable imm;
   // The files, which hold all the group's data older than imm (the oldest
   // memtable).
@@ -59,9 +60,9 @@ Status FlushJob::Run() {
     MutexLock l(&group_->mu);
     if (group_->view->imms.empty()) return Status::OK();
     imm = group_->view->imms.back();
-    older = std::make_unique<DeeperFiles>(*group_->view, /*first_level=*/0,
-                                          ctx_.files->table_cache(),
-                                          group_->tablet->table->budget->cache_id());
+    older =
+        std::make_unique<DeeperFiles>(*group_->view, /*first_level=*/0, ctx_.files->table_cache(),
+                                      group_->tablet->table->budget->cache_id());
   }
   const TabletState& tablet = *group_->tablet;
   FileMeta meta;
@@ -96,6 +97,7 @@ Status FlushJob::Run() {
   if (popped) tablet.table->budget->ImmutableFlushed(imm.charge);
   ctx_.flushes->fetch_add(1, std::memory_order_relaxed);
   ctx_.bytes_written->fetch_add(meta.size, std::memory_order_relaxed);
+  ctx_.latency->AddNanos(ctx_.clock->NowNanos() - start_nanos);
   STRATA_RETURN_IF_ERROR(shown);
   // The manifest now says what the log no longer has to hold.
   const SequenceNumber floor = ctx_.versions->LogFloor(visible);

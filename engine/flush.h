@@ -18,7 +18,9 @@
 #include <cstdint>
 
 #include "common/cell_key.h"
+#include "common/clock.h"
 #include "common/file_system.h"
+#include "common/latency_recorder.h"
 #include "engine/live_files.h"
 #include "engine/tablet.h"
 #include "engine/version_set.h"
@@ -42,6 +44,9 @@ class FlushJob {
     // Relaxed.
     std::atomic<uint64_t>* flushes = nullptr;
     std::atomic<uint64_t>* bytes_written = nullptr;
+    // How long each recorded flush took, from its start to its manifest edit.
+    LatencyRecorder* latency = nullptr;
+    Clock* clock = nullptr;
   };
 
   FlushJob(const Context& context, LocalityGroupState* group) : ctx_(context), group_(group) {}

@@ -542,6 +542,7 @@ void LogWriter::CatchUpDurable() {
 }
 
 void LogWriter::SyncedGroupDone(const Group& group, uint64_t took) {
+  synced_group_latency_.AddNanos(took);
   const uint64_t now = clock_->NowNanos();
   sync_nanos_ = sync_nanos_ == 0
                     ? took
@@ -845,6 +846,7 @@ LogWriter::Stats LogWriter::GetStats() const {
   st.records = stat_records_.load(std::memory_order_relaxed);
   st.groups = stat_groups_.load(std::memory_order_relaxed);
   st.syncs = stat_syncs_.load(std::memory_order_relaxed);
+  st.synced_group_latency = synced_group_latency_.Snapshot();
   st.bytes = stat_bytes_.load(std::memory_order_relaxed);
   st.segments_created = segments_->created();
   st.segments_recycled = segments_->recycled();

@@ -48,6 +48,7 @@
 #include "common/cell_key.h"
 #include "common/clock.h"
 #include "common/file_system.h"
+#include "common/latency_recorder.h"
 #include "common/mutex.h"
 #include "strata/slice.h"
 #include "strata/status.h"
@@ -187,6 +188,9 @@ class LogWriter {
   struct Stats {
     uint64_t records = 0, groups = 0, syncs = 0, bytes = 0, segments_created = 0,
              segments_recycled = 0, queued = 0;
+    // How long each synced group took from the start of its write to the end
+    // of its fdatasync (the apply between them left out).
+    LatencyHistogram synced_group_latency;
   };  // Intentionally copyable.
   Stats GetStats() const;
 
@@ -345,6 +349,7 @@ class LogWriter {
   // Counters for GetStats. Relaxed: each is a standalone tally read only for
   // reporting; no other data is published through them.
   std::atomic<uint64_t> stat_records_{0}, stat_groups_{0}, stat_syncs_{0}, stat_bytes_{0};
+  LatencyRecorder synced_group_latency_;
 };
 
 }  // namespace strata::wal

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/latency_histogram.h"
 #include "strata/options.h"
 #include "strata/status.h"
 #include "strata/table.h"
@@ -45,7 +46,7 @@ struct TenantStats {
   uint64_t memtable_stall_micros = 0;
   uint64_t early_flushes = 0;     // memtables switched because the tenant was over its share
   uint64_t quota_rejections = 0;  // writes refused by the disk quota
-  uint64_t memtable_bytes = 0;            // memtable data now, active and immutable
+  uint64_t memtable_bytes = 0;    // memtable data now, active and immutable
   uint64_t immutable_memtable_bytes = 0;  // of which waiting for or in a flush
   uint64_t memtable_share = 0;            // the tenant's share of total_write_buffer_size now
   uint64_t sstable_bytes = 0;      // live SSTables now (refreshed after each flush and compaction)
@@ -130,20 +131,20 @@ class Tenant {
 
 // Counters for monitoring and benchmarks. All are totals since open.
 struct EngineStats {
-  uint64_t writes = 0;          // row mutations applied
-  uint64_t cells_written = 0;   // entries of those mutations
-  uint64_t wal_groups = 0;      // group commits
-  uint64_t wal_syncs = 0;       // fdatasyncs of the log
-  uint64_t wal_bytes = 0;       // bytes written to the log
-  uint64_t memtable_bytes = 0;  // memory held by memtables now
-  uint64_t flushes = 0;         // memtables written to SSTables
-  uint64_t compactions = 0;     // compactions finished
+  uint64_t writes = 0;                    // row mutations applied
+  uint64_t cells_written = 0;             // entries of those mutations
+  uint64_t wal_groups = 0;                // group commits
+  uint64_t wal_syncs = 0;                 // fdatasyncs of the log
+  uint64_t wal_bytes = 0;                 // bytes written to the log
+  uint64_t memtable_bytes = 0;            // memory held by memtables now
+  uint64_t flushes = 0;                   // memtables written to SSTables
+  uint64_t compactions = 0;               // compactions finished
   uint64_t flush_bytes_written = 0;       // SSTable bytes written by flushes
   uint64_t compaction_bytes_read = 0;     // SSTable bytes read by compactions
   uint64_t compaction_bytes_written = 0;  // SSTable bytes written by compactions
-  uint64_t table_files = 0;     // SSTables live now
-  uint64_t table_bytes = 0;     // their size on disk
-  std::vector<uint64_t> level_files;  // live SSTables per level (0 = newest), all groups
+  uint64_t table_files = 0;               // SSTables live now
+  uint64_t table_bytes = 0;               // their size on disk
+  std::vector<uint64_t> level_files;      // live SSTables per level (0 = newest), all groups
   // Newest sequence number applied; with apply_before_sync it may belong to
   // a synced write whose fdatasync is still running (reads that meet it wait).
   uint64_t last_sequence = 0;
@@ -160,8 +161,15 @@ struct EngineStats {
   // found it done when they looked).
   uint64_t durable_read_waits = 0;
   uint64_t compaction_rate_limit_wait_micros = 0;  // time compactions slept on the rate limit
-  uint64_t tablets = 0;              // tablets of every table now
-  uint64_t tablet_splits = 0;        // splits done
+  uint64_t tablets = 0;                            // tablets of every table now
+  uint64_t tablet_splits = 0;                      // splits done
+  // Latencies: of each synced log group, from the start of its write to the
+  // end of its fdatasync (what a synced write waits for, besides its queue);
+  // of each flush, from its start to its manifest edit; of each compaction
+  // that rewrote files (trivial moves left out).
+  LatencyHistogram log_sync_latency;
+  LatencyHistogram flush_latency;
+  LatencyHistogram compaction_latency;
 };
 
 class Engine {
