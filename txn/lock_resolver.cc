@@ -222,6 +222,36 @@ Status LockResolver::ApplyToKey(RowStore& store, const TxnKey& key, const LockRe
 
 Result<LockResolver::Resolution> LockResolver::Resolve(const TxnKey& key, const LockRecord& lock,
                                                        Intent intent, uint64_t ts) {
+  Result<Resolution> r = ResolveUncounted(key, lock, intent, ts);
+  if (r.ok()) {
+    switch (r->outcome) {
+      case Resolution::Outcome::kCommitted:
+        rolled_forward_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Resolution::Outcome::kRolledBack:
+        rolled_back_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Resolution::Outcome::kPushed:
+        pushed_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Resolution::Outcome::kLive:
+        break;
+    }
+  }
+  return r;
+}
+
+LockResolver::Counts LockResolver::counts() const {
+  Counts c;
+  c.rolled_forward = rolled_forward_.load(std::memory_order_relaxed);
+  c.rolled_back = rolled_back_.load(std::memory_order_relaxed);
+  c.pushed = pushed_.load(std::memory_order_relaxed);
+  return c;
+}
+
+Result<LockResolver::Resolution> LockResolver::ResolveUncounted(const TxnKey& key,
+                                                                const LockRecord& lock,
+                                                                Intent intent, uint64_t ts) {
   Result<std::shared_ptr<RowStore>> primary_store = Store(lock.primary_table);
   if (primary_store.status().code() == Status::Code::kNotFound) {
     // Not NotFound: a reader would take that for "no value" and miss the

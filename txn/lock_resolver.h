@@ -13,6 +13,7 @@
 #ifndef STRATA_TXN_LOCK_RESOLVER_H_
 #define STRATA_TXN_LOCK_RESOLVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -117,6 +118,14 @@ class LockResolver {
   // is kPushed or kLive.
   Result<Resolution> Resolve(const TxnKey& key, const LockRecord& lock, Intent intent, uint64_t ts);
 
+  // What Resolve calls ended in, so far: kCommitted, kRolledBack, kPushed.
+  struct Counts {
+    uint64_t rolled_forward = 0;
+    uint64_t rolled_back = 0;
+    uint64_t pushed = 0;
+  };
+  Counts counts() const;
+
   // Rolls back the transaction whose primary is (store, row, column) at
   // start_ts, unless it has committed. Returns the primary's final status
   // (kCommitted or kRolledBack). `expected_lock_bytes`, when non-empty, is the
@@ -142,6 +151,8 @@ class LockResolver {
   const ResolverOptions& options() const { return options_; }
 
  private:
+  Result<Resolution> ResolveUncounted(const TxnKey& key, const LockRecord& lock, Intent intent,
+                                      uint64_t ts);
   // Applies a decided status of the primary to a secondary key.
   Status ApplyToKey(RowStore& store, const TxnKey& key, const LockRecord& lock,
                     const TxnStatus& status);
@@ -150,6 +161,9 @@ class LockResolver {
   LivenessRegistry* const registry_;
   Clock* const clock_;
   const ResolverOptions options_;
+  std::atomic<uint64_t> rolled_forward_{0};
+  std::atomic<uint64_t> rolled_back_{0};
+  std::atomic<uint64_t> pushed_{0};
 };
 
 }  // namespace strata::txn

@@ -45,6 +45,7 @@ PessimisticLocks::Outcome PessimisticLocks::Acquire(const TxnKey& key, uint64_t 
     out.cycle = std::move(cycle);
     return out;
   }
+  out.waited = true;
   Waiter waiter(&mu_, owner);
   entry.queue.push_back(&waiter);
   waiting_[owner] = key;
@@ -58,7 +59,11 @@ PessimisticLocks::Outcome PessimisticLocks::Acquire(const TxnKey& key, uint64_t 
     waiter.granted_cv.WaitFor(left);
   }
   waiting_.erase(owner);
-  if (waiter.granted) return {};
+  if (waiter.granted) {
+    Outcome granted;
+    granted.waited = true;
+    return granted;
+  }
   // Timed out: leave the queue. The entry still has its holder (a release
   // with this waiter first in the queue would have granted it).
   Entry& now = keys_.at(key);

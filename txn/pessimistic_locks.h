@@ -52,6 +52,8 @@ class PessimisticLocks {
     // error message.
     uint64_t holder = 0;
     std::string cycle;
+    // The caller queued behind another transaction (however it ended).
+    bool waited = false;
   };
 
   // Takes `key` for the transaction `owner` (its start_ts, unique among live

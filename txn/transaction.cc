@@ -149,8 +149,14 @@ Result<std::string> TransactionImpl::GetForUpdate(std::string_view table, std::s
 
 Status TransactionImpl::LockForUpdate(const TxnKey& key) {
   if (for_update_ts_.count(key) != 0) return Status::OK();
+  const uint64_t start_nanos = db_->clock()->NowNanos();
   PessimisticLocks::Outcome out =
       db_->pessimistic_locks()->Acquire(key, start_ts_, options_.for_update_wait_millis * 1000);
+  if (out.waited) {
+    TxnDB::Stats& stats = db_->mutable_stats();
+    stats.pessimistic_lock_waits.fetch_add(1, std::memory_order_relaxed);
+    stats.pessimistic_lock_wait_latency.AddNanos(db_->clock()->NowNanos() - start_nanos);
+  }
   switch (out.kind) {
     case PessimisticLocks::Outcome::Kind::kAcquired:
       break;
@@ -314,6 +320,9 @@ Status TransactionImpl::Buffer(std::string_view table, std::string_view row,
 
 Status TransactionImpl::Fail(TransactionError::Kind kind, const TxnKey* key, uint64_t other_start,
                              uint64_t other_commit, Status status) {
+  if (error_.kind == TransactionError::Kind::kNone && kind != TransactionError::Kind::kNone) {
+    db_->mutable_stats().failed[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+  }
   error_.kind = kind;
   if (key != nullptr) {
     error_.table = key->table;
@@ -423,6 +432,7 @@ Result<std::optional<std::string>> TransactionImpl::ReadCommittedAt(RowStore& st
             LockResolver::Resolution res,
             db_->resolver()->Resolve(key, lock, LockResolver::Intent::kCheck, read_ts));
         if (res.outcome == LockResolver::Resolution::Outcome::kLive) {
+          db_->mutable_stats().lock_wait_sleeps.fetch_add(1, std::memory_order_relaxed);
           db_->clock()->SleepMicros(backoff_micros);
           backoff_micros = std::min<uint64_t>(backoff_micros * 2, 50'000);
           // Waiting is bounded by wait_until, not by the rounds: only
@@ -605,6 +615,7 @@ Status TransactionImpl::HandlePrewriteFailure(const RowWrites& rw,
         const uint64_t now = db_->resolver()->NowMillis();
         if (state->wait_until == 0) state->wait_until = now + options_.lock_wait_millis;
         if (now < state->wait_until) {
+          db_->mutable_stats().lock_wait_sleeps.fetch_add(1, std::memory_order_relaxed);
           db_->clock()->SleepMicros(state->backoff_micros);
           state->backoff_micros = std::min<uint64_t>(state->backoff_micros * 2, 20'000);
           state->waited = true;
@@ -787,6 +798,22 @@ Status TransactionImpl::StopAt(FailPoint point) {
 
 Status TransactionImpl::Commit() {
   if (state_ == State::kCommitted) return Status::OK();
+  const bool writes = !writes_.empty() || !weak_notes_.empty();
+  const uint64_t start_nanos = db_->clock()->NowNanos();
+  Status s = CommitSteps();
+  if (s.ok()) {
+    TxnDB::Stats& stats = db_->mutable_stats();
+    if (writes) {
+      stats.committed.fetch_add(1, std::memory_order_relaxed);
+      stats.commit_latency.AddNanos(db_->clock()->NowNanos() - start_nanos);
+    } else {
+      stats.read_only_commits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return s;
+}
+
+Status TransactionImpl::CommitSteps() {
   STRATA_RETURN_IF_ERROR(CheckOpen());
   if (writes_.empty()) {
     if (!weak_notes_.empty()) return CommitNotesOnly();
@@ -1139,6 +1166,7 @@ Status TransactionImpl::Rollback() {
   // The buffered writes stay (unused) until the transaction goes: an open
   // scan iterator walks them.
   SetState(State::kAborted);
+  db_->mutable_stats().rolled_back.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -133,6 +133,8 @@ class TransactionImpl final : public Transaction {
   Status CleanUpLockKind(const TxnKey& key, const LockRecord& lock);
 
  private:
+  // Commit's steps; Commit counts what they did.
+  Status CommitSteps();
   enum class State { kOpen, kCommitted, kAborted, kStopped };
 
   Status CheckOpen();
@@ -280,9 +282,9 @@ class TransactionImpl final : public Transaction {
   // The keys this pessimistic transaction holds locked, with their
   // for_update_ts (0 while it is being taken).
   std::map<TxnKey, uint64_t> for_update_ts_;
-  std::set<TxnKey> weak_notes_;  // SetWeakNotification
+  std::set<TxnKey> weak_notes_;    // SetWeakNotification
   std::optional<TxnKey> trigger_;  // an observer's run: the notified cell
-  Notes notes_;  // CollectNotes, at Commit
+  Notes notes_;                    // CollectNotes, at Commit
   // The commit_ts the other rows' notifications were written at (0: not yet).
   uint64_t notes_written_ts_ = 0;
   // For each key read, the timestamp of the commit record the read found

@@ -75,6 +75,7 @@ class TxnDBHandle final : public TransactionDB {
     return db_->Begin(options);
   }
   void AdvanceSafepoint(uint64_t safepoint) override { db_->AdvanceSafepoint(safepoint); }
+  TransactionStats GetStats() const override { return db_->GetStats(); }
   Status Close() override { return db_->Close(); }
 
   const std::shared_ptr<TxnDB>& db() const { return db_; }
@@ -147,7 +148,29 @@ Result<std::unique_ptr<Transaction>> TxnDB::Begin(const TransactionOptions& opti
     MutexLock l(&running_mu_);
     running_.insert(start_ts);
   }
+  stats_.begun.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<Transaction>(new TransactionImpl(shared_from_this(), resolved, start_ts));
+}
+
+TransactionStats TxnDB::GetStats() const {
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  TransactionStats s;
+  s.begun = get(stats_.begun);
+  s.committed = get(stats_.committed);
+  s.committed_one_phase = get(stats_.one_phase_commits);
+  s.committed_read_only = get(stats_.read_only_commits);
+  s.rolled_back = get(stats_.rolled_back);
+  for (size_t k = 0; k < s.failed.size(); k++) s.failed[k] = get(stats_.failed[k]);
+  s.lock_wait_sleeps = get(stats_.lock_wait_sleeps);
+  s.pessimistic_lock_waits = get(stats_.pessimistic_lock_waits);
+  const LockResolver::Counts resolved = resolver_.counts();
+  s.locks_rolled_forward = resolved.rolled_forward;
+  s.locks_rolled_back = resolved.rolled_back;
+  s.commits_pushed = resolved.pushed;
+  s.background_commit_failures = get(stats_.background_failures);
+  s.commit_latency = stats_.commit_latency.Snapshot();
+  s.pessimistic_lock_wait_latency = stats_.pessimistic_lock_wait_latency.Snapshot();
+  return s;
 }
 
 Result<std::unique_ptr<Transaction>> TxnDB::BeginObserverRun(const TxnKey* trigger) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/latency_recorder.h"
 #include "common/mutex.h"
 #include "strata/transaction.h"
 #include "txn/latches.h"
@@ -173,15 +174,27 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   bool CommitSecondaries(const SecondaryJob& job, Status* status);
   void EnqueueSecondaries(SecondaryJob job);
 
+  // TransactionStats as the transactions count them (relaxed).
   struct Stats {
+    std::atomic<uint64_t> begun{0};
+    std::atomic<uint64_t> committed{0};
+    std::atomic<uint64_t> read_only_commits{0};
+    std::atomic<uint64_t> rolled_back{0};
+    std::atomic<uint64_t> failed[TransactionStats::kErrorKinds] = {};
+    std::atomic<uint64_t> lock_wait_sleeps{0};
+    std::atomic<uint64_t> pessimistic_lock_waits{0};
     // Background secondary-commit batches the store failed; their keys are
     // rolled forward by the next reader.
     std::atomic<uint64_t> background_failures{0};
     // Transactions committed in one phase.
     std::atomic<uint64_t> one_phase_commits{0};
+    LatencyRecorder commit_latency;
+    LatencyRecorder pessimistic_lock_wait_latency;
   };
   const Stats& stats() const { return stats_; }
+  Stats& mutable_stats() { return stats_; }
   void CountOnePhaseCommit() { stats_.one_phase_commits.fetch_add(1, std::memory_order_relaxed); }
+  TransactionStats GetStats() const;
 
  private:
   explicit TxnDB(TxnDBConfig config);

@@ -63,6 +63,7 @@
 #ifndef STRATA_TRANSACTION_H_
 #define STRATA_TRANSACTION_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -71,6 +72,7 @@
 #include <vector>
 
 #include "strata/engine.h"
+#include "strata/latency_histogram.h"
 #include "strata/options.h"
 #include "strata/status.h"
 
@@ -251,6 +253,45 @@ struct TransactionError {
 
 const char* TransactionErrorKindName(TransactionError::Kind kind);
 
+// Counters of a TransactionDB since it was opened (TransactionDB::GetStats),
+// over every transaction begun on it, observer runs included.
+struct TransactionStats {
+  uint64_t begun = 0;
+  // Commits of transactions that wrote (or left notifications), one-phase
+  // ones included; and of those with nothing to write.
+  uint64_t committed = 0;
+  uint64_t committed_one_phase = 0;
+  uint64_t committed_read_only = 0;
+  uint64_t rolled_back = 0;  // Rollback of an open transaction
+  // Transactions that failed, by the kind their error() names: index
+  // static_cast<size_t>(kind) (kNone's entry stays 0). kUnknownOutcome counts
+  // commits whose outcome is unknown, kStorage other store failures.
+  static constexpr size_t kErrorKinds =
+      static_cast<size_t>(TransactionError::Kind::kLockWaitTimeout) + 1;
+  std::array<uint64_t, kErrorKinds> failed{};
+  // Sleeps (each one backoff step) of reads and prewrites waiting for an
+  // older live transaction's lock (TransactionOptions::lock_wait_millis).
+  uint64_t lock_wait_sleeps = 0;
+  // Pessimistic GetForUpdate calls that queued for a key another transaction
+  // held, however the wait ended.
+  uint64_t pessimistic_lock_waits = 0;
+  // Locks of other transactions this TransactionDB's reads and prewrites
+  // resolved: rolled forward (their transaction had committed), rolled back
+  // (its TTL ran out, its owner died, or an older transaction wounded it);
+  // and reads that pushed a live transaction's commit past their snapshot.
+  uint64_t locks_rolled_forward = 0;
+  uint64_t locks_rolled_back = 0;
+  uint64_t commits_pushed = 0;
+  // Background secondary-commit batches the store failed (their keys are
+  // rolled forward by the next reader).
+  uint64_t background_commit_failures = 0;
+  // Latencies: of each Commit that succeeded with writes (from the call to
+  // its return; secondaries committed in the background are not waited
+  // for), and of each pessimistic lock wait.
+  LatencyHistogram commit_latency;
+  LatencyHistogram pessimistic_lock_wait_latency;
+};
+
 // One (row, column, value) of a transactional scan.
 class TransactionIterator {
  public:
@@ -359,6 +400,9 @@ class TransactionDB {
   // Raises the GC safepoint: transactions that started below it can no
   // longer read or commit (kTooOld). Never lowers it.
   virtual void AdvanceSafepoint(uint64_t safepoint) = 0;
+
+  // The counters so far; after Close they stay as they were.
+  virtual TransactionStats GetStats() const = 0;
 
   // Waits for background commits, stops the heartbeat. Transactions still
   // open fail their later calls. Idempotent.
