@@ -28,6 +28,10 @@
 //   build/bench/prewrite_commit_bench --benchmark_filter='keys:16/'
 //   build/bench/prewrite_commit_bench --dir=/path        # where the engine goes
 //                                                        # (default: under $TMPDIR)
+//   build/bench/prewrite_commit_bench --metrics=FILE
+//       # at the end, the engine's metrics (strata/metrics.h: log syncs and
+//       # their latency histogram, flushes, ...) to FILE, Prometheus text, or
+//       # JSON when FILE ends in .json
 //   build/bench/prewrite_commit_bench --apply_before_sync=0
 //       # EngineOptions::apply_before_sync off (default on, as txn/README.md
 //       # recommends with synced commits): a synced commit then holds its
@@ -46,6 +50,7 @@
 
 #include "commit_marks.h"
 #include "strata/engine.h"
+#include "strata/metrics.h"
 #include "strata/table.h"
 #include "strata/transaction.h"
 #include "txn/table_resolver.h"
@@ -61,6 +66,7 @@ constexpr char kColumn[] = "v";
 std::unique_ptr<strata::Engine> g_engine;
 std::shared_ptr<strata::TransactionServices> g_services;
 std::string g_dir;
+std::string g_metrics;  // --metrics
 bool g_apply_before_sync = true;
 std::atomic<uint64_t> g_run{0};
 
@@ -220,6 +226,14 @@ int main(int argc, char** argv) {
       temporary = false;
       continue;  // not Google Benchmark's
     }
+    if (std::strncmp(argv[i], "--metrics=", 10) == 0) {
+      g_metrics = argv[i] + 10;
+      if (g_metrics.empty()) {
+        std::fprintf(stderr, "prewrite_commit_bench: --metrics takes a file name\n");
+        return 2;
+      }
+      continue;
+    }
     if (std::strncmp(argv[i], "--apply_before_sync=", 20) == 0) {
       const std::string_view v = argv[i] + 20;
       if (v != "0" && v != "1") {
@@ -240,6 +254,8 @@ int main(int argc, char** argv) {
           "              EngineOptions::apply_before_sync (default 1, as txn/README.md recommends\n"
           "              with synced commits; 0 holds a synced commit's row stripes through its\n"
           "              fdatasync)\n"
+          "  --metrics=FILE  at the end, write the engine's metrics (strata/metrics.h) to FILE:\n"
+          "              JSON when FILE ends in .json, else Prometheus text\n"
           "  and Google Benchmark's flags (--benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
           "  ...), listed below.\n\n");
     }
@@ -256,9 +272,24 @@ int main(int argc, char** argv) {
   if (!OpenStore()) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  int code = 0;
+  if (!g_metrics.empty()) {
+    strata::MetricsSources sources;
+    sources.engine = g_engine.get();
+    const bool json =
+        g_metrics.size() >= 5 && g_metrics.compare(g_metrics.size() - 5, 5, ".json") == 0;
+    const strata::Status s = strata::WriteMetricsFile(
+        sources, json ? strata::MetricsFormat::kJson : strata::MetricsFormat::kPrometheus,
+        g_metrics);
+    if (!s.ok()) {
+      std::fprintf(stderr, "prewrite_commit_bench: writing the metrics: %s\n",
+                   s.ToString().c_str());
+      code = 1;
+    }
+  }
   (void)g_engine->Close();
   g_engine.reset();
   g_services.reset();
   if (temporary) std::filesystem::remove_all(g_dir);
-  return 0;
+  return code;
 }

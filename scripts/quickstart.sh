@@ -9,7 +9,8 @@
 # build/corpus/, not installed. The job loads every page while the observers
 # work, checks the index against a from-scratch batch computation, times
 # edits from commit to searchable against the batch recompute, and answers
-# two searches. Arguments go to strata-indexer (see strata-indexer --help);
+# two searches; it leaves the run's metrics (strata/metrics.h) in Prometheus
+# text in build/indexer-metrics.prom. Arguments go to strata-indexer (see strata-indexer --help);
 # with none, the run above.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,7 @@ if [ $# -eq 0 ]; then
   for r in "${releases[@]}"; do
     args+=("--corpus=boost-$r=$corpus/$r/usr/share/doc/libboost$r-doc/doc/html")
   done
-  set -- "${args[@]}" --edits=50 --search="shared pointer" --search="regular expression match"
+  set -- "${args[@]}" --edits=50 --search="shared pointer" --search="regular expression match" \
+    --metrics="$build_dir/indexer-metrics.prom"
 fi
 "$build_dir/apps/strata-indexer" "$@"

@@ -6,7 +6,7 @@
 // searches. Uses the public API only.
 //
 //   strata-indexer [--corpus=[NAME=]DIR... | --synthetic=N] [--threads=N]
-//                  [--edits=N] [--db=DIR] [--search=WORDS]...
+//                  [--edits=N] [--db=DIR] [--search=WORDS]... [--metrics=FILE]
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "indexer/html.h"
 #include "indexer/pipeline.h"
 #include "strata/engine.h"
+#include "strata/metrics.h"
 #include "strata/observer.h"
 #include "strata/transaction.h"
 
@@ -43,6 +44,7 @@ struct Flags {
   int edits = 20;
   std::string db;
   std::vector<std::string> searches;
+  std::string metrics;  // where to write the metrics at the end; "" = nowhere
 };
 
 void Usage() {
@@ -60,6 +62,9 @@ void Usage() {
       "  --db=DIR         where the database goes (default: a new directory under $TMPDIR,\n"
       "                   removed at the end)\n"
       "  --search=WORDS   a search to answer at the end (may be repeated)\n"
+      "  --metrics=FILE   at the end, write the engine's, the transactions', and the\n"
+      "                   observers' metrics to FILE (strata/metrics.h): JSON when FILE\n"
+      "                   ends in .json, else Prometheus text\n"
       "  --help           this text\n\n"
       "It prints progress while loading, then: pages, clusters, links and terms; pages/s\n"
       "and observer runs/s; storage operations and bytes written per page; whether the\n"
@@ -90,6 +95,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->db = v;
     } else if (const char* v = value("--search")) {
       f->searches.push_back(v);
+    } else if (const char* v = value("--metrics")) {
+      f->metrics = v;
     } else {
       std::fprintf(stderr, "strata-indexer: unknown flag %s (--help lists them)\n", argv[i]);
       return false;
@@ -183,9 +190,10 @@ int Run(const Flags& f) {
 
   // The database.
   const bool temporary = f.db.empty();
-  const std::string dir =
-      temporary ? (std::filesystem::temp_directory_path() / ("strata-indexer." + std::to_string(::getpid()))).string()
-                : f.db;
+  const std::string dir = temporary ? (std::filesystem::temp_directory_path() /
+                                       ("strata-indexer." + std::to_string(::getpid())))
+                                          .string()
+                                    : f.db;
   std::filesystem::create_directories(dir);
   auto engine = strata::Engine::Open(dir + "/db");
   if (!Check(engine.status(), "opening the engine")) return 1;
@@ -310,10 +318,11 @@ int Run(const Flags& f) {
     got = strata::indexer::ReadIndex(db->get());
     if (!Check(got.status(), "reading the index")) return 1;
     const double p50 = Percentile(delays_ms, 0.5), p99 = Percentile(delays_ms, 0.99);
-    std::printf("edits: %d, each searchable after p50 %.1f ms, p99 %.1f ms; the batch recompute "
-                "takes %.0f ms (%.0fx the p50); index still equals the batch: %s\n",
-                f.edits, p50, p99, batch_seconds * 1000, batch_seconds * 1000 / std::max(p50, 1e-3),
-                *got == batch ? "yes" : "NO");
+    std::printf(
+        "edits: %d, each searchable after p50 %.1f ms, p99 %.1f ms; the batch recompute "
+        "takes %.0f ms (%.0fx the p50); index still equals the batch: %s\n",
+        f.edits, p50, p99, batch_seconds * 1000, batch_seconds * 1000 / std::max(p50, 1e-3),
+        *got == batch ? "yes" : "NO");
   }
 
   for (const std::string& q : f.searches) {
@@ -327,6 +336,22 @@ int Run(const Flags& f) {
                   h.matched, query_terms.size(), h.inlinks);
     }
     if (hits->empty()) std::printf("  no page\n");
+  }
+
+  if (!f.metrics.empty()) {
+    strata::MetricsSources sources;
+    sources.engine = engine->get();
+    sources.tenants.push_back({"web", db->get(), nullptr, worker->get()});
+    const bool json =
+        f.metrics.size() >= 5 && f.metrics.compare(f.metrics.size() - 5, 5, ".json") == 0;
+    if (!Check(
+            strata::WriteMetricsFile(
+                sources, json ? strata::MetricsFormat::kJson : strata::MetricsFormat::kPrometheus,
+                f.metrics),
+            "writing the metrics")) {
+      return 1;
+    }
+    std::printf("metrics: %s\n", f.metrics.c_str());
   }
 
   worker->reset();
