@@ -1,19 +1,17 @@
-// Fuzzes the argument parsing of the four tools (tools/strata.cc,
+// Fuzzes the argument parsing of the four tools (tools/strata_cli/args.cc,
 // tools/strata_sst.cc, tools/strata_wal.cc, tools/strata_stress.cc): the
 // first input byte picks the tool, the rest is its arguments separated by
 // NUL bytes. Only ParseArgs runs, so no file is opened; it must return a
 // clean exit code or nothing.
 // The tools' sources are compiled into this file, their main functions
-// renamed.
+// renamed (strata's command line is a file of its own, with no main).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#define main strata_cli_main
-#include "../../tools/strata.cc"
-#undef main
+#include "../../tools/strata_cli/args.cc"
 #define main strata_sst_main
 #include "../../tools/strata_sst.cc"
 #undef main
@@ -47,8 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<int> code;
   switch (data[0] % 4) {
     case 0: {
-      strata::Args parsed;
-      code = strata::ParseArgs(argc, argv.data(), &parsed);
+      strata::cli::Args parsed;
+      code = strata::cli::ParseArgs(argc, argv.data(), &parsed);
       break;
     }
     case 1: {

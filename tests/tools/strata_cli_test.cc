@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "cluster/json.h"
 #include "common/file_system.h"
 #include "gc/progress_log.h"
 #include "strata/engine.h"
-#include "txn/transaction_db.h"
 #include "strata/gc.h"
 #include "strata/transaction.h"
 #include "tool_test_util.h"
+#include "txn/transaction_db.h"
 #include "util/status_matchers.h"
 #include "util/test_util.h"
 
@@ -31,6 +32,24 @@ using tool_test::Contains;
 using tool_test::Quote;
 
 RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_CLI_TOOL, args); }
+
+// What `strata --json <args>` printed, parsed; its exit code in *exit_code.
+cluster::Json RunJson(const std::string& args, int* exit_code) {
+  RunResult r =
+      test::RunCommand("{ " + std::string(STRATA_CLI_TOOL) + " --json " + args + " 2>/dev/null; }");
+  *exit_code = r.exit_code;
+  Result<cluster::Json> json = cluster::Json::Parse(r.out);
+  EXPECT_OK(json) << args << "\n" << r.out;
+  return json.ok() ? *json : cluster::Json();
+}
+
+// The text of member `key` of element `i` of array member `array` of `j`.
+std::string ElementText(const cluster::Json& j, const char* array, size_t i, const char* key) {
+  const cluster::Json* a = j.Find(array);
+  if (a == nullptr || i >= a->elements().size()) return "<none>";
+  const cluster::Json* m = a->elements()[i].Find(key);
+  return m == nullptr ? "<none>" : m->text();
+}
 
 class StrataCliTest : public ::testing::Test {
  protected:
@@ -171,8 +190,8 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
     ASSERT_OK(services);
     auto db = TransactionDB::Open(*services, *(*engine)->OpenTenant("bank"));
     ASSERT_OK(db);
-    auto gc = GarbageCollector::Open(*services, db->get(),
-                                     {.life_time_millis = 0, .interval_millis = 0});
+    auto gc =
+        GarbageCollector::Open(*services, db->get(), {.life_time_millis = 0, .interval_millis = 0});
     ASSERT_OK(gc);
     ASSERT_OK((*gc)->RunOnce());
     safepoint = (*gc)->safepoint();
@@ -182,16 +201,24 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
   }
   RunResult r = RunTool("gc " + Quote(dir.Join("services")));
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(Contains(r.out, "tenant bank: safepoint " + std::to_string(safepoint) + " (")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tenant bank: safepoint " + std::to_string(safepoint) + " ("))
+      << r.out;
   EXPECT_TRUE(Contains(r.out, " UTC, logical ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  collected through " + std::to_string(safepoint) + " (")) << r.out;
   EXPECT_FALSE(Contains(r.out, "under way")) << r.out;
+  int code = -1;
+  cluster::Json j = RunJson("gc " + Quote(dir.Join("services")), &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(ElementText(j, "tenants", 0, "tenant"), "bank");
+  EXPECT_EQ(ElementText(j, "tenants", 0, "safepoint"), std::to_string(safepoint));
+  EXPECT_TRUE(Contains(ElementText(j, "tenants", 0, "safepoint_time"), " UTC"));
+  EXPECT_EQ(ElementText(j, "tenants", 0, "collected"), std::to_string(safepoint));
 
   // A round under way, as a collector stopped part way leaves it.
   {
     std::unique_ptr<gc::ProgressLog> log;
-    ASSERT_OK(gc::ProgressLog::Open(FileSystem::Default(), dir.Join("services/GC_PROGRESS-bank"),
-                                    &log));
+    ASSERT_OK(
+        gc::ProgressLog::Open(FileSystem::Default(), dir.Join("services/GC_PROGRESS-bank"), &log));
     ASSERT_OK(log->StartRound(safepoint + 1));
     ASSERT_OK(log->RangeDone({"acc", "", "m"}));
   }
@@ -215,6 +242,9 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
   r = RunTool("gc " + Quote(dir.Join("services")));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(Contains(r.out, "tenant bank: Corruption")) << r.out;
+  j = RunJson("gc " + Quote(dir.Join("services")), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_TRUE(Contains(ElementText(j, "tenants", 0, "error"), "Corruption"));
 
   r = RunTool("gc " + Quote(dir.Join("nothing-here")));
   EXPECT_EQ(r.exit_code, 2) << r.out;
@@ -263,6 +293,16 @@ TEST(StrataCliNotificationsTest, ShowsPendingNotificationsAndAcks) {
   EXPECT_TRUE(Contains(r.out, "; 1 cells with an ack")) << r.out;
   r = RunTool("notifications --rows=1 --tenant=app --table=docs " + Quote(dir.Join("db")));
   EXPECT_TRUE(Contains(r.out, "... 1 more cells")) << r.out;
+  int code = -1;
+  cluster::Json j =
+      RunJson("notifications --tenant=app --table=docs " + Quote(dir.Join("db")), &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(ElementText(j, "cells", 0, "row"), "r1");
+  EXPECT_EQ(ElementText(j, "cells", 0, "pending"), "3");
+  EXPECT_EQ(ElementText(j, "cells", 1, "ack"), std::to_string((*run)->start_ts()));
+  ASSERT_NE(j.Find("notifications"), nullptr);
+  EXPECT_EQ(j.Find("notifications")->text(), "4");
+  EXPECT_EQ(j.Find("cells_with_ack")->text(), "1");
   EXPECT_EQ(ReadAll(dir.Join("db/MANIFEST")), manifest);
   // The snapshot beside the directory is gone.
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
