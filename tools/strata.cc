@@ -11,21 +11,37 @@
 // gc <services-dir>` reads the garbage collectors' safepoints from a
 // transaction-services directory (gc/README.md).
 //
-// `strata notifications <dir> --tenant=T --table=X` shows a transactional
-// table's pending notifications and observers' acks (observer/README.md): it
-// opens an engine on a snapshot of the directory (its manifest and log
-// copied, its table files linked) in a directory made beside it and removed
-// after (strata_cli/snapshot.h), so the directory itself is only read, as
-// with the other commands. Every command takes --json: one JSON document on
-// standard output, byte strings escaped with a <name>_hex member beside them
-// when escaping changed them, and {"error": ...} from a command that fails
-// before its document begins (args.cc, the usage text, says it all).
+// The commands that read cells open an engine on a snapshot of the directory
+// (its manifest and log copied, its table files linked) in a directory made
+// beside it and removed after (strata_cli/snapshot.h), so the directory
+// itself is only read, as with the other commands, and may be one an engine
+// has open or a copy of one (a checkpoint):
+//   - `notifications --tenant=T --table=X`: a transactional table's pending
+//     notifications and observers' acks (observer/README.md);
+//   - `get --row=R` and `scan [--start=R] [--end=R]`: a table's cells as
+//     Table::ReadRow and Table::Scan return them (family, qualifier,
+//     timestamp, value; delete markers are applied by the read, not shown),
+//     filtered by --family, --column and --versions, at most --limit rows;
+//   - `txn row --row=R [--column=C]`: a transactional table's row decoded
+//     per user column (txn/FORMAT.md): its lock (start_ts, kind, primary,
+//     age, TTL and whether it is spent, min_commit_ts, owner), its write
+//     records (commit_ts, kind, start_ts, the value inline or from the data
+//     family), data cells no record names, notifications and acks;
+//   - `txn locks [--older-than=SECONDS]`: every lock of a transactional
+//     table, at least that old: what an operator looks at when a
+//     transaction seems stuck.
+// Keys and values print escaped (printable ASCII as is, other bytes as
+// \xNN), or in hex with --hex (which also reads --row, --start, --end and
+// --column as hex). Every command takes --json: one JSON document on standard
+// output, byte strings escaped with a <name>_hex member beside them when
+// escaping changed them, and {"error": ...} from a command that fails before
+// its document begins (args.cc, the usage text, says it all).
 //
 // Exit codes: 0 ok; 1 the catalog and the files disagree, a file is damaged,
-// or the snapshot does not open; 2 bad arguments, a directory that cannot be
-// read or is no engine directory, a tenant or table that is not there, a
-// table that is not transactional given to notifications, or output that
-// could not be written.
+// a record does not decode, or the snapshot does not open; 2 bad arguments,
+// a directory that cannot be read or is no engine directory, a tenant, table
+// or family that is not there, a table that is not transactional given to
+// notifications or txn, or output that could not be written.
 #include "strata_cli/args.h"
 #include "strata_cli/commands.h"
 #include "strata_cli/output.h"
@@ -38,7 +54,11 @@ int Run(const Args& args) {
   if (args.command == "catalog") return CmdCatalog(args);
   if (args.command == "check") return CmdCheck(args);
   if (args.command == "gc") return CmdGc(args);
-  return CmdNotifications(args);
+  if (args.command == "notifications") return CmdNotifications(args);
+  if (args.command == "get") return CmdGet(args);
+  if (args.command == "scan") return CmdScan(args);
+  if (args.subcommand == "row") return CmdTxnRow(args);
+  return CmdTxnLocks(args);
 }
 
 int Main(int argc, char** argv) {

@@ -22,15 +22,25 @@ extern const char kUsage[];
 // Every option of every command; ParseArgs rejects an option the command
 // does not take.
 struct Args {
-  std::string command;  // catalog, check, gc, notifications
+  std::string command;     // catalog, check, gc, notifications, get, scan, txn
+  std::string subcommand;  // txn: row or locks
   std::string dir;
   bool json = false;
-  bool hex = false;    // keys as hex
+  bool hex = false;    // keys and values as hex, in and out
   bool files = false;  // catalog, gc
   bool deep = false;   // check
-  std::string tenant;  // notifications
+  std::string tenant;  // notifications, get, scan, txn
   std::string table;
   uint64_t rows = 50;  // notifications
+  // get, txn row: the row (required); scan: the range.
+  std::string row;
+  std::string start_row;
+  std::string end_row;
+  std::optional<std::string> family;  // get, scan
+  std::optional<std::string> column;  // get: a qualifier; txn row: a user column
+  uint32_t versions = UINT32_MAX;     // get, scan: per column, newest first
+  uint64_t limit = 0;                 // scan: rows; txn locks: locks; 0 = all
+  uint64_t older_than_seconds = 0;    // txn locks
 };
 
 // Prints `error` and a pointer to --help on standard error; returns kExitUsage.

@@ -25,6 +25,10 @@ int CmdCatalog(const Args& args);        // catalog.cc
 int CmdCheck(const Args& args);          // catalog.cc
 int CmdGc(const Args& args);             // gc.cc
 int CmdNotifications(const Args& args);  // notifications.cc
+int CmdGet(const Args& args);            // cells.cc
+int CmdScan(const Args& args);           // cells.cc
+int CmdTxnRow(const Args& args);         // txn_view.cc
+int CmdTxnLocks(const Args& args);       // txn_view.cc
 
 }  // namespace strata::cli
 

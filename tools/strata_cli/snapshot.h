@@ -1,5 +1,5 @@
 // An engine opened on a snapshot of an engine directory, for the commands of
-// `strata` that read cells (notifications): the directory's
+// `strata` that read cells (notifications, get, scan, txn): the directory's
 // manifest and log copied, its table files linked, into a directory made
 // beside it and removed when the SnapshotEngine goes. The directory itself
 // is only read, so it may be one an engine has open. Thread-compatible.

@@ -1,0 +1,415 @@
+// `strata txn row` and `strata txn locks`: the Percolator cells of a
+// transactional table (txn/FORMAT.md, "Transactional tables") decoded with
+// the transaction layer's own decoders (txn/records.h), read from a snapshot
+// of the engine directory. Nothing is resolved: a lock is shown as it is.
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common/coding.h"
+#include "engine/manifest.h"
+#include "output.h"
+#include "snapshot.h"
+#include "txn/records.h"
+
+namespace strata::cli {
+
+namespace {
+
+// What a command needs to show records: the table, the time now, the form
+// of bytes, and the JSON writer (nullptr: text).
+struct View {
+  const Args& args;
+  uint64_t now_millis;
+  JsonWriter* json;
+};
+
+// A cell whose record does not decode.
+struct Damaged {
+  std::string row;
+  std::string family;
+  std::string column;
+  uint64_t timestamp;
+  std::string value;
+  Status status;
+};
+
+void ShowDamaged(const View& v, const Damaged& d) {
+  if (v.json != nullptr) {
+    v.json->BeginObject();
+    v.json->Bytes("row", d.row, v.args.hex);
+    v.json->String("family", d.family);
+    v.json->Bytes("column", d.column, v.args.hex);
+    v.json->Timestamp("timestamp", d.timestamp);
+    v.json->String("error", d.status.ToString());
+    v.json->String("value_hex", HexBytes(d.value));
+    v.json->End();
+    return;
+  }
+  std::printf("  DAMAGED %s record of row %s column %s at %" PRIu64 ": %s\n", d.family.c_str(),
+              ShowBytes(d.row, v.args.hex).c_str(), ShowBytes(d.column, v.args.hex).c_str(),
+              d.timestamp, d.status.ToString().c_str());
+}
+
+// Where a value is: in the record, in the data family, or nowhere (a data
+// cell missing, or collected).
+struct Value {
+  const char* where = nullptr;  // "inline", "data", "missing"; nullptr: no value (not a put)
+  std::string bytes;
+};
+
+void ShowValueJson(const View& v, const Value& value) {
+  if (value.where == nullptr) return;
+  v.json->String("value_in", value.where);
+  if (value.where != std::string_view("missing")) v.json->Bytes("value", value.bytes, v.args.hex);
+}
+
+std::string ValueText(const View& v, const Value& value) {
+  if (value.where == nullptr) return "";
+  if (value.where == std::string_view("missing")) return ", value missing (no data cell)";
+  return ", value " + ShowBytes(value.bytes, v.args.hex) + " (" + value.where + ")";
+}
+
+// A lock record. `row` and `column` go into the JSON object and the text
+// line only when `located` (txn locks lists them; txn row groups by column).
+void ShowLock(const View& v, std::string_view row, std::string_view column,
+              const txn::LockRecord& lock, const Value& value, bool located) {
+  const int64_t age = static_cast<int64_t>(v.now_millis - lock.wall_millis);
+  const uint64_t expires = lock.wall_millis + lock.ttl_millis < lock.wall_millis
+                               ? UINT64_MAX
+                               : lock.wall_millis + lock.ttl_millis;
+  const bool spent = v.now_millis > expires;
+  const bool is_primary = lock.primary_table == v.args.table && lock.primary_row == row &&
+                          lock.primary_column == column;
+  if (v.json != nullptr) {
+    JsonWriter* j = v.json;
+    j->BeginObject();
+    if (located) {
+      j->Bytes("row", row, v.args.hex);
+      j->Bytes("column", column, v.args.hex);
+    }
+    j->Timestamp("start_ts", lock.start_ts);
+    j->String("kind", txn::MutationKindName(lock.kind));
+    j->BeginObject("primary");
+    j->Bytes("table", lock.primary_table, v.args.hex);
+    j->Bytes("row", lock.primary_row, v.args.hex);
+    j->Bytes("column", lock.primary_column, v.args.hex);
+    j->End();
+    j->Bool("is_primary", is_primary);
+    j->Number("wall_millis", lock.wall_millis);
+    j->String("wall_time", MillisTime(lock.wall_millis));
+    j->Signed("age_millis", age);
+    j->Number("ttl_millis", lock.ttl_millis);
+    j->Bool("ttl_spent", spent);
+    j->Timestamp("min_commit_ts", lock.min_commit_ts);
+    j->BeginObject("owner");
+    j->Number("instance", lock.owner.instance_id);
+    j->Number("token", lock.owner.token);
+    j->End();
+    ShowValueJson(v, value);
+    j->End();
+    return;
+  }
+  std::string where;
+  if (located) {
+    where = "row " + ShowBytes(row, v.args.hex) + " column " + ShowBytes(column, v.args.hex) + ": ";
+  } else {
+    where = "lock: ";
+  }
+  const std::string primary = is_primary ? "primary (itself)"
+                                         : "primary " + ShowBytes(lock.primary_table, v.args.hex) +
+                                               "/" + ShowBytes(lock.primary_row, v.args.hex) + "/" +
+                                               ShowBytes(lock.primary_column, v.args.hex);
+  const std::string owner =
+      lock.owner.instance_id == 0 ? "no owner" : "owner " + lock.owner.ToString();
+  std::printf(
+      "  %sstart_ts %s, %s, %s, age %s, ttl %" PRIu64 " ms (%s), min_commit_ts %" PRIu64 ", %s%s\n",
+      where.c_str(), ShowTimestamp(lock.start_ts).c_str(), txn::MutationKindName(lock.kind),
+      primary.c_str(), ShowSeconds(age).c_str(), lock.ttl_millis, spent ? "spent" : "not spent",
+      lock.min_commit_ts, owner.c_str(), ValueText(v, value).c_str());
+}
+
+// A write record at `ts` (its commit_ts, or for a rollback its start_ts).
+void ShowWrite(const View& v, uint64_t ts, const txn::WriteRecord& w, const Value& value) {
+  const bool rollback = w.kind == txn::WriteKind::kRollback;
+  if (v.json != nullptr) {
+    JsonWriter* j = v.json;
+    j->BeginObject();
+    j->Timestamp(rollback ? "rollback_ts" : "commit_ts", ts);
+    j->String("kind", txn::WriteKindName(w.kind));
+    j->Timestamp("start_ts", w.start_ts);
+    if (rollback) j->Number("rolled_back_by", w.rolled_back_by);
+    ShowValueJson(v, value);
+    j->End();
+    return;
+  }
+  if (rollback) {
+    std::printf("  write at %s: rollback of start_ts %" PRIu64 ", %s\n", ShowTimestamp(ts).c_str(),
+                w.start_ts,
+                w.rolled_back_by == 0 ? "by a lock resolver or its coordinator"
+                                      : ("by the transaction at start_ts " +
+                                         std::to_string(w.rolled_back_by) + " to take its lock")
+                                            .c_str());
+    return;
+  }
+  std::printf("  write commit_ts %s: %s of start_ts %s%s\n", ShowTimestamp(ts).c_str(),
+              txn::WriteKindName(w.kind), ShowTimestamp(w.start_ts).c_str(),
+              ValueText(v, value).c_str());
+}
+
+// The cells of one user column, newest first in each family.
+struct Column {
+  std::vector<const Cell*> data, write, lock, notify, ack;
+};
+
+// One user column's history. Adds undecodable records to *damaged.
+void ShowColumn(const View& v, std::string_view row, const std::string& name, const Column& c,
+                std::vector<Damaged>* damaged) {
+  std::map<uint64_t, const Cell*> data;  // start_ts -> data cell
+  for (const Cell* d : c.data) data[d->timestamp] = d;
+  std::map<uint64_t, bool> named;  // data cells a record names
+  // The value of a put: inline, or the data cell at its start_ts.
+  auto value_of = [&](bool put, bool inline_value, const std::string& bytes, uint64_t start_ts) {
+    Value value;
+    if (!put) return value;
+    if (inline_value) return Value{"inline", bytes};
+    auto it = data.find(start_ts);
+    if (it == data.end()) return Value{"missing", ""};
+    named[start_ts] = true;
+    return Value{"data", it->second->value};
+  };
+  auto damage = [&](const Cell* cell, const Status& s) {
+    damaged->push_back(
+        Damaged{std::string(row), cell->family, name, cell->timestamp, cell->value, s});
+  };
+  if (v.json != nullptr) {
+    v.json->BeginObject();
+    v.json->Bytes("column", name, v.args.hex);
+    v.json->BeginArray("locks");
+  } else {
+    std::printf("column %s:\n", ShowBytes(name, v.args.hex).c_str());
+  }
+  for (const Cell* cell : c.lock) {
+    txn::LockRecord lock;
+    if (Status s = txn::DecodeLock(cell->value, &lock); !s.ok()) {
+      damage(cell, s);
+      continue;
+    }
+    ShowLock(v, row, name, lock,
+             value_of(lock.kind == txn::MutationKind::kPut, lock.has_inline_value,
+                      lock.inline_value, lock.start_ts),
+             /*located=*/false);
+  }
+  if (v.json != nullptr) {
+    v.json->End();
+    v.json->BeginArray("writes");
+  }
+  for (const Cell* cell : c.write) {
+    txn::WriteRecord w;
+    if (Status s = txn::DecodeWrite(cell->value, &w); !s.ok()) {
+      damage(cell, s);
+      continue;
+    }
+    ShowWrite(
+        v, cell->timestamp, w,
+        value_of(w.kind == txn::WriteKind::kPut, w.has_inline_value, w.inline_value, w.start_ts));
+  }
+  if (v.json != nullptr) {
+    v.json->End();
+    v.json->BeginArray("unreferenced_data");
+  }
+  // Newest first, as the other families.
+  for (const Cell* d : c.data) {
+    if (named.count(d->timestamp) != 0) continue;
+    if (v.json != nullptr) {
+      v.json->BeginObject();
+      v.json->Timestamp("start_ts", d->timestamp);
+      v.json->Bytes("value", d->value, v.args.hex);
+      v.json->End();
+    } else {
+      std::printf("  data start_ts %s: %s (no write record or lock names it)\n",
+                  ShowTimestamp(d->timestamp).c_str(), ShowBytes(d->value, v.args.hex).c_str());
+    }
+  }
+  if (v.json != nullptr) v.json->End();
+  for (const auto& [family, cells] :
+       {std::pair{"notifications", &c.notify}, std::pair{"acks", &c.ack}}) {
+    if (v.json != nullptr) {
+      v.json->BeginArray(family);
+      for (const Cell* n : *cells) {
+        v.json->BeginObject();
+        v.json->Timestamp("ts", n->timestamp);
+        v.json->End();
+      }
+      v.json->End();
+    } else {
+      for (const Cell* n : *cells) {
+        std::printf("  %s %s\n", family == std::string_view("acks") ? "ack" : "notification",
+                    ShowTimestamp(n->timestamp).c_str());
+      }
+    }
+  }
+  if (v.json != nullptr) v.json->End();
+}
+
+// The snapshot engine and the transactional table a command reads; an exit
+// code when either cannot be had.
+std::optional<int> OpenForRead(const Args& args, std::unique_ptr<SnapshotEngine>* engine,
+                               Table* table) {
+  engine::Catalog catalog;  // an engine directory, before anything is copied
+  if (std::optional<int> code = ReadCatalog(args.dir, &catalog)) return code;
+  if (std::optional<int> code = SnapshotEngine::Open(args.dir, engine)) return code;
+  return (*engine)->OpenTable(args.tenant, args.table, /*transactional=*/true, table);
+}
+
+void ShowHeader(const View& v, const char* what) {
+  if (v.json != nullptr) {
+    v.json->BeginObject();
+    v.json->Bytes("tenant", v.args.tenant, false);
+    v.json->Bytes("table", v.args.table, false);
+    v.json->String("snapshot_of", v.args.dir);
+    v.json->Number("now_millis", v.now_millis);
+    v.json->String("now_time", MillisTime(v.now_millis));
+    return;
+  }
+  std::printf("%s of table '%s' of tenant '%s' (a snapshot of %s), now %s:\n", what,
+              EscapeBytes(v.args.table).c_str(), EscapeBytes(v.args.tenant).c_str(),
+              v.args.dir.c_str(), MillisTime(v.now_millis).c_str());
+}
+
+// The damaged records found, as a JSON array or text lines; the exit code.
+int FinishDamaged(const View& v, const std::vector<Damaged>& damaged) {
+  if (v.json != nullptr) {
+    v.json->BeginArray("damaged");
+    for (const Damaged& d : damaged) ShowDamaged(v, d);
+    v.json->End();
+    v.json->End();
+  } else {
+    for (const Damaged& d : damaged) ShowDamaged(v, d);
+  }
+  if (damaged.empty()) return kExitOk;
+  PrintError(std::to_string(damaged.size()) + " records cannot be decoded");
+  return kExitProblem;
+}
+
+}  // namespace
+
+int CmdTxnRow(const Args& args) {
+  std::unique_ptr<SnapshotEngine> engine;
+  Table table;
+  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  RowFilter filter;
+  if (args.column) {
+    for (std::string_view f : {txn::kDataFamily, txn::kWriteFamily, txn::kLockFamily,
+                               txn::kNotifyFamily, txn::kAckFamily}) {
+      filter.columns.emplace_back(std::string(f), *args.column);
+    }
+  }
+  Result<std::vector<Cell>> cells = table.ReadRow(ReadOptions(), args.row, filter);
+  if (!cells.ok()) return engine->ReadFailed(cells.status());
+  std::map<std::string, Column> columns;
+  for (const Cell& c : *cells) {
+    Column& column = columns[c.qualifier];
+    if (c.family == txn::kDataFamily) column.data.push_back(&c);
+    if (c.family == txn::kWriteFamily) column.write.push_back(&c);
+    if (c.family == txn::kLockFamily) column.lock.push_back(&c);
+    if (c.family == txn::kNotifyFamily) column.notify.push_back(&c);
+    if (c.family == txn::kAckFamily) column.ack.push_back(&c);
+  }
+  std::unique_ptr<JsonWriter> json;
+  if (args.json) json = std::make_unique<JsonWriter>(stdout);
+  const View v{args, NowMillis(), json.get()};
+  ShowHeader(v, ("row " + ShowBytes(args.row, args.hex)).c_str());
+  if (json != nullptr) {
+    json->Bytes("row", args.row, args.hex);
+    json->BeginArray("columns");
+  }
+  std::vector<Damaged> damaged;
+  size_t locks = 0, writes = 0;
+  for (const auto& [name, column] : columns) {
+    ShowColumn(v, args.row, name, column, &damaged);
+    locks += column.lock.size();
+    writes += column.write.size();
+  }
+  if (json != nullptr) {
+    json->End();
+  } else {
+    std::printf("%s, %s, %s\n", Count(columns.size(), "column", "columns").c_str(),
+                Count(locks, "lock", "locks").c_str(),
+                Count(writes, "write record", "write records").c_str());
+  }
+  const int code = FinishDamaged(v, damaged);
+  if (std::optional<int> close = engine->Close()) return *close;
+  return code;
+}
+
+int CmdTxnLocks(const Args& args) {
+  std::unique_ptr<SnapshotEngine> engine;
+  Table table;
+  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  ScanSpec spec;
+  spec.filter.families = {std::string(txn::kLockFamily)};
+  Result<std::unique_ptr<RowIterator>> it = table.Scan(ReadOptions(), spec);
+  if (!it.ok()) return engine->ReadFailed(it.status());
+  std::unique_ptr<JsonWriter> json;
+  if (args.json) json = std::make_unique<JsonWriter>(stdout);
+  const View v{args, NowMillis(), json.get()};
+  const uint64_t min_age = args.older_than_seconds * 1000;
+  ShowHeader(
+      v, args.older_than_seconds == 0
+             ? "locks"
+             : ("locks at least " + std::to_string(args.older_than_seconds) + " s old").c_str());
+  if (json != nullptr) {
+    json->Number("older_than_seconds", args.older_than_seconds);
+    json->BeginArray("locks");
+  }
+  std::vector<Damaged> damaged;
+  uint64_t total = 0, old = 0, shown = 0;
+  for (; (*it)->Valid(); (*it)->Next()) {
+    for (const CellView& c : (*it)->cell_views()) {
+      total++;
+      txn::LockRecord lock;
+      if (Status s = txn::DecodeLock(c.value, &lock); !s.ok()) {
+        damaged.push_back(Damaged{std::string((*it)->row()), std::string(c.family),
+                                  std::string(c.qualifier), c.timestamp, std::string(c.value), s});
+        continue;
+      }
+      const int64_t age = static_cast<int64_t>(v.now_millis - lock.wall_millis);
+      if (min_age != 0 && (age < 0 || static_cast<uint64_t>(age) < min_age)) continue;
+      old++;
+      if (args.limit != 0 && shown == args.limit) continue;
+      shown++;
+      Value value;
+      if (lock.has_inline_value) value = Value{"inline", lock.inline_value};
+      ShowLock(v, (*it)->row(), c.qualifier, lock, value, /*located=*/true);
+    }
+  }
+  Status s = (*it)->status();
+  if (!s.ok()) {
+    if (json != nullptr) json->Fail(s.ToString());
+    return engine->ReadFailed(s);
+  }
+  if (json != nullptr) {
+    json->End();
+    json->Number("locks_total", total);
+    json->Number("locks_old_enough", old);
+    json->Number("locks_shown", shown);
+  } else {
+    if (shown < old) std::printf("  ... %" PRIu64 " more\n", old - shown);
+    std::printf("%s", Count(old, "lock", "locks").c_str());
+    if (args.older_than_seconds != 0) {
+      std::printf(" at least %" PRIu64 " s old", args.older_than_seconds);
+    }
+    std::printf(" (of %" PRIu64 " in the table)\n", total);
+  }
+  const int code = FinishDamaged(v, damaged);
+  it->reset();  // before the engine closes
+  if (std::optional<int> close = engine->Close()) return *close;
+  return code;
+}
+
+}  // namespace strata::cli
