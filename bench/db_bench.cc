@@ -6,6 +6,7 @@
 // bytes and files each engine read.
 //
 //   build/bench/db_bench --num=200000              # a quick check
+//   build/bench/db_bench --num=200000 --json=db_bench.json   # and every figure as JSON
 //   build/bench/db_bench --help                    # every flag
 //
 // Plain C++ rather than Google Benchmark: each workload is one long phase
@@ -24,13 +25,36 @@
 //
 // Every read checks what it finds (keys in order, value sizes, and for
 // scansmall the exact values); wrong data ends the program with exit code 1.
+//
+// --json=FILE also writes every figure of the tables as one JSON document
+// (format_version 1), after the last table: "config" (the flags), "rocksdb"
+// (whether it was built in), "total_seconds", and "runs", one per
+// compression, each with "workloads" (per workload: name, unit: what ops
+// counts, "ops", "rows" or "seeks"; and for "strata" and "rocksdb":
+// ops_per_sec, mb_per_sec, seconds, ops, found, rows, bytes,
+// latency_us {count, p50, p99, p99_9, max} or null for the scans, and
+// "passes", ops/s and seconds of every pass of a read workload or
+// scansmall), "settle" (seconds and files per level), "live_mb" (the live
+// keys' and values' MB that space amplification divides by), "amplification"
+// (after overwrite: log, flush, compaction, user and table MB, write
+// amplification per log byte and per user byte, space amplification, files
+// per level; after settling: space amplification, MB written and write
+// amplification through settling) and "scansmall" (table MB and files, both
+// scans' rows/s, table MB read and files opened). An engine that did not run
+// is null. MB are MiB (2^20 bytes), as in the tables; numbers are written in
+// the shortest form that reads back to the same double, so the tables'
+// rounded figures can be recomputed from them. scripts/bench-report.sh
+// plots them.
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -94,7 +118,8 @@ struct Flags {
   std::string db;  // empty: a fresh directory under the system temp dir
   std::vector<std::string> benchmarks{kWorkloads.begin(), kWorkloads.end()};
   uint64_t seed = 301;
-  int passes = 3;  // of each read workload on each engine
+  int passes = 3;    // of each read workload on each engine
+  std::string json;  // --json: where the JSON document goes; empty: none
 };
 
 constexpr char kHelp[] = R"(db_bench: Strata and RocksDB side by side on named workloads.
@@ -167,6 +192,10 @@ Flags:
   --seed N             seed of the key orders and values (default 301)
   --passes N           passes of each read workload and of scansmall on each
                        engine (default 3; every pass repeats the same operations)
+  --json FILE          also write every figure of the tables (per compression and
+                       workload, both engines: ops/s, MB/s, p50/p99/p99.9 latency,
+                       each pass; write and space amplification; table MB) to FILE
+                       as one JSON document, after the last table
   --help               this text
 
 Same for both engines: block cache size, memtable size, compression (zstd at
@@ -282,6 +311,9 @@ Flags ParseFlags(int argc, char** argv) {
       f.seed = need_uint(0);
     } else if (name == "passes") {
       f.passes = static_cast<int>(std::min<uint64_t>(need_uint(1), 100));
+    } else if (name == "json") {
+      f.json = need();
+      if (f.json.empty()) Usage("--json needs a file name");
     } else {
       Usage("unknown flag --" + name);
     }
@@ -1622,6 +1654,34 @@ void PrintGroupScan(const Flags& f, const EngineRun& s, const EngineRun* r) {
       "at DB::Open (max_open_files=-1), so index and filter reads come before the scan.)\n");
 }
 
+// ---- Amplification figures (the table's and --json's) -------------------------------
+
+// Table bytes written (flushes and compactions) since the database was created.
+uint64_t WrittenBytes(const StoreStats& x) { return x.flush_bytes + x.compaction_bytes; }
+
+// Write amplification at the end of overwrite: table bytes written per log byte.
+double WriteAmpPerLogByte(const AmpResult& a) {
+  const StoreStats& x = a.after_overwrite;
+  return x.log_bytes ? static_cast<double>(WrittenBytes(x)) / x.log_bytes : 0.0;
+}
+
+// Write amplification at the end of overwrite: table bytes written per user
+// (key + value) byte.
+double WriteAmpPerUserByte(const AmpResult& a) {
+  return a.user_bytes ? static_cast<double>(WrittenBytes(a.after_overwrite)) / a.user_bytes : 0.0;
+}
+
+// Space amplification in the state `x`: table bytes per live key + value byte.
+double SpaceAmp(const AmpResult& a, const StoreStats& x) {
+  return a.logical_bytes ? static_cast<double>(x.table_bytes) / a.logical_bytes : 0.0;
+}
+
+// Table bytes written through settling per user byte.
+// REQUIRES: a.settled
+double WriteAmpThroughSettling(const AmpResult& a) {
+  return a.user_bytes ? static_cast<double>(WrittenBytes(a.after_settle)) / a.user_bytes : 0.0;
+}
+
 void PrintTable(const Flags& f, const std::string& compression, const EngineRun& s,
                 const EngineRun* r) {
   std::printf("\ncompression=%s  (ratio = Strata / RocksDB; for ops/s and MB/s above 1 means "
@@ -1692,19 +1752,6 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
   }
   if (s.group.ran) PrintGroupScan(f, s, r);
   if (!s.amp.ran) return;
-  auto wa_log = [](const AmpResult& a) {
-    const StoreStats& x = a.after_overwrite;
-    return x.log_bytes ? static_cast<double>(x.flush_bytes + x.compaction_bytes) / x.log_bytes
-                       : 0.0;
-  };
-  auto wa_user = [](const AmpResult& a) {
-    const StoreStats& x = a.after_overwrite;
-    return a.user_bytes ? static_cast<double>(x.flush_bytes + x.compaction_bytes) / a.user_bytes
-                        : 0.0;
-  };
-  auto sa = [](const AmpResult& a, const StoreStats& x) {
-    return a.logical_bytes ? static_cast<double>(x.table_bytes) / a.logical_bytes : 0.0;
-  };
   auto mb = [](uint64_t b) { return Fmt("%.1f", b / 1048576.0); };
   const AmpResult& A = s.amp;
   const AmpResult* B = r && r->amp.ran ? &r->amp : nullptr;
@@ -1725,43 +1772,357 @@ void PrintTable(const Flags& f, const std::string& compression, const EngineRun&
       B ? mb(B->after_overwrite.compaction_bytes) : "n/a",
       B ? Ratio(ao.compaction_bytes, B->after_overwrite.compaction_bytes) : "n/a");
   row("user MB written (key+value)", mb(A.user_bytes), B ? mb(B->user_bytes) : "n/a", "");
-  row("write amp (flush+compaction) / log bytes", Fmt("%.2f", wa_log(A)),
-      B ? Fmt("%.2f", wa_log(*B)) : "n/a", B ? Ratio(wa_log(A), wa_log(*B)) : "n/a");
-  row("write amp (flush+compaction) / user bytes", Fmt("%.2f", wa_user(A)),
-      B ? Fmt("%.2f", wa_user(*B)) : "n/a", B ? Ratio(wa_user(A), wa_user(*B)) : "n/a");
+  row("write amp (flush+compaction) / log bytes", Fmt("%.2f", WriteAmpPerLogByte(A)),
+      B ? Fmt("%.2f", WriteAmpPerLogByte(*B)) : "n/a",
+      B ? Ratio(WriteAmpPerLogByte(A), WriteAmpPerLogByte(*B)) : "n/a");
+  row("write amp (flush+compaction) / user bytes", Fmt("%.2f", WriteAmpPerUserByte(A)),
+      B ? Fmt("%.2f", WriteAmpPerUserByte(*B)) : "n/a",
+      B ? Ratio(WriteAmpPerUserByte(A), WriteAmpPerUserByte(*B)) : "n/a");
   row("table MB on disk after overwrite", mb(ao.table_bytes),
       B ? mb(B->after_overwrite.table_bytes) : "n/a",
       B ? Ratio(ao.table_bytes, B->after_overwrite.table_bytes) : "n/a");
-  row("space amp after overwrite (tables / live k+v)", Fmt("%.2f", sa(A, ao)),
-      B ? Fmt("%.2f", sa(*B, B->after_overwrite)) : "n/a",
-      B ? Ratio(sa(A, ao), sa(*B, B->after_overwrite)) : "n/a");
+  row("space amp after overwrite (tables / live k+v)", Fmt("%.2f", SpaceAmp(A, ao)),
+      B ? Fmt("%.2f", SpaceAmp(*B, B->after_overwrite)) : "n/a",
+      B ? Ratio(SpaceAmp(A, ao), SpaceAmp(*B, B->after_overwrite)) : "n/a");
   row("files per level after overwrite", ao.level_files,
       B ? B->after_overwrite.level_files : "n/a", "");
   if (A.settled) {
     const bool b_settled = B && B->settled;
-    row("space amp after settling", Fmt("%.2f", sa(A, A.after_settle)),
-        b_settled ? Fmt("%.2f", sa(*B, B->after_settle)) : "n/a",
-        b_settled ? Ratio(sa(A, A.after_settle), sa(*B, B->after_settle)) : "n/a");
+    row("space amp after settling", Fmt("%.2f", SpaceAmp(A, A.after_settle)),
+        b_settled ? Fmt("%.2f", SpaceAmp(*B, B->after_settle)) : "n/a",
+        b_settled ? Ratio(SpaceAmp(A, A.after_settle), SpaceAmp(*B, B->after_settle)) : "n/a");
     // Through settling every engine has flushed all and compacted to one
     // file per key: totals that do not depend on how far behind
     // compaction was when overwrite ended.
     const StoreStats& as = A.after_settle;
-    auto settled_mb = [](const StoreStats& x) { return x.flush_bytes + x.compaction_bytes; };
-    row("flush+compaction MB written through settling", mb(settled_mb(as)),
-        b_settled ? mb(settled_mb(B->after_settle)) : "n/a",
-        b_settled ? Ratio(settled_mb(as), settled_mb(B->after_settle)) : "n/a");
-    auto wa_settled = [&](const AmpResult& a) {
-      return a.user_bytes ? static_cast<double>(settled_mb(a.after_settle)) / a.user_bytes : 0.0;
-    };
-    row("write amp through settling / user bytes", Fmt("%.2f", wa_settled(A)),
-        b_settled ? Fmt("%.2f", wa_settled(*B)) : "n/a",
-        b_settled ? Ratio(wa_settled(A), wa_settled(*B)) : "n/a");
+    row("flush+compaction MB written through settling", mb(WrittenBytes(as)),
+        b_settled ? mb(WrittenBytes(B->after_settle)) : "n/a",
+        b_settled ? Ratio(WrittenBytes(as), WrittenBytes(B->after_settle)) : "n/a");
+    row("write amp through settling / user bytes", Fmt("%.2f", WriteAmpThroughSettling(A)),
+        b_settled ? Fmt("%.2f", WriteAmpThroughSettling(*B)) : "n/a",
+        b_settled ? Ratio(WriteAmpThroughSettling(A), WriteAmpThroughSettling(*B)) : "n/a");
   }
   std::printf("(RocksDB: log = WAL_FILE_BYTES, flush = FLUSH_WRITE_BYTES, compaction = "
               "COMPACT_WRITE_BYTES tickers, tables = rocksdb.live-sst-files-size; Strata: "
               "EngineStats wal_bytes, flush_bytes_written, compaction_bytes_written, "
               "table_bytes. Live k+v = num * (key_size + value_size) = %s MB.)\n",
               mb(A.logical_bytes).c_str());
+}
+
+// ---- The JSON document (--json) -----------------------------------------------------
+
+// Writes one JSON document with two-space indentation. The caller opens and
+// closes objects and arrays in order and names each member of an object with
+// Key() before its value. Numbers take the shortest text that reads back to
+// the same double; NaN and infinities become null. Thread-compatible.
+class JsonWriter {
+ public:
+  JsonWriter() = default;
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  JsonWriter& Key(std::string_view key) {
+    Element();
+    Quoted(key);
+    out_ += ": ";
+    after_key_ = true;
+    return *this;
+  }
+  JsonWriter& BeginObject() { return Open('{'); }
+  JsonWriter& EndObject() { return Close('}'); }
+  JsonWriter& BeginArray() { return Open('['); }
+  JsonWriter& EndArray() { return Close(']'); }
+  JsonWriter& Number(double v) {
+    if (!std::isfinite(v)) return Raw("null");
+    char buf[64];
+    const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+    return Raw(std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
+  }
+  JsonWriter& Uint(uint64_t v) { return Raw(std::to_string(v)); }
+  JsonWriter& Bool(bool v) { return Raw(v ? "true" : "false"); }
+  JsonWriter& Null() { return Raw("null"); }
+  JsonWriter& String(std::string_view s) {
+    Element();
+    Quoted(s);
+    return *this;
+  }
+
+  // The document so far.
+  const std::string& text() const { return out_; }
+
+ private:
+  // Before a key, or a value that is not a member's: a comma after the
+  // previous element and a new line at the container's depth.
+  void Element() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (empty_.empty()) return;
+    if (!empty_.back()) out_ += ',';
+    empty_.back() = false;
+    out_ += '\n';
+    out_.append(2 * empty_.size(), ' ');
+  }
+  JsonWriter& Raw(std::string_view v) {
+    Element();
+    out_ += v;
+    return *this;
+  }
+  JsonWriter& Open(char brace) {
+    Element();
+    out_ += brace;
+    empty_.push_back(true);
+    return *this;
+  }
+  JsonWriter& Close(char brace) {
+    const bool empty = empty_.back();
+    empty_.pop_back();
+    if (!empty) {
+      out_ += '\n';
+      out_.append(2 * empty_.size(), ' ');
+    }
+    out_ += brace;
+    return *this;
+  }
+  void Quoted(std::string_view s) {
+    out_ += '"';
+    for (const char c : s) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+        out_ += buf;
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> empty_;  // per open container: no element written yet
+  bool after_key_ = false;   // a Key() was written; its value comes next
+};
+
+double ToMB(uint64_t bytes) { return bytes / 1048576.0; }
+
+// What a workload's ops are: rows for the scans, seeks for the seek workloads.
+const char* UnitOf(const std::string& workload) {
+  if (workload == "readseq" || workload == "scansmall") return "rows";
+  if (workload == "seekrandom" || workload == "seekreuse") return "seeks";
+  return "ops";
+}
+
+void JsonPhase(JsonWriter* j, const PhaseResult& p, const std::vector<PhaseResult>& passes) {
+  j->BeginObject();
+  j->Key("ops_per_sec").Number(p.OpsPerSec());
+  j->Key("mb_per_sec").Number(p.MBPerSec());
+  j->Key("seconds").Number(p.seconds);
+  j->Key("ops").Uint(p.ops);
+  j->Key("found").Uint(p.found);
+  j->Key("rows").Uint(p.rows);
+  j->Key("bytes").Uint(p.bytes);
+  j->Key("latency_us");
+  if (p.latency_us.Count() == 0) {
+    j->Null();
+  } else {
+    j->BeginObject();
+    j->Key("count").Uint(p.latency_us.Count());
+    j->Key("p50").Number(p.latency_us.Percentile(50));
+    j->Key("p99").Number(p.latency_us.Percentile(99));
+    j->Key("p99_9").Number(p.latency_us.Percentile(99.9));
+    j->Key("max").Number(p.latency_us.Max());
+    j->EndObject();
+  }
+  j->Key("passes").BeginArray();
+  for (const PhaseResult& pass : passes) {
+    j->BeginObject();
+    j->Key("ops_per_sec").Number(pass.OpsPerSec());
+    j->Key("seconds").Number(pass.seconds);
+    j->EndObject();
+  }
+  j->EndArray();
+  j->EndObject();
+}
+
+void JsonSettle(JsonWriter* j, const EngineRun& e) {
+  if (e.settle_seconds < 0) {
+    j->Null();
+    return;
+  }
+  j->BeginObject();
+  j->Key("seconds").Number(e.settle_seconds);
+  j->Key("levels").String(e.settle_shape);
+  j->EndObject();
+}
+
+void JsonAmp(JsonWriter* j, const AmpResult& a) {
+  if (!a.ran) {
+    j->Null();
+    return;
+  }
+  const StoreStats& o = a.after_overwrite;
+  j->BeginObject();
+  j->Key("log_mb").Number(ToMB(o.log_bytes));
+  j->Key("flush_mb").Number(ToMB(o.flush_bytes));
+  j->Key("compaction_mb").Number(ToMB(o.compaction_bytes));
+  j->Key("user_mb").Number(ToMB(a.user_bytes));
+  j->Key("write_amp_per_log_byte").Number(WriteAmpPerLogByte(a));
+  j->Key("write_amp_per_user_byte").Number(WriteAmpPerUserByte(a));
+  j->Key("table_mb_after_overwrite").Number(ToMB(o.table_bytes));
+  j->Key("space_amp_after_overwrite").Number(SpaceAmp(a, o));
+  j->Key("levels_after_overwrite").String(o.level_files);
+  j->Key("settled").Bool(a.settled);
+  if (a.settled) {
+    j->Key("space_amp_after_settling").Number(SpaceAmp(a, a.after_settle));
+    j->Key("written_mb_through_settling").Number(ToMB(WrittenBytes(a.after_settle)));
+    j->Key("write_amp_through_settling").Number(WriteAmpThroughSettling(a));
+  } else {
+    j->Key("space_amp_after_settling").Null();
+    j->Key("written_mb_through_settling").Null();
+    j->Key("write_amp_through_settling").Null();
+  }
+  j->EndObject();
+}
+
+void JsonReadIo(JsonWriter* j, const char* prefix, const ReadIo& io) {
+  const std::string p = prefix;
+  if (!io.known) {
+    j->Key(p + "table_mb_read").Null();
+    j->Key(p + "files_opened").Null();
+  } else {
+    j->Key(p + "table_mb_read").Number(ToMB(io.bytes));
+    j->Key(p + "files_opened").Uint(io.opens);
+  }
+  j->Key(p + "files_read");
+  if (!io.per_file) {
+    j->Null();
+    return;
+  }
+  j->BeginArray();
+  for (const std::string& name : io.files) j->String(name);
+  j->EndArray();
+}
+
+// scansmall's figures of one engine; `small` is its timed scan of the small
+// family (the median pass).
+void JsonGroupScan(JsonWriter* j, const GroupScanResult& g, const PhaseResult& small) {
+  if (!g.ran) {
+    j->Null();
+    return;
+  }
+  j->BeginObject();
+  j->Key("table_mb").Number(ToMB(g.settled.table_bytes));
+  j->Key("table_files").Uint(g.settled.table_files);
+  j->Key("small_rows_per_sec").Number(small.OpsPerSec());
+  JsonReadIo(j, "small_", g.small_io);
+  j->Key("big_rows_per_sec").Number(g.big.OpsPerSec());
+  JsonReadIo(j, "big_", g.big_io);
+  j->Key("small_over_big_time").Number(g.big.seconds > 0 ? small.seconds / g.big.seconds : 0);
+  j->EndObject();
+}
+
+// Both engines' value of one member: `write(engine)` for Strata and for
+// RocksDB, null for an engine that did not run.
+template <typename Write>
+void JsonEngines(JsonWriter* j, const char* key, const EngineRun& s, const EngineRun* r,
+                 Write write) {
+  j->Key(key).BeginObject();
+  j->Key("strata");
+  write(s);
+  j->Key("rocksdb");
+  if (r != nullptr) {
+    write(*r);
+  } else {
+    j->Null();
+  }
+  j->EndObject();
+}
+
+// The figures of one compression's run of every workload on each engine.
+struct Report {
+  std::string compression;
+  EngineRun strata;
+  std::optional<EngineRun> rocks;
+};
+
+// The whole --json document.
+std::string JsonDocument(const Flags& f, const std::vector<Report>& reports, double total_seconds) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("program").String("db_bench");
+  j.Key("format_version").Uint(1);
+  j.Key("config").BeginObject();
+  j.Key("num").Uint(f.num);
+  j.Key("reads").Uint(f.reads.value_or(f.num));
+  j.Key("threads").Uint(static_cast<uint64_t>(f.threads));
+  j.Key("key_size").Uint(f.key_size);
+  j.Key("value_size").Uint(f.value_size);
+  j.Key("cache_mb").Uint(f.cache_mb);
+  j.Key("write_buffer_mb").Uint(f.write_buffer_mb);
+  j.Key("sync").Bool(f.sync);
+  j.Key("passes").Uint(static_cast<uint64_t>(f.passes));
+  j.Key("seed").Uint(f.seed);
+  j.Key("compressions").BeginArray();
+  for (const std::string& c : f.compressions) j.String(c);
+  j.EndArray();
+  j.Key("benchmarks").BeginArray();
+  for (const std::string& b : f.benchmarks) j.String(b);
+  j.EndArray();
+  j.EndObject();
+#ifdef STRATA_HAVE_ROCKSDB
+  j.Key("rocksdb").Bool(true);
+#else
+  j.Key("rocksdb").Bool(false);
+#endif
+  j.Key("total_seconds").Number(total_seconds);
+  j.Key("runs").BeginArray();
+  for (const Report& rep : reports) {
+    const EngineRun& s = rep.strata;
+    const EngineRun* r = rep.rocks ? &*rep.rocks : nullptr;
+    j.BeginObject();
+    j.Key("compression").String(rep.compression);
+    j.Key("workloads").BeginArray();
+    for (size_t i = 0; i < f.benchmarks.size(); i++) {
+      j.BeginObject();
+      j.Key("name").String(f.benchmarks[i]);
+      j.Key("unit").String(UnitOf(f.benchmarks[i]));
+      j.Key("strata");
+      JsonPhase(&j, s.phases[i], s.passes[i]);
+      j.Key("rocksdb");
+      if (r != nullptr) {
+        JsonPhase(&j, r->phases[i], r->passes[i]);
+      } else {
+        j.Null();
+      }
+      j.EndObject();
+    }
+    j.EndArray();
+    JsonEngines(&j, "settle", s, r, [&](const EngineRun& e) { JsonSettle(&j, e); });
+    j.Key("live_mb").Number(ToMB(f.num * (f.key_size + f.value_size)));
+    if (s.amp.ran) {
+      JsonEngines(&j, "amplification", s, r, [&](const EngineRun& e) { JsonAmp(&j, e.amp); });
+    } else {
+      j.Key("amplification").Null();
+    }
+    size_t small_index = f.benchmarks.size();  // the last scansmall run, as PrintGroupScan
+    for (size_t i = 0; i < f.benchmarks.size(); i++) {
+      if (f.benchmarks[i] == "scansmall") small_index = i;
+    }
+    if (s.group.ran && small_index < f.benchmarks.size()) {
+      JsonEngines(&j, "scansmall", s, r,
+                  [&](const EngineRun& e) { JsonGroupScan(&j, e.group, e.phases[small_index]); });
+    } else {
+      j.Key("scansmall").Null();
+    }
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return j.text() + "\n";
 }
 
 }  // namespace
@@ -1796,11 +2157,6 @@ int main(int argc, char** argv) {
 #endif
   std::fflush(stdout);
 
-  struct Report {
-    std::string compression;
-    EngineRun strata;
-    std::optional<EngineRun> rocks;
-  };
   std::vector<Report> reports;
   const auto t0 = Clock::now();
   for (const std::string& c : f.compressions) {
@@ -1820,8 +2176,16 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     reports.push_back(std::move(rep));
   }
-  std::printf("\ntotal %.0f s. Compare only within this run on this machine.\n",
-              std::chrono::duration<double>(Clock::now() - t0).count());
+  const double total_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("\ntotal %.0f s. Compare only within this run on this machine.\n", total_seconds);
+  std::fflush(stdout);
+  if (!f.json.empty()) {
+    const std::string doc = JsonDocument(f, reports, total_seconds);
+    std::FILE* out = std::fopen(f.json.c_str(), "w");
+    if (out == nullptr) Check("cannot create " + f.json + ": " + std::strerror(errno));
+    const bool written = std::fwrite(doc.data(), 1, doc.size(), out) == doc.size();
+    if (std::fclose(out) != 0 || !written) Check("cannot write " + f.json);
+  }
 
   if (own_root) {
     fs::remove_all(root, ec);
