@@ -10,6 +10,7 @@ packages=(
   libzstd-dev libxxhash-dev liburing-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   librocksdb-dev   # only for the side-by-side benchmarks
+  gnuplot-nox jq   # scripts/bench-report.sh: its plots, and reading the benchmarks' JSON
   etcd-server etcd-client  # cluster/: the tests start their own etcd (scripts/local-cluster.sh)
 )
 if [ "${1:-}" = "--fuzz" ]; then

@@ -1,0 +1,580 @@
+#!/usr/bin/env bash
+# Benchmark report: runs the benchmarks that put Strata beside RocksDB
+# (db_bench, write_bench, wal_bench, txn_bench), keeps each one's JSON and
+# printed output, and draws PNG plots of them with gnuplot, with a markdown
+# index (README.md) beside them. Every image and the index name the machine
+# (CPU model, cores), the date, the git commit and the exact commands.
+#
+#   scripts/bench-report.sh [--full | --short | --smoke] [--out DIR]
+#                           [--build DIR] [--no-build] [--note TEXT]
+#
+#   --full       (the default) full sizes: db_bench's defaults (1,000,000
+#                keys), write_bench and wal_bench at 2 s per thread count,
+#                txn_bench 2-s runs repeated 3 times (the median plotted) on a
+#                bank of 1,000,000 accounts
+#   --short      smaller sizes: db_bench 200,000 keys with 4 MiB memtables (so
+#                that flushes and compactions happen), 0.2 s per thread count,
+#                txn_bench 0.4-s runs on 100,000 accounts
+#   --smoke      tiny sizes: a check that every step works; the figures mean
+#                nothing
+#   --out DIR    where the images, README.md, json/ (each benchmark's JSON),
+#                logs/ (what each printed) and data/ (each image's gnuplot
+#                script and figures) go (default docs/bench)
+#   --build DIR  the CMake build directory (default build): configured with
+#                the benchmarks on when it is not, and the four benchmarks
+#                built there when missing or out of date
+#   --no-build   use the binaries in --build DIR as they are; install nothing
+#   --note TEXT  one more line for the index and every image's caption (what
+#                else ran on the machine, say)
+#
+# Plots: db_bench ops/s per workload, its p50/p99/p99.9 latency per workload
+# (one image per compression) and its write and space amplification, both
+# engines; write_bench, wal_bench and txn_bench throughput against client
+# threads for every Strata and RocksDB variant.
+#
+# Needs gnuplot (gnuplot-nox) and jq: scripts/install-deps.sh installs what is
+# missing (as root). Progress goes to standard error. Exit codes: 0 the report
+# is written; 1 a benchmark, its JSON or the plotting failed (the message
+# names the log to read); 2 bad arguments, or a tool or binary missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=full
+out=docs/bench
+build=build
+no_build=0
+note=
+invocation="scripts/bench-report.sh"
+for a in "$@"; do
+  if [[ "$a" =~ ^[A-Za-z0-9_./:=,+-]+$ ]]; then invocation+=" $a"; else invocation+=" '${a//\'/\'\\\'\'}'"; fi
+done
+
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
+fail() {  # fail <exit code> <message...>
+  local code=$1
+  shift
+  echo "bench-report.sh: $*" >&2
+  exit "$code"
+}
+need() { [ $# -ge 2 ] || fail 2 "$1 needs a value"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --short) mode=short; shift ;;
+    --smoke) mode=smoke; shift ;;
+    --full) mode=full; shift ;;
+    --out) need "$@"; out=$2; shift 2 ;;
+    --build) need "$@"; build=$2; shift 2 ;;
+    --no-build) no_build=1; shift ;;
+    --note) need "$@"; note=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) fail 2 "unknown argument '$1' (--help shows the usage)" ;;
+  esac
+done
+
+step() { echo "bench-report: $*" >&2; }
+
+# ---- Tools and binaries -------------------------------------------------------------
+
+missing_tools() {
+  local t
+  for t in gnuplot jq; do command -v "$t" >/dev/null || echo "$t"; done
+  if [ "$no_build" = 0 ]; then
+    for t in cmake ninja; do command -v "$t" >/dev/null || echo "$t"; done
+  fi
+}
+if [ "$no_build" = 0 ]; then
+  # Installs only what is missing; needs root only then.
+  scripts/install-deps.sh >&2 ||
+    fail 2 "scripts/install-deps.sh failed (it installs missing packages, as root)"
+fi
+if [ -n "$(missing_tools)" ]; then
+  fail 2 "missing: $(missing_tools | tr '\n' ' ')(scripts/install-deps.sh installs them, as root)"
+fi
+
+benches=(db_bench write_bench wal_bench txn_bench)
+cache="$build/CMakeCache.txt"
+if [ -f "$cache" ] && grep -q '^STRATA_SANITIZE:[A-Z]*=.' "$cache"; then
+  fail 2 "$build is a sanitizer build: its figures would mean nothing (use another --build)"
+fi
+if [ "$no_build" = 0 ]; then
+  if [ ! -f "$cache" ] || ! grep -q '^STRATA_BUILD_BENCH:BOOL=ON$' "$cache"; then
+    step "configuring $build (Release, benchmarks on)"
+    type=Release
+    if [ -f "$cache" ]; then
+      type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+    fi
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${type:-Release}" \
+      -DSTRATA_BUILD_BENCH=ON >&2 || fail 1 "configuring $build failed"
+  fi
+  step "building ${benches[*]} in $build"
+  cmake --build "$build" --target "${benches[@]}" >&2 || fail 1 "building the benchmarks failed"
+fi
+for b in "${benches[@]}"; do
+  [ -x "$build/bench/$b" ] ||
+    fail 2 "no $build/bench/$b (build it: cmake --build $build --target $b)"
+done
+build_type=unknown
+[ ! -f "$cache" ] || build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+[ "$build_type" = Release ] || step "warning: $build is a $build_type build, not Release"
+
+# ---- What each mode runs --------------------------------------------------------------
+
+txn_systems='transfer/(strata|strata_pess|rocks_pess|rocks_occ)/keys:2/low/'
+case "$mode" in
+  smoke)
+    db_args=(--num=2000 --passes=1 --write_buffer_mb=1)
+    gb_time=(--benchmark_min_time=0.01)
+    txn_args=(--txn_seconds=0.05 --accounts=2000 "--benchmark_filter=${txn_systems}sync/")
+    mode_text="smoke (tiny sizes; checks that every step works, the figures mean nothing)"
+    ;;
+  short)
+    db_args=(--num=200000 --write_buffer_mb=4)
+    gb_time=(--benchmark_min_time=0.2)
+    txn_args=(--txn_seconds=0.4 --accounts=100000 "--benchmark_filter=$txn_systems")
+    mode_text="short (db_bench 200,000 keys, 4 MiB memtables; 0.2 s per thread count; txn_bench 0.4-s runs on 100,000 accounts)"
+    ;;
+  full)
+    db_args=()
+    gb_time=(--benchmark_min_time=2)
+    txn_args=(--txn_seconds=2 --benchmark_repetitions=3 "--benchmark_filter=$txn_systems")
+    mode_text="full (db_bench defaults: 1,000,000 keys; 2 s per thread count; txn_bench 2-s runs, median of 3, on 1,000,000 accounts)"
+    ;;
+esac
+
+# ---- Where, when and on what ----------------------------------------------------------
+
+data="$out/data"  # each image's gnuplot script and the data it reads
+mkdir -p "$out/json" "$out/logs" "$data" || fail 2 "cannot create $out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-report.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cores=$(nproc)
+mem_gib=$(awk '/^MemTotal:/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
+machine="${cpu:-unknown CPU}, $cores cores, $mem_gib GiB RAM"
+date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
+if commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
+  if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    commit+=" (with uncommitted changes)"
+  fi
+else
+  commit="unknown (not a git checkout)"
+fi
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The shell text of a command, quoting only the words that need it.
+show() {
+  local s= a
+  for a in "$@"; do
+    if [[ "$a" =~ ^[A-Za-z0-9_./:=,+-]+$ ]]; then s+=" $a"; else s+=" '${a//\'/\'\\\'\'}'"; fi
+  done
+  echo "${s# }"
+}
+
+# ---- Running the benchmarks -------------------------------------------------------------
+
+declare -A commands
+total=${#benches[@]}
+n=0
+# run_bench <name> <args...>: runs $build/bench/<name>, its output in
+# logs/<name>.txt; fails the report when it fails.
+run_bench() {
+  local name=$1
+  shift
+  local log="$out/logs/$name.txt"
+  local cmd=("$build/bench/$name" "$@")
+  commands[$name]=$(show "${cmd[@]}")
+  n=$((n + 1))
+  step "[$n/$total] ${commands[$name]}"
+  local t0=$SECONDS rc=0
+  "${cmd[@]}" >"$log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$log" | sed 's/^/  | /' >&2
+    fail 1 "$name failed (exit $rc); its output is in $log"
+  fi
+  step "[$n/$total] $name done in $((SECONDS - t0)) s"
+}
+
+# check_gb_json <name> <file>: a Google Benchmark JSON file with results
+# and no benchmark that reported an error.
+check_gb_json() {
+  local name=$1 file=$2
+  jq -e '.benchmarks | length > 0' "$file" >/dev/null 2>&1 ||
+    fail 1 "$name wrote no results to $file (see $out/logs/$name.txt)"
+  local errors
+  errors=$(jq -r '.benchmarks[] | select(.error_occurred == true) |
+                  "\(.name): \(.error_message)"' "$file")
+  [ -z "$errors" ] || fail 1 "$name reported errors (see $out/logs/$name.txt):"$'\n'"$errors"
+}
+
+report_start=$SECONDS
+rm -f "$out"/json/{db_bench,write_bench,wal_bench,txn_bench}.json
+run_bench db_bench "${db_args[@]}" "--json=$out/json/db_bench.json"
+jq -e '.program == "db_bench" and (.runs | length > 0)' "$out/json/db_bench.json" >/dev/null ||
+  fail 1 "db_bench wrote no usable $out/json/db_bench.json"
+for b in write_bench wal_bench; do
+  run_bench "$b" "${gb_time[@]}" "--benchmark_out=$out/json/$b.json" \
+    --benchmark_out_format=json
+  check_gb_json "$b" "$out/json/$b.json"
+done
+run_bench txn_bench "${txn_args[@]}" "--benchmark_out=$out/json/txn_bench.json" \
+  --benchmark_out_format=json
+check_gb_json txn_bench "$out/json/txn_bench.json"
+bench_seconds=$((SECONDS - report_start))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- Plots ----------------------------------------------------------------------------------
+
+# join_by <separator> <words...>
+join_by() {
+  local IFS=$1
+  shift
+  echo "$*"
+}
+
+# A gnuplot single-quoted string.
+gpq() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# The caption under every image: machine, date, commit, mode; the commands.
+# caption <benchmark name>: gnuplot commands that set it.
+caption() {
+  local lines=("$machine  |  $date_utc  |  commit $commit  |  mode: $mode"
+               "report: $invocation")
+  # The benchmark's command, folded at spaces to fit the width.
+  mapfile -t -O 2 lines < <(echo "benchmark: ${commands[$1]}" | fold -s -w 190)
+  [ -z "$note" ] || lines+=("note: $note")
+  local i y
+  for i in "${!lines[@]}"; do
+    y=$(awk -v k="$i" -v n="${#lines[@]}" 'BEGIN { printf "%.3f", 0.012 + (n - 1 - k) * 0.026 }')
+    echo "set label $((100 + i)) $(gpq "${lines[$i]}") at screen 0.01, $y left font ',8' noenhanced"
+  done
+  echo "set bmargin $((3 + ${#lines[@]} * 2))"
+}
+
+# The common start of every plot; png <file> <title>.
+png() {
+  cat <<EOF
+set terminal pngcairo size 1200,760 font 'DejaVu Sans,10' noenhanced
+set output $(gpq "$out/$1")
+set title $(gpq "$2") font ',13'
+set grid ytics
+set key outside right top
+set datafile separator '\t'
+set datafile missing '-'
+EOF
+}
+
+# plot_gp <script> <image>: runs gnuplot; fails the report on an error.
+plot_gp() {
+  local script=$1 image=$2
+  if ! gnuplot "$script" >"$work/gnuplot.log" 2>&1; then
+    sed 's/^/  | /' "$work/gnuplot.log" >&2
+    fail 1 "gnuplot failed drawing $out/$image (its script: $script)"
+  fi
+  [ -s "$out/$image" ] || fail 1 "gnuplot wrote no $out/$image"
+  step "drew $out/$image"
+}
+
+images=()
+declare -A image_heading image_text
+# add_image <file> <heading> <text for the index>
+add_image() { images+=("$1"); image_heading[$1]=$2; image_text[$1]=$3; }
+
+# md_table <header> <tsv file> <markdown file>: the figures an image shows as
+# a markdown table for the index; header and rows tab-separated, numbers
+# rounded to three or more significant digits, "-" where there is none.
+md_table() {
+  {
+    echo "$1" | awk -F'\t' '{ s = "|"; t = "|"; for (i = 1; i <= NF; i++) { s = s " " $i " |"; t = t (i == 1 ? "---|" : "---:|") } print s; print t }'
+    awk -F'\t' '{
+      s = "|"
+      for (i = 1; i <= NF; i++) {
+        v = $i
+        gsub(/\\n/, " ", v)
+        if (i > 1 && v ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) {
+          a = v < 0 ? -v : v
+          v = sprintf(a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v)
+        }
+        s = s " " v " |"
+      }
+      print s
+    }' "$2"
+  } >"$3"
+}
+
+# Colors: Strata in blues, RocksDB in oranges.
+strata_colors=('#1f4e9c' '#4f8fdc' '#9cc3ef' '#0b2a5c')
+rocks_colors=('#d9620b' '#f5a04a' '#a3410a' '#fbc98f')
+
+# A legend title for a Google Benchmark series.
+series_title() {
+  case "$1" in
+    strata_uring) echo "Strata, log through io_uring" ;;
+    strata_fallback) echo "Strata, log through pwritev+fdatasync" ;;
+    rocksdb) echo "RocksDB Put, sync" ;;
+    BM_WalSyncedWrite/io_uring:1) echo "Strata log alone, io_uring" ;;
+    BM_WalSyncedWrite/io_uring:0) echo "Strata log alone, pwritev+fdatasync" ;;
+    BM_RocksDbSyncedPut) echo "RocksDB Put, sync (whole write path)" ;;
+    transfer/*)
+      local s=${1#transfer/}
+      local system=${s%%/*} sync=${s##*/}
+      case "$system" in
+        strata) system="Strata optimistic" ;;
+        strata_pess) system="Strata pessimistic" ;;
+        strata_fg) system="Strata, secondaries in foreground" ;;
+        rocks_pess) system="RocksDB TransactionDB" ;;
+        rocks_occ) system="RocksDB OptimisticTransactionDB" ;;
+      esac
+      echo "$system, $sync"
+      ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# threads_plot <bench> <counter> <image> <title> <y label>: one line per
+# series of a Google Benchmark JSON (the name without its threads and
+# timing parts) through its thread counts; medians when repeated.
+threads_plot() {
+  local bench=$1 counter=$2 image=$3 title=$4 ylabel=$5
+  local json="$out/json/$bench.json" tsv="$data/$bench.tsv"
+  jq -r --arg c "$counter" '
+    (.benchmarks | map(select(.run_type == "aggregate" and .aggregate_name == "median"))) as $med
+    | (if ($med | length) > 0 then $med
+       else .benchmarks | map(select(.run_type == "iteration")) end)[]
+    | select(.[$c] != null)
+    | [(.run_name // .name | split("/")
+        | map(select(test("^(threads:[0-9]+|real_time|process_time|iterations:[0-9]+|repeats:[0-9]+|min_time:.*)$") | not))
+        | join("/")), .threads, .[$c]] | @tsv' "$json" >"$tsv" ||
+    fail 1 "cannot read $json"
+  [ -s "$tsv" ] || fail 1 "$json has no '$counter' figures to plot"
+  local series=() s
+  mapfile -t series < <(cut -f1 "$tsv" | awk '!seen[$0]++')
+  local xt
+  xt=$(cut -f2 "$tsv" | sort -n -u | paste -sd, -)
+  local gp="$data/${image%.png}.gp" k=0 si=0 ri=0 color style base plots=()
+  # One color per system (its sync and nosync runs share it), blues for
+  # Strata and oranges for RocksDB; nosync lines dashed with open points.
+  local -A colors=()
+  for s in "${series[@]}"; do
+    awk -F'\t' -v s="$s" '$1 == s { print $2 "\t" $3 }' "$tsv" | sort -n >"$data/$bench.$k.dat"
+    base=${s%/sync}
+    base=${base%/nosync}
+    if [ -z "${colors[$base]-}" ]; then
+      if [[ "${s,,}" == *rocks* ]]; then
+        colors[$base]=${rocks_colors[$((ri % 4))]}; ri=$((ri + 1))
+      else
+        colors[$base]=${strata_colors[$((si % 4))]}; si=$((si + 1))
+      fi
+    fi
+    color=${colors[$base]}
+    style="dt 1 pt 7"
+    [[ "$s" != */nosync ]] || style="dt 2 pt 6"
+    plots+=("$(gpq "$data/$bench.$k.dat") using 1:2 with linespoints lw 2 $style ps 1.2 lc rgb '$color' title $(gpq "$(series_title "$s")")")
+    k=$((k + 1))
+  done
+  # The index's table: a row per series, a column per thread count.
+  local header="$bench" t
+  for t in ${xt//,/ }; do header+=$'\t'"$t thr."; done
+  for s in "${series[@]}"; do
+    printf '%s' "$(series_title "$s")"
+    for t in ${xt//,/ }; do
+      printf '\t%s' "$(awk -F'\t' -v s="$s" -v t="$t" '$1 == s && $2 == t { v = $3 } END { print v == "" ? "-" : v }' "$tsv")"
+    done
+    echo
+  done >"$data/$bench.rows"
+  md_table "$header" "$data/$bench.rows" "$work/$image.md"
+  local xmin xmax
+  xmin=$(cut -f2 "$tsv" | sort -n | head -1)
+  xmax=$(cut -f2 "$tsv" | sort -n | tail -1)
+  {
+    png "$image" "$title"
+    caption "$bench"
+    echo "set logscale x 2"
+    echo "set xtics ($xt)"
+    echo "set xrange [$xmin / 1.25 : $xmax * 1.25]"
+    echo "set xlabel 'client threads'"
+    echo "set ylabel $(gpq "$ylabel")"
+    echo "set yrange [0:*]"
+    echo "set format y '%.0f'"
+    echo "plot $(join_by , "${plots[@]}")"
+  } >"$gp"
+  plot_gp "$gp" "$image"
+}
+
+db_json="$out/json/db_bench.json"
+mapfile -t compressions < <(jq -r '.runs[].compression' "$db_json")
+
+# db_bench ops/s per workload: Strata and RocksDB for each compression.
+db_throughput_plot() {
+  local image=db_throughput.png gp="$data/db_throughput.gp" dat="$data/db_throughput.dat"
+  jq -r '. as $d | [.runs[0].workloads[].name] | to_entries[] | .key as $i
+         | [.value] + [$d.runs[] | .workloads[$i]
+                       | (.strata.ops_per_sec, (.rocksdb.ops_per_sec // "-"))] | @tsv' \
+    "$db_json" >"$dat" || fail 1 "cannot read $db_json"
+  jq -r '. as $d | [.runs[0].workloads[].name] | to_entries[] | .key as $i
+         | [.value] + ([$d.runs[] | .workloads[$i]
+                        | [.strata.ops_per_sec, (.rocksdb.ops_per_sec // "-"),
+                           (if .rocksdb == null then "-"
+                            else .strata.ops_per_sec / .rocksdb.ops_per_sec end)]] | add)
+         | @tsv' "$db_json" >"$data/db_throughput.rows"
+  local header=workload c
+  for c in "${compressions[@]}"; do header+=$'\t'"Strata $c"$'\t'"RocksDB $c"$'\t'"ratio $c"; done
+  md_table "$header" "$data/db_throughput.rows" "$work/$image.md"
+  local plots=() i col=2
+  for i in "${!compressions[@]}"; do
+    plots+=("$(gpq "$dat") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
+    plots+=("'' using $((col + 1)) lc rgb '${rocks_colors[$i]}' title $(gpq "RocksDB, ${compressions[$i]}")")
+    col=$((col + 2))
+  done
+  {
+    png "$image" "db_bench: throughput per workload (higher is better)"
+    caption db_bench
+    echo "set style data histograms"
+    echo "set style histogram clustered gap 1"
+    echo "set style fill solid 0.9 border -1"
+    echo "set logscale y"
+    echo "set ylabel 'op/s (rows/s for readseq and scansmall, seeks/s for seekrandom and seekreuse)'"
+    echo "set format y '%.0f'"
+    echo "plot $(join_by , "${plots[@]}")"
+  } >"$gp"
+  plot_gp "$gp" "$image"
+  add_image "$image" "db_bench: throughput per workload" "Operations per second of every workload, Strata and RocksDB, for each compression (log scale); ratio = Strata / RocksDB, above 1 when Strata is faster"
+}
+
+# db_bench latency percentiles per workload for compression number $1.
+db_latency_plot() {
+  local i=$1 c=${compressions[$1]}
+  local image="db_latency_$c.png" gp="$data/db_latency_$c.gp" dat="$data/db_latency_$c.dat"
+  jq -r --argjson i "$i" '
+    .runs[$i].workloads[] | select(.strata.latency_us != null)
+    | [.name, .strata.latency_us.p50, .strata.latency_us.p99, .strata.latency_us.p99_9,
+       (.rocksdb.latency_us.p50 // "-"), (.rocksdb.latency_us.p99 // "-"),
+       (.rocksdb.latency_us.p99_9 // "-")] | @tsv' "$db_json" >"$dat" ||
+    fail 1 "cannot read $db_json"
+  [ -s "$dat" ] || fail 1 "$db_json has no latencies for compression $c"
+  md_table $'workload\tStrata p50\tStrata p99\tStrata p99.9\tRocksDB p50\tRocksDB p99\tRocksDB p99.9' \
+    "$dat" "$work/$image.md"
+  {
+    png "$image" "db_bench: latency of one operation, compression $c (lower is better)"
+    caption db_bench
+    echo "set style data histograms"
+    echo "set style histogram clustered gap 1"
+    echo "set style fill solid 0.9 border -1"
+    echo "set logscale y"
+    echo "set ylabel 'microseconds per call (seek + 10 Next for the seek workloads)'"
+    echo "plot $(gpq "$dat") using 2:xtic(1) lc rgb '${strata_colors[2]}' title 'Strata p50', \\"
+    echo "  '' using 3 lc rgb '${strata_colors[1]}' title 'Strata p99', \\"
+    echo "  '' using 4 lc rgb '${strata_colors[0]}' title 'Strata p99.9', \\"
+    echo "  '' using 5 lc rgb '${rocks_colors[3]}' title 'RocksDB p50', \\"
+    echo "  '' using 6 lc rgb '${rocks_colors[1]}' title 'RocksDB p99', \\"
+    echo "  '' using 7 lc rgb '${rocks_colors[2]}' title 'RocksDB p99.9'"
+  } >"$gp"
+  plot_gp "$gp" "$image"
+  add_image "$image" "db_bench: latency percentiles, compression $c" "The p50, p99 and p99.9 latency per workload, Strata and RocksDB, compression $c (log scale; the scans have none)"
+}
+
+# db_bench write and space amplification, both engines, each compression.
+db_amp_plot() {
+  local image=db_amplification.png gp="$data/db_amplification.gp" dat="$data/db_amplification.dat"
+  jq -r '
+    def col(f): [.runs[] | .amplification | ((.strata | f), (.rocksdb | f))]
+                | map(if . == null then "-" else . end);
+    if any(.runs[]; .amplification == null) then error("a run has no amplification figures")
+    else
+      (["write amp, after overwrite\n(written / user bytes)"]
+        + col(.write_amp_per_user_byte)),
+      (["write amp, through settling\n(written / user bytes)"]
+        + col(.write_amp_through_settling)),
+      (["space amp, after overwrite\n(tables / live data)"]
+        + col(.space_amp_after_overwrite)),
+      (["space amp, after settling\n(tables / live data)"]
+        + col(.space_amp_after_settling))
+    end | @tsv' "$db_json" >"$dat" || fail 1 "cannot read the amplification figures of $db_json"
+  # @tsv writes the line breaks as \n; gnuplot reads that back as one.
+  local header=figure c
+  for c in "${compressions[@]}"; do header+=$'\t'"Strata $c"$'\t'"RocksDB $c"; done
+  md_table "$header" "$dat" "$work/$image.md"
+  local n=$((${#compressions[@]} * 2)) plots=() labels=() i col=2 k=0
+  for i in "${!compressions[@]}"; do
+    plots+=("$(gpq "$dat") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
+    plots+=("'' using $((col + 1)) lc rgb '${rocks_colors[$i]}' title $(gpq "RocksDB, ${compressions[$i]}")")
+    col=$((col + 2))
+  done
+  for ((k = 0; k < n; k++)); do
+    labels+=("'' using (\$0 + ($k - ($n - 1) / 2.0) / ($n + 1.0)):$((k + 2)):(sprintf('%.2f', column($((k + 2))))) with labels offset 0,0.7 font ',8' notitle")
+  done
+  {
+    png "$image" "db_bench: write and space amplification of fill + overwrite (lower is better)"
+    caption db_bench
+    echo "set style data histograms"
+    echo "set style histogram clustered gap 1"
+    echo "set style fill solid 0.9 border -1"
+    echo "set yrange [0:*]"
+    echo "set ylabel 'ratio'"
+    echo "plot $(join_by , "${plots[@]}" "${labels[@]}")"
+  } >"$gp"
+  plot_gp "$gp" "$image"
+  add_image "$image" "db_bench: write and space amplification" "Write amplification (table bytes written by flushes and compactions per user byte) after overwrite and through settling, and space amplification (table bytes per live key+value byte) after overwrite and after settling, Strata and RocksDB, each compression"
+}
+
+step "plotting"
+rm -f "$out"/db_throughput.png "$out"/db_latency_*.png "$out"/db_amplification.png \
+  "$out"/{write,wal,txn}_threads.png "$data"/*.{gp,dat,tsv,rows}
+db_throughput_plot
+for i in "${!compressions[@]}"; do db_latency_plot "$i"; done
+db_amp_plot
+threads_plot write_bench items_per_second write_threads.png \
+  "write_bench: durable (sync) row writes against client threads (higher is better)" \
+  'acknowledged writes/s'
+add_image write_threads.png "write_bench: sync writes against threads" "Acknowledged sync writes per second through the whole write path against client threads, Strata (log through io_uring and through pwritev+fdatasync) and RocksDB Put with sync"
+threads_plot wal_bench 'writes/s' wal_threads.png \
+  "wal_bench: synced 100-byte log records against client threads (higher is better)" \
+  'acknowledged writes/s'
+add_image wal_threads.png "wal_bench: the log against threads" "Synced writes per second of Strata's log alone (io_uring and pwritev+fdatasync) against RocksDB's whole synced Put, against client threads"
+threads_plot txn_bench 'txn/s' txn_threads.png \
+  "txn_bench: 2-account transfers, low contention, against client threads (higher is better)" \
+  'committed transfers/s'
+add_image txn_threads.png "txn_bench: transactions against threads" "Committed 2-account transfers per second, low contention, sync (solid) and, outside smoke mode, no sync (dashed), Strata optimistic and pessimistic against RocksDB's TransactionDB and OptimisticTransactionDB, against client threads"
+
+# ---- The index ----------------------------------------------------------------------------------
+
+{
+  echo "# Benchmark report"
+  echo
+  echo "Made by \`$invocation\` in mode $mode_text."
+  echo
+  echo "- machine: $machine; load average (1, 5, 15 min) $load_start at the start, $load_end at the end"
+  echo "- date: $date_utc; the benchmarks took $bench_seconds s"
+  echo "- commit: $commit; build: \`$build\` ($build_type)"
+  [ -z "$note" ] || echo "- note: $note"
+  echo
+  echo "Figures depend on the machine, its disk and whatever else runs on it: compare"
+  echo "Strata with RocksDB within one image, as ratios, never figures of different runs."
+  echo "Each benchmark's JSON is in [json/](json/) and what it printed in [logs/](logs/);"
+  echo "[data/](data/) holds each image's gnuplot script and the figures it reads (run"
+  echo "\`gnuplot $data/<image>.gp\` from the repository root to draw one again)."
+  echo
+  echo "Regenerate: \`$invocation\`."
+  for img in "${images[@]}"; do
+    case "$img" in
+      db_*) b=db_bench ;;
+      write_*) b=write_bench ;;
+      wal_*) b=wal_bench ;;
+      txn_*) b=txn_bench ;;
+    esac
+    echo
+    echo "## ${image_heading[$img]}"
+    echo
+    echo "${image_text[$img]}."
+    echo
+    echo "![${image_heading[$img]}]($img)"
+    echo
+    if [ -f "$work/$img.md" ]; then
+      cat "$work/$img.md"
+      echo
+    fi
+    echo "Made by \`${commands[$b]}\`."
+  done
+} >"$out/README.md"
+
+step "done in $((SECONDS - report_start)) s: $out/README.md and ${#images[@]} images"
