@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/json.h"
+#include "common/json.h"
 #include "strata/engine.h"
 #include "strata/transaction.h"
 #include "tool_test_util.h"
@@ -30,7 +30,6 @@
 namespace strata {
 namespace {
 
-using cluster::Json;
 using test::ReadAll;
 using test::RunResult;
 using test::WriteAll;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/json.h"
 #include "common/file_system.h"
+#include "common/json.h"
 #include "gc/progress_log.h"
 #include "strata/engine.h"
 #include "strata/gc.h"
@@ -34,20 +34,20 @@ using tool_test::Quote;
 RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_CLI_TOOL, args); }
 
 // What `strata --json <args>` printed, parsed; its exit code in *exit_code.
-cluster::Json RunJson(const std::string& args, int* exit_code) {
+Json RunJson(const std::string& args, int* exit_code) {
   RunResult r =
       test::RunCommand("{ " + std::string(STRATA_CLI_TOOL) + " --json " + args + " 2>/dev/null; }");
   *exit_code = r.exit_code;
-  Result<cluster::Json> json = cluster::Json::Parse(r.out);
+  Result<Json> json = Json::Parse(r.out);
   EXPECT_OK(json) << args << "\n" << r.out;
-  return json.ok() ? *json : cluster::Json();
+  return json.ok() ? *json : Json();
 }
 
 // The text of member `key` of element `i` of array member `array` of `j`.
-std::string ElementText(const cluster::Json& j, const char* array, size_t i, const char* key) {
-  const cluster::Json* a = j.Find(array);
+std::string ElementText(const Json& j, const char* array, size_t i, const char* key) {
+  const Json* a = j.Find(array);
   if (a == nullptr || i >= a->elements().size()) return "<none>";
-  const cluster::Json* m = a->elements()[i].Find(key);
+  const Json* m = a->elements()[i].Find(key);
   return m == nullptr ? "<none>" : m->text();
 }
 
@@ -207,7 +207,7 @@ TEST(StrataCliGcTest, ShowsEachTenantsSafepoint) {
   EXPECT_TRUE(Contains(r.out, "  collected through " + std::to_string(safepoint) + " (")) << r.out;
   EXPECT_FALSE(Contains(r.out, "under way")) << r.out;
   int code = -1;
-  cluster::Json j = RunJson("gc " + Quote(dir.Join("services")), &code);
+  Json j = RunJson("gc " + Quote(dir.Join("services")), &code);
   EXPECT_EQ(code, 0);
   EXPECT_EQ(ElementText(j, "tenants", 0, "tenant"), "bank");
   EXPECT_EQ(ElementText(j, "tenants", 0, "safepoint"), std::to_string(safepoint));
@@ -294,8 +294,7 @@ TEST(StrataCliNotificationsTest, ShowsPendingNotificationsAndAcks) {
   r = RunTool("notifications --rows=1 --tenant=app --table=docs " + Quote(dir.Join("db")));
   EXPECT_TRUE(Contains(r.out, "... 1 more cells")) << r.out;
   int code = -1;
-  cluster::Json j =
-      RunJson("notifications --tenant=app --table=docs " + Quote(dir.Join("db")), &code);
+  Json j = RunJson("notifications --tenant=app --table=docs " + Quote(dir.Join("db")), &code);
   EXPECT_EQ(code, 0);
   EXPECT_EQ(ElementText(j, "cells", 0, "row"), "r1");
   EXPECT_EQ(ElementText(j, "cells", 0, "pending"), "3");

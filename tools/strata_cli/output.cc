@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "cluster/json.h"
 #include "common/clock.h"
 #include "common/coding.h"
+#include "common/json.h"
 #include "txn/timestamp.h"
 
 namespace strata::cli {
@@ -92,7 +92,7 @@ void JsonWriter::Prefix(std::string_view key) {
   started_ = true;
   any_json_started = true;
   if (!key.empty()) {
-    const std::string quoted = cluster::JsonQuote(ValidUtf8(key));
+    const std::string quoted = JsonQuote(ValidUtf8(key));
     std::fprintf(out_, "%s: ", quoted.c_str());
   }
 }
@@ -123,7 +123,7 @@ void JsonWriter::End() {
 
 void JsonWriter::String(std::string_view key, std::string_view text) {
   Prefix(key);
-  std::fputs(cluster::JsonQuote(ValidUtf8(text)).c_str(), out_);
+  std::fputs(JsonQuote(ValidUtf8(text)).c_str(), out_);
 }
 
 void JsonWriter::Number(std::string_view key, uint64_t value) {

@@ -14,8 +14,9 @@ namespace strata::cli {
 
 // Writes one JSON document, indented, to a FILE as it goes. Members of an
 // object take a key; elements of an array take none. Strings are made valid
-// JSON whatever their bytes (cluster::JsonQuote quotes them; bytes that are
-// not UTF-8 become \xNN); byte strings from the store go through Bytes.
+// JSON whatever their bytes (JsonQuote of common/json.h quotes them; bytes
+// that are not UTF-8 become \xNN); byte strings from the store go through
+// Bytes.
 class JsonWriter {
  public:
   explicit JsonWriter(std::FILE* out) : out_(out) {}
