@@ -1,0 +1,20 @@
+set terminal pngcairo size 1200,760 font 'DejaVu Sans,10' noenhanced
+set output 'docs/bench/write_threads.png'
+set title 'write_bench: durable (sync) row writes against client threads (higher is better)' font ',13'
+set grid ytics
+set key outside right top
+set datafile separator '\t'
+set datafile missing '-'
+set label 100 'AMD EPYC, 2 cores, 24 GiB RAM  |  2026-11-29 12:32 UTC  |  commit 71c6259ab0d1 (with uncommitted changes)  |  mode: short' at screen 0.01, 0.090 left font ',8' noenhanced
+set label 101 'report: scripts/bench-report.sh --short --build build-report --note ''a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)''' at screen 0.01, 0.064 left font ',8' noenhanced
+set label 102 'benchmark: build-report/bench/write_bench --benchmark_min_time=0.5 --benchmark_out=docs/bench/json/write_bench.json --benchmark_out_format=json' at screen 0.01, 0.038 left font ',8' noenhanced
+set label 103 'note: a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)' at screen 0.01, 0.012 left font ',8' noenhanced
+set bmargin 11
+set logscale x 2
+set xtics (1,4,16,64)
+set xrange [1 / 1.25 : 64 * 1.25]
+set xlabel 'client threads'
+set ylabel 'acknowledged writes/s'
+set yrange [0:*]
+set format y '%.0f'
+plot 'docs/bench/data/write_bench.0.dat' using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.2 lc rgb '#1f4e9c' title 'Strata, log through io_uring','docs/bench/data/write_bench.1.dat' using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.2 lc rgb '#4f8fdc' title 'Strata, log through pwritev+fdatasync','docs/bench/data/write_bench.2.dat' using 1:2 with linespoints lw 2 dt 1 pt 7 ps 1.2 lc rgb '#d9620b' title 'RocksDB Put, sync'
