@@ -12,9 +12,9 @@
 #                keys), write_bench and wal_bench at 2 s per thread count,
 #                txn_bench 2-s runs repeated 3 times (the median plotted) on a
 #                bank of 1,000,000 accounts
-#   --short      smaller sizes: db_bench 200,000 keys with 4 MiB memtables (so
-#                that flushes and compactions happen), 0.2 s per thread count,
-#                txn_bench 0.4-s runs on 100,000 accounts
+#   --short      smaller sizes: db_bench 400,000 keys with 4 MiB memtables (so
+#                that flushes and compactions happen), 0.5 s per thread count,
+#                txn_bench 0.5-s runs on 100,000 accounts
 #   --smoke      tiny sizes: a check that every step works; the figures mean
 #                nothing
 #   --out DIR    where the images, README.md, json/ (each benchmark's JSON),
@@ -128,10 +128,10 @@ case "$mode" in
     mode_text="smoke (tiny sizes; checks that every step works, the figures mean nothing)"
     ;;
   short)
-    db_args=(--num=200000 --write_buffer_mb=4)
-    gb_time=(--benchmark_min_time=0.2)
-    txn_args=(--txn_seconds=0.4 --accounts=100000 "--benchmark_filter=$txn_systems")
-    mode_text="short (db_bench 200,000 keys, 4 MiB memtables; 0.2 s per thread count; txn_bench 0.4-s runs on 100,000 accounts)"
+    db_args=(--num=400000 --write_buffer_mb=4)
+    gb_time=(--benchmark_min_time=0.5)
+    txn_args=(--txn_seconds=0.5 --accounts=100000 "--benchmark_filter=$txn_systems")
+    mode_text="short (db_bench 400,000 keys, 4 MiB memtables; 0.5 s per thread count; txn_bench 0.5-s runs on 100,000 accounts)"
     ;;
   full)
     db_args=()
@@ -331,11 +331,12 @@ series_title() {
   esac
 }
 
-# threads_plot <bench> <counter> <image> <title> <y label>: one line per
-# series of a Google Benchmark JSON (the name without its threads and
-# timing parts) through its thread counts; medians when repeated.
+# threads_plot <bench> <counter> <image> <title> <y label> [log]: one line
+# per series of a Google Benchmark JSON (the name without its threads and
+# timing parts) through its thread counts; medians when repeated. "log": a
+# logarithmic y axis.
 threads_plot() {
-  local bench=$1 counter=$2 image=$3 title=$4 ylabel=$5
+  local bench=$1 counter=$2 image=$3 title=$4 ylabel=$5 yscale=${6:-linear}
   local json="$out/json/$bench.json" tsv="$data/$bench.tsv"
   jq -r --arg c "$counter" '
     (.benchmarks | map(select(.run_type == "aggregate" and .aggregate_name == "median"))) as $med
@@ -394,7 +395,11 @@ threads_plot() {
     echo "set xrange [$xmin / 1.25 : $xmax * 1.25]"
     echo "set xlabel 'client threads'"
     echo "set ylabel $(gpq "$ylabel")"
-    echo "set yrange [0:*]"
+    if [ "$yscale" = log ]; then
+      echo "set logscale y"
+    else
+      echo "set yrange [0:*]"
+    fi
     echo "set format y '%.0f'"
     echo "plot $(join_by , "${plots[@]}")"
   } >"$gp"
@@ -533,7 +538,7 @@ threads_plot wal_bench 'writes/s' wal_threads.png \
 add_image wal_threads.png "wal_bench: the log against threads" "Synced writes per second of Strata's log alone (io_uring and pwritev+fdatasync) against RocksDB's whole synced Put, against client threads"
 threads_plot txn_bench 'txn/s' txn_threads.png \
   "txn_bench: 2-account transfers, low contention, against client threads (higher is better)" \
-  'committed transfers/s'
+  'committed transfers/s (log scale)' log
 add_image txn_threads.png "txn_bench: transactions against threads" "Committed 2-account transfers per second, low contention, sync (solid) and, outside smoke mode, no sync (dashed), Strata optimistic and pessimistic against RocksDB's TransactionDB and OptimisticTransactionDB, against client threads"
 
 # ---- The index ----------------------------------------------------------------------------------
