@@ -57,8 +57,11 @@ int Run(const Args& args) {
   if (args.command == "notifications") return CmdNotifications(args);
   if (args.command == "get") return CmdGet(args);
   if (args.command == "scan") return CmdScan(args);
-  if (args.subcommand == "row") return CmdTxnRow(args);
-  return CmdTxnLocks(args);
+  if (args.command == "txn" && args.subcommand == "row") return CmdTxnRow(args);
+  if (args.command == "txn" && args.subcommand == "locks") return CmdTxnLocks(args);
+  // ParseArgs accepts only the commands above.
+  PrintError("no command '" + args.command + "'");
+  return kExitUsage;
 }
 
 int Main(int argc, char** argv) {

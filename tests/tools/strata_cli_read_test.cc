@@ -66,13 +66,11 @@ RunResult RunOn(const std::string& db, const std::string& args) {
 Json RunJson(const std::string& db, const std::string& args, int want_exit = 0) {
   const std::string parent = std::filesystem::path(db).parent_path().string();
   const auto before = DirState(parent);
-  RunResult r = test::RunCommand("{ " + std::string(STRATA_CLI_TOOL) + " --json " + args + " " +
-                                 Quote(db) + " 2>/dev/null; }");
+  int exit_code = -1;
+  Json json = tool_test::RunJson(STRATA_CLI_TOOL, args + " " + Quote(db), &exit_code);
   EXPECT_EQ(DirState(parent), before) << "strata " << args << " changed " << parent;
-  EXPECT_EQ(r.exit_code, want_exit) << args << "\n" << r.out;
-  Result<Json> json = Json::Parse(r.out);
-  EXPECT_OK(json) << args << "\n" << r.out;
-  return json.ok() ? *json : Json();
+  EXPECT_EQ(exit_code, want_exit) << args;
+  return json;
 }
 
 // The member at `path` of nested objects (an array index as a number), or

@@ -35,12 +35,7 @@ RunResult RunTool(const std::string& args) { return tool_test::Run(STRATA_CLI_TO
 
 // What `strata --json <args>` printed, parsed; its exit code in *exit_code.
 Json RunJson(const std::string& args, int* exit_code) {
-  RunResult r =
-      test::RunCommand("{ " + std::string(STRATA_CLI_TOOL) + " --json " + args + " 2>/dev/null; }");
-  *exit_code = r.exit_code;
-  Result<Json> json = Json::Parse(r.out);
-  EXPECT_OK(json) << args << "\n" << r.out;
-  return json.ok() ? *json : Json();
+  return tool_test::RunJson(STRATA_CLI_TOOL, args, exit_code);
 }
 
 // The text of member `key` of element `i` of array member `array` of `j`.

@@ -9,7 +9,6 @@
 
 #include "commands.h"
 #include "common/coding.h"
-#include "engine/manifest.h"
 #include "output.h"
 #include "snapshot.h"
 
@@ -17,15 +16,11 @@ namespace strata::cli {
 
 namespace {
 
-// The snapshot engine and the table a command reads; an exit code when
-// either cannot be had.
-std::optional<int> OpenForRead(const Args& args, std::unique_ptr<SnapshotEngine>* engine,
-                               Table* table) {
-  engine::Catalog catalog;  // an engine directory, before anything is copied
-  if (std::optional<int> code = ReadCatalog(args.dir, &catalog)) return code;
-  if (std::optional<int> code = SnapshotEngine::Open(args.dir, engine)) return code;
-  if (std::optional<int> code =
-          (*engine)->OpenTable(args.tenant, args.table, /*transactional=*/false, table)) {
+// The snapshot engine and the table a command reads, with --family checked
+// against the table's families; an exit code when any cannot be had.
+std::optional<int> OpenCells(const Args& args, std::unique_ptr<SnapshotEngine>* engine,
+                             Table* table) {
+  if (std::optional<int> code = OpenForRead(args, /*transactional=*/false, engine, table)) {
     return code;
   }
   if (!args.family) return std::nullopt;
@@ -38,19 +33,6 @@ std::optional<int> OpenForRead(const Args& args, std::unique_ptr<SnapshotEngine>
   }
   return (*engine)->ReadFailed(Status::InvalidArgument(
       "table " + args.table + " has no family " + *args.family + " (it has " + families + ")"));
-}
-
-// The document's opening members (JSON) or header line (text).
-void ShowHeader(const Args& args, JsonWriter* json) {
-  if (json != nullptr) {
-    json->BeginObject();
-    json->Bytes("tenant", args.tenant, false);
-    json->Bytes("table", args.table, false);
-    json->String("snapshot_of", args.dir);
-    return;
-  }
-  std::printf("table '%s' of tenant '%s' (a snapshot of %s):\n", EscapeBytes(args.table).c_str(),
-              EscapeBytes(args.tenant).c_str(), args.dir.c_str());
 }
 
 // One cell: a JSON object, or a line "<row> <family>:<qualifier> @<ts> <value>".
@@ -74,7 +56,7 @@ void ShowCell(std::string_view row, const CellView& c, bool hex, JsonWriter* jso
 int CmdGet(const Args& args) {
   std::unique_ptr<SnapshotEngine> engine;
   Table table;
-  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  if (std::optional<int> code = OpenCells(args, &engine, &table)) return *code;
   RowFilter filter;
   if (args.family && args.column) {
     filter.columns = {{*args.family, *args.column}};
@@ -86,7 +68,7 @@ int CmdGet(const Args& args) {
   if (!cells.ok()) return engine->ReadFailed(cells.status());
   std::unique_ptr<JsonWriter> json;
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
-  ShowHeader(args, json.get());
+  BeginTableOutput(args, json.get());
   if (json != nullptr) {
     json->Bytes("row", args.row, args.hex);
     json->BeginArray("cells");
@@ -112,7 +94,7 @@ int CmdGet(const Args& args) {
 int CmdScan(const Args& args) {
   std::unique_ptr<SnapshotEngine> engine;
   Table table;
-  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  if (std::optional<int> code = OpenCells(args, &engine, &table)) return *code;
   ScanSpec spec;
   spec.start_row = args.start_row;
   spec.end_row = args.end_row;
@@ -122,7 +104,7 @@ int CmdScan(const Args& args) {
   if (!it.ok()) return engine->ReadFailed(it.status());
   std::unique_ptr<JsonWriter> json;
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
-  ShowHeader(args, json.get());
+  BeginTableOutput(args, json.get());
   if (json != nullptr) {
     json->Bytes("start_row", args.start_row, args.hex);
     json->Bytes("end_row", args.end_row, args.hex);
@@ -150,11 +132,7 @@ int CmdScan(const Args& args) {
       json->End();
     }
   }
-  Status s = (*it)->status();
-  if (!s.ok()) {
-    if (json != nullptr) json->Fail(s.ToString());
-    return engine->ReadFailed(s);
-  }
+  if (!(*it)->status().ok()) return engine->ReadFailed((*it)->status(), json.get());
   if (json != nullptr) {
     json->End();
     json->Number("row_count", rows);

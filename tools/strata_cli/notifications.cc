@@ -12,7 +12,6 @@
 
 #include "commands.h"
 #include "common/coding.h"
-#include "engine/manifest.h"
 #include "output.h"
 #include "snapshot.h"
 #include "txn/records.h"
@@ -20,30 +19,17 @@
 namespace strata::cli {
 
 int CmdNotifications(const Args& args) {
-  engine::Catalog catalog;  // an engine directory, before anything is copied
-  if (std::optional<int> code = ReadCatalog(args.dir, &catalog)) return *code;
   std::unique_ptr<SnapshotEngine> engine;
-  if (std::optional<int> code = SnapshotEngine::Open(args.dir, &engine)) return *code;
   Table table;
-  if (auto code = engine->OpenTable(args.tenant, args.table, /*transactional=*/true, &table)) {
-    return *code;
-  }
+  if (auto code = OpenForRead(args, /*transactional=*/true, &engine, &table)) return *code;
   ScanSpec spec;
   spec.filter.families = {std::string(txn::kNotifyFamily), std::string(txn::kAckFamily)};
   Result<std::unique_ptr<RowIterator>> it = table.Scan(ReadOptions(), spec);
   if (!it.ok()) return engine->ReadFailed(it.status());
   std::unique_ptr<JsonWriter> json;
-  if (args.json) {
-    json = std::make_unique<JsonWriter>(stdout);
-    json->BeginObject();
-    json->Bytes("tenant", args.tenant, false);
-    json->Bytes("table", args.table, false);
-    json->String("snapshot_of", args.dir);
-    json->BeginArray("cells");
-  } else {
-    std::printf("table '%s' of tenant '%s' (a snapshot of %s):\n", EscapeBytes(args.table).c_str(),
-                EscapeBytes(args.tenant).c_str(), args.dir.c_str());
-  }
+  if (args.json) json = std::make_unique<JsonWriter>(stdout);
+  BeginTableOutput(args, json.get());
+  if (json != nullptr) json->BeginArray("cells");
   uint64_t cells = 0, notifications = 0, acks = 0, shown = 0;
   uint64_t oldest = UINT64_MAX;
   for (; (*it)->Valid(); (*it)->Next()) {
@@ -92,11 +78,7 @@ int CmdNotifications(const Args& args) {
       std::printf("\n");
     }
   }
-  Status s = (*it)->status();
-  if (!s.ok()) {
-    if (json != nullptr) json->Fail(s.ToString());
-    return engine->ReadFailed(s);
-  }
+  if (!(*it)->status().ok()) return engine->ReadFailed((*it)->status(), json.get());
   if (json != nullptr) {
     json->End();
     json->Number("more_cells", cells - shown);

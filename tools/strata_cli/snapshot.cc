@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "args.h"
+#include "commands.h"
+#include "common/coding.h"
 #include "common/file_system.h"
 #include "engine/manifest.h"
 #include "output.h"
@@ -131,7 +133,8 @@ std::optional<int> SnapshotEngine::OpenTable(const std::string& tenant, const st
   return std::nullopt;
 }
 
-int SnapshotEngine::ReadFailed(const Status& s) {
+int SnapshotEngine::ReadFailed(const Status& s, JsonWriter* json) {
+  if (json != nullptr && !json->done()) json->Fail(s.ToString());
   PrintError(s.ToString());
   return s.IsNotFound() || s.IsInvalidArgument() ? kExitUsage : kExitProblem;
 }
@@ -144,6 +147,28 @@ std::optional<int> SnapshotEngine::Close() {
     return kExitProblem;
   }
   return std::nullopt;
+}
+
+std::optional<int> OpenForRead(const Args& args, bool transactional,
+                               std::unique_ptr<SnapshotEngine>* engine, Table* table) {
+  engine::Catalog catalog;
+  if (std::optional<int> code = ReadCatalog(args.dir, &catalog)) return code;
+  if (std::optional<int> code = SnapshotEngine::Open(args.dir, engine)) return code;
+  return (*engine)->OpenTable(args.tenant, args.table, transactional, table);
+}
+
+void BeginTableOutput(const Args& args, JsonWriter* json, const std::string& before,
+                      const std::string& after) {
+  if (json != nullptr) {
+    json->BeginObject();
+    json->Bytes("tenant", args.tenant, false);
+    json->Bytes("table", args.table, false);
+    json->String("snapshot_of", args.dir);
+    return;
+  }
+  std::printf("%stable '%s' of tenant '%s' (a snapshot of %s)%s:\n", before.c_str(),
+              EscapeBytes(args.table).c_str(), EscapeBytes(args.tenant).c_str(), args.dir.c_str(),
+              after.c_str());
 }
 
 }  // namespace strata::cli

@@ -9,12 +9,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "args.h"
 #include "strata/engine.h"
 #include "strata/status.h"
 #include "strata/table.h"
 
 namespace strata::cli {
+
+class JsonWriter;
 
 class SnapshotEngine {
  public:
@@ -36,21 +40,38 @@ class SnapshotEngine {
   std::optional<int> OpenTable(const std::string& tenant, const std::string& table,
                                bool transactional, Table* out);
 
-  // The exit code of a failed read, after one line on standard error:
-  // kExitUsage for NotFound and InvalidArgument (a family the table does not
-  // have, say), kExitProblem for everything else (a damaged file).
-  int ReadFailed(const Status& s);
+  // The exit code of a failed read, after one line on standard error and,
+  // when `json` is given and has begun, after ending its document with the
+  // message: kExitUsage for NotFound and InvalidArgument (a family the table
+  // does not have, say), kExitProblem for everything else (a damaged file).
+  int ReadFailed(const Status& s, JsonWriter* json = nullptr);
 
   // Closes the engine; kExitProblem (after saying why) when that fails.
   std::optional<int> Close();
 
  private:
-  SnapshotEngine(std::string source, std::string dir) : source_(source), dir_(dir) {}
+  SnapshotEngine(std::string source, std::string dir)
+      : source_(std::move(source)), dir_(std::move(dir)) {}
 
   const std::string source_;  // the directory the snapshot is of
   const std::string dir_;     // the snapshot
   std::unique_ptr<Engine> engine_;
 };
+
+// What a command that reads table args.table of tenant args.tenant opens:
+// the catalog of args.dir first (so that a directory that is no engine
+// directory is said to be one before anything is copied), then a snapshot
+// of it, then the table (with `transactional`, which must be one). An exit
+// code, after saying why, when any of them cannot be had.
+std::optional<int> OpenForRead(const Args& args, bool transactional,
+                               std::unique_ptr<SnapshotEngine>* engine, Table* table);
+
+// Begins the output of a command that reads a table through a snapshot: with
+// `json`, the document's root object and its members tenant, table and
+// snapshot_of; else the line "<before>table 'X' of tenant 'T' (a snapshot
+// of <dir>)<after>:".
+void BeginTableOutput(const Args& args, JsonWriter* json, const std::string& before = "",
+                      const std::string& after = "");
 
 }  // namespace strata::cli
 

@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "common/coding.h"
-#include "engine/manifest.h"
 #include "output.h"
 #include "snapshot.h"
 #include "txn/records.h"
@@ -171,7 +171,7 @@ void ShowColumn(const View& v, std::string_view row, const std::string& name, co
                 std::vector<Damaged>* damaged) {
   std::map<uint64_t, const Cell*> data;  // start_ts -> data cell
   for (const Cell* d : c.data) data[d->timestamp] = d;
-  std::map<uint64_t, bool> named;  // data cells a record names
+  std::set<uint64_t> named;  // the start_ts of data cells a record names
   // The value of a put: inline, or the data cell at its start_ts.
   auto value_of = [&](bool put, bool inline_value, const std::string& bytes, uint64_t start_ts) {
     Value value;
@@ -179,7 +179,7 @@ void ShowColumn(const View& v, std::string_view row, const std::string& name, co
     if (inline_value) return Value{"inline", bytes};
     auto it = data.find(start_ts);
     if (it == data.end()) return Value{"missing", ""};
-    named[start_ts] = true;
+    named.insert(start_ts);
     return Value{"data", it->second->value};
   };
   auto damage = [&](const Cell* cell, const Status& s) {
@@ -256,29 +256,12 @@ void ShowColumn(const View& v, std::string_view row, const std::string& name, co
   if (v.json != nullptr) v.json->End();
 }
 
-// The snapshot engine and the transactional table a command reads; an exit
-// code when either cannot be had.
-std::optional<int> OpenForRead(const Args& args, std::unique_ptr<SnapshotEngine>* engine,
-                               Table* table) {
-  engine::Catalog catalog;  // an engine directory, before anything is copied
-  if (std::optional<int> code = ReadCatalog(args.dir, &catalog)) return code;
-  if (std::optional<int> code = SnapshotEngine::Open(args.dir, engine)) return code;
-  return (*engine)->OpenTable(args.tenant, args.table, /*transactional=*/true, table);
-}
-
-void ShowHeader(const View& v, const char* what) {
+void ShowHeader(const View& v, const std::string& what) {
+  BeginTableOutput(v.args, v.json, what + " of ", ", now " + MillisTime(v.now_millis));
   if (v.json != nullptr) {
-    v.json->BeginObject();
-    v.json->Bytes("tenant", v.args.tenant, false);
-    v.json->Bytes("table", v.args.table, false);
-    v.json->String("snapshot_of", v.args.dir);
     v.json->Number("now_millis", v.now_millis);
     v.json->String("now_time", MillisTime(v.now_millis));
-    return;
   }
-  std::printf("%s of table '%s' of tenant '%s' (a snapshot of %s), now %s:\n", what,
-              EscapeBytes(v.args.table).c_str(), EscapeBytes(v.args.tenant).c_str(),
-              v.args.dir.c_str(), MillisTime(v.now_millis).c_str());
 }
 
 // The damaged records found, as a JSON array or text lines; the exit code.
@@ -301,7 +284,8 @@ int FinishDamaged(const View& v, const std::vector<Damaged>& damaged) {
 int CmdTxnRow(const Args& args) {
   std::unique_ptr<SnapshotEngine> engine;
   Table table;
-  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  if (std::optional<int> code = OpenForRead(args, /*transactional=*/true, &engine, &table))
+    return *code;
   RowFilter filter;
   if (args.column) {
     for (std::string_view f : {txn::kDataFamily, txn::kWriteFamily, txn::kLockFamily,
@@ -323,7 +307,7 @@ int CmdTxnRow(const Args& args) {
   std::unique_ptr<JsonWriter> json;
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
   const View v{args, NowMillis(), json.get()};
-  ShowHeader(v, ("row " + ShowBytes(args.row, args.hex)).c_str());
+  ShowHeader(v, "row " + ShowBytes(args.row, args.hex));
   if (json != nullptr) {
     json->Bytes("row", args.row, args.hex);
     json->BeginArray("columns");
@@ -350,7 +334,8 @@ int CmdTxnRow(const Args& args) {
 int CmdTxnLocks(const Args& args) {
   std::unique_ptr<SnapshotEngine> engine;
   Table table;
-  if (std::optional<int> code = OpenForRead(args, &engine, &table)) return *code;
+  if (std::optional<int> code = OpenForRead(args, /*transactional=*/true, &engine, &table))
+    return *code;
   ScanSpec spec;
   spec.filter.families = {std::string(txn::kLockFamily)};
   Result<std::unique_ptr<RowIterator>> it = table.Scan(ReadOptions(), spec);
@@ -359,10 +344,9 @@ int CmdTxnLocks(const Args& args) {
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
   const View v{args, NowMillis(), json.get()};
   const uint64_t min_age = args.older_than_seconds * 1000;
-  ShowHeader(
-      v, args.older_than_seconds == 0
-             ? "locks"
-             : ("locks at least " + std::to_string(args.older_than_seconds) + " s old").c_str());
+  ShowHeader(v, args.older_than_seconds == 0
+                    ? "locks"
+                    : "locks at least " + std::to_string(args.older_than_seconds) + " s old");
   if (json != nullptr) {
     json->Number("older_than_seconds", args.older_than_seconds);
     json->BeginArray("locks");
@@ -388,11 +372,7 @@ int CmdTxnLocks(const Args& args) {
       ShowLock(v, (*it)->row(), c.qualifier, lock, value, /*located=*/true);
     }
   }
-  Status s = (*it)->status();
-  if (!s.ok()) {
-    if (json != nullptr) json->Fail(s.ToString());
-    return engine->ReadFailed(s);
-  }
+  if (!(*it)->status().ok()) return engine->ReadFailed((*it)->status(), json.get());
   if (json != nullptr) {
     json->End();
     json->Number("locks_total", total);
