@@ -12,10 +12,12 @@
 // transaction-services directory (gc/README.md).
 //
 // The commands that read cells open an engine on a snapshot of the directory
-// (its manifest and log copied, its table files linked) in a directory made
-// beside it and removed after (strata_cli/snapshot.h), so the directory
-// itself is only read, as with the other commands, and may be one an engine
-// has open or a copy of one (a checkpoint):
+// (its manifest and log copied, its table files hard-linked, or copied when
+// the file system cannot link them) in a directory made beside it and
+// removed after (strata_cli/snapshot.h), taken again a few times while the
+// manifest changes under the copy, so the directory itself is only read, as
+// with the other commands, and may be one an engine has open or a copy of
+// one (a checkpoint):
 //   - `notifications --tenant=T --table=X`: a transactional table's pending
 //     notifications and observers' acks (observer/README.md);
 //   - `get --row=R` and `scan [--start=R] [--end=R]`: a table's cells as
@@ -38,10 +40,12 @@
 // its document begins (args.cc, the usage text, says it all).
 //
 // Exit codes: 0 ok; 1 the catalog and the files disagree, a file is damaged,
-// a record does not decode, or the snapshot does not open; 2 bad arguments,
-// a directory that cannot be read or is no engine directory, a tenant, table
-// or family that is not there, a table that is not transactional given to
-// notifications or txn, or output that could not be written.
+// a record does not decode, or the snapshot cannot be taken
+// (beside the directory, or while its manifest keeps changing) or does not
+// open; 2 bad arguments, a directory that cannot be read or is no engine
+// directory, a tenant, table or family that is not there, a table that is
+// not transactional given to notifications or txn, or output that could not
+// be written.
 #include "strata_cli/args.h"
 #include "strata_cli/commands.h"
 #include "strata_cli/output.h"

@@ -51,15 +51,35 @@ std::map<std::string, std::string> DirState(const std::string& dir) {
 }
 
 // Runs strata with `args` on the engine directory `db` (shell syntax; the
-// directory is appended), standard error joined to the output, and checks
-// that the directory and what lies beside it did not change.
-RunResult RunOn(const std::string& db, const std::string& args) {
+// directory is appended, named as `dir_arg` when that is given), standard
+// error joined to the output, after the shell commands `prefix` (a cd, say),
+// and checks that the directory and what lies beside it did not change.
+RunResult RunOn(const std::string& db, const std::string& args, const std::string& prefix = "",
+                const std::string& dir_arg = "") {
   const std::string parent = std::filesystem::path(db).parent_path().string();
   const auto before = DirState(parent);
-  RunResult r = tool_test::Run(STRATA_CLI_TOOL, args + " " + Quote(db));
+  RunResult r = test::RunCommand("{ " + prefix + " " + STRATA_CLI_TOOL + " " + args + " " +
+                                 (dir_arg.empty() ? Quote(db) : dir_arg) + "; }");
   EXPECT_EQ(DirState(parent), before) << "strata " << args << " changed " << parent;
   return r;
 }
+
+// Sets or clears the immutable attribute of `path` (chattr): nothing, not
+// even root, may add a name to an immutable directory or link an immutable
+// file. False when the file system cannot (the tests that need it skip).
+bool SetImmutable(const std::string& path, bool on) {
+  return test::RunCommand(std::string("chattr ") + (on ? "+i " : "-i ") + Quote(path)).exit_code ==
+         0;
+}
+
+// Clears the immutable attribute of its paths when it goes, so that the
+// scratch directory can be removed whatever the test found.
+struct ImmutableGuard {
+  std::vector<std::string> paths;
+  ~ImmutableGuard() {
+    for (const std::string& p : paths) SetImmutable(p, /*on=*/false);
+  }
+};
 
 // As RunOn, with standard error dropped: what the tool wrote to standard
 // output alone, parsed as JSON.
@@ -312,6 +332,51 @@ TEST_F(StrataCliCellsTest, DamagedTableFilesAreProblems) {
   // The document, cut short or never begun, still parses and says why.
   Json j = RunJson(db_, "scan --tenant=shop --table=items", /*want_exit=*/1);
   EXPECT_TRUE(Contains(TextAt(j, {"error"}), "Corruption")) << TextAt(j, {"error"});
+}
+
+// "db/" and "." name the directory itself: the snapshot is made beside it,
+// never inside it. The directory is made immutable, so a snapshot made
+// inside it would fail.
+TEST_F(StrataCliCellsTest, SnapshotGoesBesideADirectoryNamedWithASlashOrDot) {
+  ImmutableGuard guard;
+  if (!SetImmutable(db_, /*on=*/true)) GTEST_SKIP() << "chattr +i is not available here";
+  guard.paths.push_back(db_);
+  const std::string t = "scan --tenant=shop --table=items";
+  RunResult r = RunOn(db_, t, "cd " + Quote(dir_.path()) + " &&", "db/");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n7 cells in 3 rows\n")) << r.out;
+  r = RunOn(db_, t, "cd " + Quote(db_) + " &&", ".");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n7 cells in 3 rows\n")) << r.out;
+  r = RunOn(db_, t, "cd " + Quote(db_ + "/sst") + " &&", "../");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n7 cells in 3 rows\n")) << r.out;
+}
+
+// Table files that cannot be hard-linked (immutable ones here; another file
+// system alike) are copied into the snapshot.
+TEST_F(StrataCliCellsTest, TableFilesThatCannotBeLinkedAreCopied) {
+  ImmutableGuard guard;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Join("db/sst"))) {
+    if (!SetImmutable(e.path().string(), /*on=*/true)) GTEST_SKIP() << "no chattr +i here";
+    guard.paths.push_back(e.path().string());
+  }
+  ASSERT_FALSE(guard.paths.empty());
+  RunResult r = Run("scan --tenant=shop --table=items");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "'banana' body:'html' @1 '<b>'\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n7 cells in 3 rows\n")) << r.out;
+}
+
+// A file that cannot be copied into the snapshot (its writes limited to 512
+// bytes here): exit 1, naming the directory, and nothing left behind; never
+// a snapshot that opens with a file short.
+TEST_F(StrataCliCellsTest, ACopyThatFailsFailsTheCommand) {
+  RunResult r = RunOn(db_, "scan --tenant=shop --table=items", "trap '' XFSZ; ulimit -f 1;");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "strata: cannot snapshot " + db_ + ": copying " + db_ + "/"))
+      << r.out;
+  EXPECT_FALSE(Contains(r.out, "cells in")) << r.out;
 }
 
 TEST_F(StrataCliCellsTest, HelpAndBadArguments) {

@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "common/clock.h"
 #include "common/coding.h"
 #include "common/file_system.h"
 #include "engine/manifest.h"
@@ -19,67 +20,163 @@ namespace strata::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+// How often a snapshot is taken before giving up on a manifest that keeps
+// changing under it, and the pause before the second try (doubled for each
+// try after it).
+constexpr int kSnapshotAttempts = 6;
+constexpr uint64_t kFirstRetryMicros = 10 * 1000;
+
+// Whether `path` is not there (deleted meanwhile).
+bool Gone(const fs::path& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() == fs::file_type::not_found;
+}
+
+// What went wrong doing `what` to `path` of the engine directory `dir`.
+std::string CopyError(const fs::path& dir, const char* what, const fs::path& path,
+                      const std::error_code& ec) {
+  return "cannot snapshot " + dir.string() + ": " + what + " " + path.string() + ": " +
+         ec.message();
+}
+
+// Puts the file `from` at `to`: a hard link with `link` (copied when the file
+// system cannot link it), else a copy. A file gone meanwhile (a compaction's
+// input, a released log segment) is skipped: the manifest changed too, and
+// the caller takes the snapshot again. False with *error set on failure.
+bool CopyFile(const fs::path& dir, const fs::path& from, const fs::path& to, bool link,
+              std::string* error) {
+  std::error_code ec;
+  if (link) {
+    fs::create_hard_link(from, to, ec);
+    if (!ec) return true;
+  }
+  ec.clear();
+  fs::copy_file(from, to, ec);
+  if (!ec || Gone(from)) return true;
+  *error = CopyError(dir, "copying", from, ec);
+  return false;
+}
+
 // Copies the engine directory `dir` into `to` (an empty directory): the
 // manifest and the log's segments copied (an engine open on `dir` goes on
 // writing them), the table files, which never change, linked (copied where
-// links cannot be made). False with *error set on failure.
-bool CopyEngineDir(const std::filesystem::path& dir, const std::filesystem::path& to,
-                   std::string* error) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+// the file system cannot link them). False with *error set on the first
+// failure.
+bool CopyEngineDir(const fs::path& dir, const fs::path& to, std::string* error) {
+  std::error_code list_ec;
+  fs::directory_iterator it(dir, list_ec), end;
+  for (; !list_ec && it != end; it.increment(list_ec)) {
+    const fs::path& from = it->path();
+    const std::string name = from.filename().string();
     if (name == "LOCK") continue;
-    if (it->is_directory(ec)) {
-      fs::create_directory(to / name, ec);
-      for (fs::directory_iterator f(it->path(), ec); !ec && f != end; f.increment(ec)) {
-        if (!f->is_regular_file(ec)) continue;
-        const fs::path target = to / name / f->path().filename();
-        if (name == "sst") {
-          fs::create_hard_link(f->path(), target, ec);
-          if (!ec) continue;
-          ec.clear();
+    std::error_code ec;
+    const fs::file_type type = it->status(ec).type();  // follows links, as an engine's open does
+    if (ec && !Gone(from)) {
+      *error = CopyError(dir, "reading", from, ec);
+      return false;
+    }
+    if (type == fs::file_type::regular) {
+      if (!CopyFile(dir, from, to / name, /*link=*/false, error)) return false;
+      continue;
+    }
+    if (type != fs::file_type::directory) continue;
+    fs::create_directory(to / name, ec);
+    if (ec) {
+      *error = CopyError(dir, "making a directory for", from, ec);
+      return false;
+    }
+    std::error_code sub_ec;
+    fs::directory_iterator f(from, sub_ec);
+    for (; !sub_ec && f != end; f.increment(sub_ec)) {
+      std::error_code file_ec;
+      if (!f->is_regular_file(file_ec)) {
+        if (file_ec && !Gone(f->path())) {
+          *error = CopyError(dir, "reading", f->path(), file_ec);
+          return false;
         }
-        fs::copy_file(f->path(), target, ec);
-        // Gone meanwhile (a compaction or a log release): the manifest
-        // changed too, and the caller copies again.
-        if (ec && !fs::exists(f->path())) ec.clear();
+        continue;
       }
-    } else if (!ec && it->is_regular_file(ec)) {
-      fs::copy_file(it->path(), to / name, ec);
+      if (!CopyFile(dir, f->path(), to / name / f->path().filename(), /*link=*/name == "sst",
+                    error)) {
+        return false;
+      }
+    }
+    if (sub_ec) {
+      *error = CopyError(dir, "listing", from, sub_ec);
+      return false;
     }
   }
-  if (ec) *error = "cannot snapshot " + dir.string() + ": " + ec.message();
-  return !ec;
+  if (list_ec) {
+    *error = CopyError(dir, "listing", dir, list_ec);
+    return false;
+  }
+  return true;
 }
 
-// A snapshot of the engine directory `dir` in a new directory beside it
-// (on its file system, so that table files are linked, not copied): taken
-// again while the manifest changes under it (a flush or compaction of an
-// engine open on `dir`). Empty on failure, with *error set.
-std::string SnapshotEngineDir(const std::string& dir, std::string* error) {
-  namespace fs = std::filesystem;
+// `dir` as an absolute path without "." or ".." parts or a trailing
+// separator, so that its parent is the directory it is in ("db/" and "."
+// name the directory itself). Empty, with *error set, when it has no parent.
+fs::path NormalDir(const std::string& dir, std::string* error) {
   std::error_code ec;
-  const fs::path source = fs::absolute(dir, ec);
+  fs::path path = fs::absolute(dir, ec);
+  if (ec) {
+    *error = "cannot snapshot " + dir + ": " + ec.message();
+    return {};
+  }
+  path = path.lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  if (path == path.root_path()) {
+    *error = "cannot snapshot " + dir + ": the root directory has no directory beside it";
+    return {};
+  }
+  return path;
+}
+
+// A snapshot of the engine directory `source` (NormalDir) in a new
+// directory beside it (on its file system, so that table files are linked,
+// not copied): taken again, after a pause, while the manifest changes under
+// it (a flush or compaction of an engine open on `source`). Empty on
+// failure, with *error set.
+std::string SnapshotEngineDir(const fs::path& source, std::string* error) {
   std::string tmpl = (source.parent_path() / ".strata-snapshot-XXXXXX").string();
-  if (ec || ::mkdtemp(tmpl.data()) == nullptr) {
-    *error = "cannot make a directory beside " + dir + ": " + std::string(std::strerror(errno));
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    const int err = errno;
+    *error = "cannot make a directory beside " + source.string() + ": " + std::strerror(err);
     return "";
   }
   const fs::path to(tmpl);
-  const std::string manifest = JoinPath(dir, engine::Manifest::kFileName);
-  for (int attempt = 0; attempt < 5; attempt++) {
+  const std::string manifest = (source / engine::Manifest::kFileName).string();
+  uint64_t pause_micros = kFirstRetryMicros;
+  bool taken = false;
+  for (int attempt = 0; attempt < kSnapshotAttempts && !taken; attempt++) {
+    if (attempt > 0) {
+      Clock::Default()->SleepMicros(pause_micros);
+      pause_micros *= 2;
+    }
     std::string before, after;
-    if (!ReadFileToString(FileSystem::Default(), manifest, &before).ok()) break;
+    if (Status s = ReadFileToString(FileSystem::Default(), manifest, &before); !s.ok()) {
+      *error = "cannot read " + manifest + ": " + s.ToString();
+      break;
+    }
+    std::error_code ec;
     fs::remove_all(to, ec);
-    fs::create_directory(to, ec);
+    if (!ec) fs::create_directory(to, ec);
+    if (ec) {
+      *error = "cannot make the snapshot directory " + tmpl + ": " + ec.message();
+      break;
+    }
     if (!CopyEngineDir(source, to, error)) break;
     if (ReadFileToString(FileSystem::Default(), manifest, &after).ok() && after == before) {
-      return tmpl;
+      taken = true;
+    } else {
+      *error = "the manifest of " + source.string() + " kept changing while it was copied (" +
+               std::to_string(attempt + 1) + " tries)";
     }
-    *error = "the manifest of " + dir + " kept changing while it was copied";
   }
-  if (error->empty()) *error = "cannot read " + manifest;
+  if (taken) return tmpl;
+  std::error_code ec;
   fs::remove_all(to, ec);
   return "";
 }
@@ -89,12 +186,13 @@ std::string SnapshotEngineDir(const std::string& dir, std::string* error) {
 std::optional<int> SnapshotEngine::Open(const std::string& dir,
                                         std::unique_ptr<SnapshotEngine>* out) {
   std::string error;
-  const std::string snapshot = SnapshotEngineDir(dir, &error);
+  const fs::path source = NormalDir(dir, &error);
+  const std::string snapshot = source.empty() ? "" : SnapshotEngineDir(source, &error);
   if (snapshot.empty()) {
     PrintError(error);
-    return kExitUsage;
+    return kExitProblem;
   }
-  std::unique_ptr<SnapshotEngine> s(new SnapshotEngine(dir, snapshot));
+  std::unique_ptr<SnapshotEngine> s(new SnapshotEngine(source.string(), snapshot));
   EngineOptions options;
   options.use_io_uring = false;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(snapshot, options);

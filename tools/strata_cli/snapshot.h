@@ -1,8 +1,10 @@
 // An engine opened on a snapshot of an engine directory, for the commands of
 // `strata` that read cells (notifications, get, scan, txn): the directory's
-// manifest and log copied, its table files linked, into a directory made
-// beside it and removed when the SnapshotEngine goes. The directory itself
-// is only read, so it may be one an engine has open. Thread-compatible.
+// manifest and log copied, its table files hard-linked (copied when the file
+// system cannot link them: the directory's `sst` on another file system),
+// into a directory made beside it and removed when the SnapshotEngine goes.
+// The directory itself is only read, so it may be one an engine has open.
+// Thread-compatible.
 #ifndef STRATA_TOOLS_STRATA_CLI_SNAPSHOT_H_
 #define STRATA_TOOLS_STRATA_CLI_SNAPSHOT_H_
 
@@ -22,9 +24,11 @@ class JsonWriter;
 
 class SnapshotEngine {
  public:
-  // Takes a snapshot of `dir` and opens an engine on it. An exit code (after
-  // one line on standard error) when it cannot: kExitUsage when no snapshot
-  // can be taken, kExitProblem when the engine does not open on it.
+  // Takes a snapshot of `dir` and opens an engine on it. kExitProblem (after
+  // one line on standard error) when it cannot: the snapshot cannot be made
+  // beside `dir` or its files copied, the manifest kept changing while it
+  // was copied (tried a few times, with a pause between), or the engine does
+  // not open on it.
   static std::optional<int> Open(const std::string& dir, std::unique_ptr<SnapshotEngine>* out);
 
   // Closes the engine (errors ignored: Close reports them) and removes the
