@@ -39,13 +39,13 @@
 // escaping changed them, and {"error": ...} from a command that fails before
 // its document begins (args.cc, the usage text, says it all).
 //
-// Exit codes: 0 ok; 1 the catalog and the files disagree, a file is damaged,
-// a record does not decode, or the snapshot cannot be taken
+// Exit codes: 0 ok; 1 the catalog and the files disagree, a file is damaged
+// or missing, a record does not decode, or the snapshot cannot be taken
 // (beside the directory, or while its manifest keeps changing) or does not
 // open; 2 bad arguments, a directory that cannot be read or is no engine
 // directory, a tenant, table or family that is not there, a table that is
 // not transactional given to notifications or txn, or output that could not
-// be written.
+// be written. Messages name the directory's files, never the snapshot's.
 #include "strata_cli/args.h"
 #include "strata_cli/commands.h"
 #include "strata_cli/output.h"

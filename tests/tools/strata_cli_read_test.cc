@@ -334,6 +334,24 @@ TEST_F(StrataCliCellsTest, DamagedTableFilesAreProblems) {
   EXPECT_TRUE(Contains(TextAt(j, {"error"}), "Corruption")) << TextAt(j, {"error"});
 }
 
+// A table file deleted from the directory: the read fails, exit 1 (a
+// problem, not bad arguments), and the message names the directory's file,
+// not the snapshot's.
+TEST_F(StrataCliCellsTest, MissingTableFileIsAProblemNamedInTheDirectory) {
+  std::vector<std::string> tables;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Join("db/sst"))) {
+    if (e.path().extension() == ".sst") tables.push_back(e.path().string());
+  }
+  ASSERT_FALSE(tables.empty());
+  for (const std::string& path : tables) std::filesystem::remove(path);
+  RunResult r = Run("scan --tenant=shop --table=items");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, db_ + "/sst/")) << r.out;
+  EXPECT_FALSE(Contains(r.out, ".strata-snapshot-")) << r.out;
+  Json j = RunJson(db_, "scan --tenant=shop --table=items", /*want_exit=*/1);
+  EXPECT_TRUE(Contains(TextAt(j, {"error"}), db_ + "/sst/")) << TextAt(j, {"error"});
+}
+
 // "db/" and "." name the directory itself: the snapshot is made beside it,
 // never inside it. The directory is made immutable, so a snapshot made
 // inside it would fail.

@@ -123,14 +123,14 @@ const char kUsage[] =
     "file's blocks by 'strata-sst'.\n"
     "\n"
     "exit status: 0 ok; 1 the catalog and the files disagree, a file is\n"
-    "damaged (a table file that cannot be read, a record that cannot be\n"
-    "decoded), or the snapshot cannot be taken (no directory can be made\n"
+    "damaged or missing (a table file that cannot be read, a record that cannot\n"
+    "be decoded), or the snapshot cannot be taken (no directory can be made\n"
     "beside <engine-dir>, a file cannot be copied, or the manifest kept\n"
     "changing while it was copied) or opened; 2 bad arguments, an unreadable or\n"
     "non-engine directory, a tenant or table that is not there, a family the\n"
     "table does not have, a table that is not transactional given to\n"
     "notifications or txn, or output that could not be written. Errors are one\n"
-    "line on standard error\n";
+    "line on standard error, naming the files of <engine-dir>\n";
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "strata: %s\n(run 'strata --help' for usage)\n", error.c_str());

@@ -31,8 +31,8 @@ std::optional<int> OpenCells(const Args& args, std::unique_ptr<SnapshotEngine>* 
     if (f.name == *args.family) return std::nullopt;
     families += (families.empty() ? "" : ", ") + f.name;
   }
-  return (*engine)->ReadFailed(Status::InvalidArgument(
-      "table " + args.table + " has no family " + *args.family + " (it has " + families + ")"));
+  return (*engine)->Refuse(Status::InvalidArgument("table " + args.table + " has no family " +
+                                                   *args.family + " (it has " + families + ")"));
 }
 
 // One cell: a JSON object, or a line "<row> <family>:<qualifier> @<ts> <value>".

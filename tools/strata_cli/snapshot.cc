@@ -197,12 +197,20 @@ std::optional<int> SnapshotEngine::Open(const std::string& dir,
   options.use_io_uring = false;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(snapshot, options);
   if (!engine.ok()) {
-    PrintError("opening a snapshot of " + dir + ": " + engine.status().ToString());
+    PrintError("opening a snapshot of " + dir + ": " + s->InSource(engine.status().ToString()));
     return kExitProblem;
   }
   s->engine_ = std::move(engine).value();
   *out = std::move(s);
   return std::nullopt;
+}
+
+std::string SnapshotEngine::InSource(std::string message) const {
+  for (size_t at = message.find(dir_); at != std::string::npos;
+       at = message.find(dir_, at + source_.size())) {
+    message.replace(at, dir_.size(), source_);
+  }
+  return message;
 }
 
 SnapshotEngine::~SnapshotEngine() {
@@ -212,17 +220,26 @@ SnapshotEngine::~SnapshotEngine() {
   std::filesystem::remove_all(dir_, ec);
 }
 
+Result<Table> SnapshotEngine::FindTable(const std::string& tenant, const std::string& table) {
+  Result<Tenant> t = engine_->OpenTenant(tenant);
+  if (!t.ok()) return t.status();
+  return t->OpenTable(table);
+}
+
 std::optional<int> SnapshotEngine::OpenTable(const std::string& tenant, const std::string& table,
                                              bool transactional, Table* out) {
-  Result<Tenant> t = engine_->OpenTenant(tenant);
-  if (!t.ok()) return ReadFailed(t.status());
-  Result<Table> handle = t->OpenTable(table);
-  if (!handle.ok()) return ReadFailed(handle.status());
+  Result<Table> handle = FindTable(tenant, table);
+  if (!handle.ok()) {
+    // NotFound here is a name that is not there: bad arguments.
+    const Status& s = handle.status();
+    if (s.IsNotFound() || s.IsInvalidArgument()) return Refuse(s);
+    return ReadFailed(s);
+  }
   if (transactional) {
     Result<TableSchema> schema = handle->GetSchema();
     if (!schema.ok()) return ReadFailed(schema.status());
     if (!txn::IsTransactionalSchema(*schema)) {
-      return ReadFailed(Status::InvalidArgument(
+      return Refuse(Status::InvalidArgument(
           "table " + table + " of tenant " + tenant +
           " is not transactional (it was not made by TransactionDB::CreateTable)"));
     }
@@ -231,17 +248,23 @@ std::optional<int> SnapshotEngine::OpenTable(const std::string& tenant, const st
   return std::nullopt;
 }
 
+int SnapshotEngine::Refuse(const Status& s) {
+  PrintError(InSource(s.ToString()));
+  return kExitUsage;
+}
+
 int SnapshotEngine::ReadFailed(const Status& s, JsonWriter* json) {
-  if (json != nullptr && !json->done()) json->Fail(s.ToString());
-  PrintError(s.ToString());
-  return s.IsNotFound() || s.IsInvalidArgument() ? kExitUsage : kExitProblem;
+  const std::string message = InSource(s.ToString());
+  if (json != nullptr && !json->done()) json->Fail(message);
+  PrintError(message);
+  return s.IsInvalidArgument() ? kExitUsage : kExitProblem;
 }
 
 std::optional<int> SnapshotEngine::Close() {
   Status s = engine_->Close();
   engine_.reset();
   if (!s.ok()) {
-    PrintError("closing the snapshot of " + source_ + ": " + s.ToString());
+    PrintError("closing the snapshot of " + source_ + ": " + InSource(s.ToString()));
     return kExitProblem;
   }
   return std::nullopt;

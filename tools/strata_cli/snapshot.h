@@ -4,6 +4,7 @@
 // system cannot link them: the directory's `sst` on another file system),
 // into a directory made beside it and removed when the SnapshotEngine goes.
 // The directory itself is only read, so it may be one an engine has open.
+// Messages name the directory's files, not the snapshot's.
 // Thread-compatible.
 #ifndef STRATA_TOOLS_STRATA_CLI_SNAPSHOT_H_
 #define STRATA_TOOLS_STRATA_CLI_SNAPSHOT_H_
@@ -37,6 +38,9 @@ class SnapshotEngine {
   SnapshotEngine(const SnapshotEngine&) = delete;
   SnapshotEngine& operator=(const SnapshotEngine&) = delete;
 
+  // Table `table` of tenant `tenant`: NotFound when either is not there.
+  Result<Table> FindTable(const std::string& tenant, const std::string& table);
+
   // Opens table `table` of tenant `tenant`; with `transactional`, requires
   // the transactional schema (txn/FORMAT.md). An exit code (after saying
   // why) when it cannot: kExitUsage for a tenant or table that is not there
@@ -44,20 +48,28 @@ class SnapshotEngine {
   std::optional<int> OpenTable(const std::string& tenant, const std::string& table,
                                bool transactional, Table* out);
 
-  // The exit code of a failed read, after one line on standard error and,
-  // when `json` is given and has begun, after ending its document with the
-  // message: kExitUsage for NotFound and InvalidArgument (a family the table
-  // does not have, say), kExitProblem for everything else (a damaged file).
+  // The exit code of a read that failed once the table was open, after one
+  // line on standard error and, when `json` is given, after ending its
+  // document with the message: kExitUsage for InvalidArgument (input the
+  // table refuses), kExitProblem for everything else (a table file that is
+  // missing, unreadable or damaged).
   int ReadFailed(const Status& s, JsonWriter* json = nullptr);
+
+  // kExitUsage after saying `s` (arguments the table does not fit: a family
+  // it does not have, say).
+  int Refuse(const Status& s);
 
   // Closes the engine; kExitProblem (after saying why) when that fails.
   std::optional<int> Close();
 
  private:
+  // `message` with the snapshot's path replaced by the directory's.
+  std::string InSource(std::string message) const;
+
   SnapshotEngine(std::string source, std::string dir)
       : source_(std::move(source)), dir_(std::move(dir)) {}
 
-  const std::string source_;  // the directory the snapshot is of
+  const std::string source_;  // the directory the snapshot is of (absolute)
   const std::string dir_;     // the snapshot
   std::unique_ptr<Engine> engine_;
 };
