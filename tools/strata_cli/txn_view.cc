@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -68,6 +69,15 @@ void ShowValueJson(const View& v, const Value& value) {
   if (value.where != std::string_view("missing")) v.json->Bytes("value", value.bytes, v.args.hex);
 }
 
+// The value of a record of a put (`put`): inline, or `data`, the data cell
+// at the record's start_ts (nullptr: there is none).
+Value PutValue(bool put, bool has_inline, const std::string& inline_value, const Cell* data) {
+  if (!put) return Value();
+  if (has_inline) return Value{"inline", inline_value};
+  if (data == nullptr) return Value{"missing", ""};
+  return Value{"data", data->value};
+}
+
 std::string ValueText(const View& v, const Value& value) {
   if (value.where == nullptr) return "";
   if (value.where == std::string_view("missing")) return ", value missing (no data cell)";
@@ -95,7 +105,7 @@ void ShowLock(const View& v, std::string_view row, std::string_view column,
     j->Timestamp("start_ts", lock.start_ts);
     j->String("kind", txn::MutationKindName(lock.kind));
     j->BeginObject("primary");
-    j->Bytes("table", lock.primary_table, v.args.hex);
+    j->Bytes("table", lock.primary_table, false);  // a table name, as every other
     j->Bytes("row", lock.primary_row, v.args.hex);
     j->Bytes("column", lock.primary_column, v.args.hex);
     j->End();
@@ -121,8 +131,8 @@ void ShowLock(const View& v, std::string_view row, std::string_view column,
     where = "lock: ";
   }
   const std::string primary = is_primary ? "primary (itself)"
-                                         : "primary " + ShowBytes(lock.primary_table, v.args.hex) +
-                                               "/" + ShowBytes(lock.primary_row, v.args.hex) + "/" +
+                                         : "primary " + ShowBytes(lock.primary_table, false) + "/" +
+                                               ShowBytes(lock.primary_row, v.args.hex) + "/" +
                                                ShowBytes(lock.primary_column, v.args.hex);
   const std::string owner =
       lock.owner.instance_id == 0 ? "no owner" : "owner " + lock.owner.ToString();
@@ -142,7 +152,8 @@ void ShowWrite(const View& v, uint64_t ts, const txn::WriteRecord& w, const Valu
     j->Timestamp(rollback ? "rollback_ts" : "commit_ts", ts);
     j->String("kind", txn::WriteKindName(w.kind));
     j->Timestamp("start_ts", w.start_ts);
-    if (rollback) j->Number("rolled_back_by", w.rolled_back_by);
+    if (rollback && w.rolled_back_by == 0) j->Null("rolled_back_by");
+    if (rollback && w.rolled_back_by != 0) j->Timestamp("rolled_back_by", w.rolled_back_by);
     ShowValueJson(v, value);
     j->End();
     return;
@@ -174,13 +185,10 @@ void ShowColumn(const View& v, std::string_view row, const std::string& name, co
   std::set<uint64_t> named;  // the start_ts of data cells a record names
   // The value of a put: inline, or the data cell at its start_ts.
   auto value_of = [&](bool put, bool inline_value, const std::string& bytes, uint64_t start_ts) {
-    Value value;
-    if (!put) return value;
-    if (inline_value) return Value{"inline", bytes};
     auto it = data.find(start_ts);
-    if (it == data.end()) return Value{"missing", ""};
-    named.insert(start_ts);
-    return Value{"data", it->second->value};
+    const Cell* cell = it == data.end() ? nullptr : it->second;
+    if (put && !inline_value && cell != nullptr) named.insert(start_ts);
+    return PutValue(put, inline_value, bytes, cell);
   };
   auto damage = [&](const Cell* cell, const Status& s) {
     damaged->push_back(
@@ -367,9 +375,20 @@ int CmdTxnLocks(const Args& args) {
       old++;
       if (args.limit != 0 && shown == args.limit) continue;
       shown++;
-      Value value;
-      if (lock.has_inline_value) value = Value{"inline", lock.inline_value};
-      ShowLock(v, (*it)->row(), c.qualifier, lock, value, /*located=*/true);
+      // The value, as txn row shows it: inline, or from the data family.
+      std::vector<Cell> data;
+      const bool put = lock.kind == txn::MutationKind::kPut;
+      if (put && !lock.has_inline_value) {
+        RowFilter filter;
+        filter.columns = {{std::string(txn::kDataFamily), std::string(c.qualifier)}};
+        filter.min_timestamp = filter.max_timestamp = lock.start_ts;
+        Result<std::vector<Cell>> read = table.ReadRow(ReadOptions(), (*it)->row(), filter);
+        if (!read.ok()) return engine->ReadFailed(read.status(), json.get());
+        data = std::move(read).value();
+      }
+      const Cell* cell = data.empty() ? nullptr : &data.front();
+      ShowLock(v, (*it)->row(), c.qualifier, lock,
+               PutValue(put, lock.has_inline_value, lock.inline_value, cell), /*located=*/true);
     }
   }
   if (!(*it)->status().ok()) return engine->ReadFailed((*it)->status(), json.get());
