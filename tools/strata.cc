@@ -26,7 +26,10 @@
 //     filtered by --family, --column and --versions, at most --limit rows;
 //   - `txn row --row=R [--column=C]`: a transactional table's row decoded
 //     per user column (txn/FORMAT.md): its lock (start_ts, kind, primary,
-//     age, TTL and whether it is spent, min_commit_ts, owner), its write
+//     age, TTL, min_commit_ts, owner) with its transaction's state as the
+//     primary says it in the same snapshot (a primary's TTL spent or not; a
+//     secondary's primary locked, committed, rolled back, not prewritten,
+//     or in a table that is gone), its write
 //     records (commit_ts, kind, start_ts, the value inline or from the data
 //     family), data cells no record names, notifications and acks;
 //   - `txn locks [--older-than=SECONDS]`: every lock of a transactional

@@ -492,6 +492,7 @@ class StrataCliTxnTest : public ::testing::Test {
     auto tables = std::make_shared<test::EngineTables>(*engine_->OpenTenant("bank"));
     ASSERT_OK(tables->Create("accounts"));
     ASSERT_OK(tables->Create("broken"));
+    ASSERT_OK(tables->Create("raw"));
 
     // Locks carry the wall time of this clock: hours ago, then now.
     clock_.SetWallMicros(RealNowMicros() - 3 * kHourMicros);
@@ -728,7 +729,15 @@ TEST_F(StrataCliTxnTest, LocksOfStoppedCoordinators) {
   EXPECT_EQ(TextAt(locks, {"1", "value"}), std::string(300, 'e'));
   EXPECT_EQ(TextAt(locks, {"1", "value_in"}), "data");
   r = Run("txn locks " + t + "--older-than=3600");
-  EXPECT_TRUE(Contains(r.out, "value '" + std::string(300, 'e') + "' (data)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "value '" + std::string(300, 'e') + "' (data)")) << r.out;
+  // The secondary of the two: its transaction's state is its primary's.
+  EXPECT_TRUE(Contains(r.out, "; primary locked: age ")) << r.out;
+  for (const Json& lock : locks.elements()) {
+    EXPECT_EQ(TextAt(lock, {"primary_state"}), "locked");
+    EXPECT_TRUE(At(lock, {"primary_ttl_spent"}).boolean());
+    EXPECT_EQ(TextAt(lock, {"primary_ttl_millis"}), std::to_string(kTtlMillis));
+    EXPECT_NE(TextAt(lock, {"primary_owner", "instance"}), "0");
+  }
   // --hex is for keys, columns and values; the primary's table is a table
   // name, escaped as every other.
   j = RunJson(db_, "txn locks " + t + "--hex --older-than=3600");
@@ -741,12 +750,95 @@ TEST_F(StrataCliTxnTest, LocksOfStoppedCoordinators) {
   // txn row shows the lock with its value, inline or from the data family.
   r = Run("txn row " + t + "--row=erin");
   EXPECT_TRUE(Contains(r.out, "  lock: start_ts " + std::to_string(t4_start_))) << r.out;
-  EXPECT_TRUE(Contains(r.out, "value '" + std::string(300, 'e') + "' (data)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "value '" + std::string(300, 'e') + "' (data)")) << r.out;
   EXPECT_TRUE(Contains(r.out, "1 column, 1 lock, 0 write records\n")) << r.out;
   j = RunJson(db_, "txn row " + t + "--row=frank");
   EXPECT_EQ(TextAt(j, {"columns", "0", "locks", "0", "start_ts"}), std::to_string(t5_start_));
   EXPECT_TRUE(False(At(j, {"columns", "0", "locks", "0", "ttl_spent"})));
   EXPECT_TRUE(At(j, {"columns", "0", "locks", "0", "is_primary"}).boolean());
+  EXPECT_EQ(TextAt(j, {"columns", "0", "locks", "0", "primary_state"}), "locked");
+  EXPECT_TRUE(False(At(j, {"columns", "0", "locks", "0", "primary_ttl_spent"})));
+}
+
+// A secondary lock shows its transaction's state as its primary says it:
+// locked (above), committed, rolled back, not prewritten, or in a table that
+// is not there.
+TEST_F(StrataCliTxnTest, SecondaryLocksShowTheirPrimarysState) {
+  ASSERT_NO_FATAL_FAILURE(WriteHistory());
+  // A coordinator stopped once its primary committed: the other row keeps
+  // its lock.
+  auto t6 = Begin();
+  stop_[t6->start_ts()] = txn::FailPoint::kAfterPrimaryCommit;
+  ASSERT_OK(t6->Set("accounts", "gail", "bal", "4"));
+  ASSERT_OK(t6->Set("accounts", "hank", "bal", "5"));
+  EXPECT_FALSE(t6->Commit().ok());
+  const uint64_t t6_start = t6->start_ts();
+  // Locks written through the row store, whose primaries are rolled back,
+  // have no lock or record, and are in a table that is not there.
+  {
+    Result<Table> raw = engine_->OpenTenant("bank")->OpenTable("raw");
+    ASSERT_OK(raw);
+    auto lock = [&](uint64_t start_ts, const std::string& table, const std::string& row) {
+      txn::LockRecord l;
+      l.start_ts = start_ts;
+      l.wall_millis = RealNowMicros() / 1000;
+      l.ttl_millis = kTtlMillis;
+      l.min_commit_ts = start_ts + 1;
+      l.primary_table = table;
+      l.primary_row = row;
+      l.primary_column = "c";
+      l.has_inline_value = true;
+      l.inline_value = "v";
+      return txn::EncodeLock(l);
+    };
+    txn::WriteRecord rollback;
+    rollback.kind = txn::WriteKind::kRollback;
+    rollback.start_ts = 30;
+    RowMutation m;
+    m.Put(std::string(txn::kLockFamily), "back", 30, lock(30, "raw", "q"));
+    m.Put(std::string(txn::kLockFamily), "none", 31, lock(31, "raw", "r"));
+    m.Put(std::string(txn::kLockFamily), "gone", 32, lock(32, "nosuch", "q"));
+    ASSERT_OK(raw->Mutate(WriteOptions(), "p", m));
+    ASSERT_OK(raw->Mutate(
+        WriteOptions(), "q",
+        RowMutation().Put(std::string(txn::kWriteFamily), "c", 30, txn::EncodeWrite(rollback))));
+  }
+  Close();
+
+  const std::string t = "--tenant=bank --table=accounts ";
+  Json j = RunJson(db_, "txn locks " + t);
+  const Json* t6_lock = nullptr;
+  for (const Json& lock : At(j, {"locks"}).elements()) {
+    if (TextAt(lock, {"start_ts"}) == std::to_string(t6_start)) t6_lock = &lock;
+  }
+  ASSERT_NE(t6_lock, nullptr);
+  EXPECT_TRUE(False(At(*t6_lock, {"is_primary"})));
+  EXPECT_EQ(TextAt(*t6_lock, {"primary_state"}), "committed");
+  const std::string commit_ts = TextAt(*t6_lock, {"primary_commit_ts"});
+  ASSERT_FALSE(commit_ts.empty());
+  EXPECT_GT(std::stoull(commit_ts), t6_start);
+  EXPECT_TRUE(Contains(TextAt(*t6_lock, {"primary_commit_ts_time"}), " UTC"));
+  const std::string row = TextAt(*t6_lock, {"row"});
+  RunResult r = Run("txn row " + t + "--row=" + row);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "; primary committed at commit_ts " + commit_ts + " (20")) << r.out;
+  EXPECT_TRUE(Contains(r.out, ": a reader rolls this lock forward\n")) << r.out;
+
+  r = Run("txn locks --tenant=bank --table=raw");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "; primary rolled back: a reader rolls this lock back\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "; primary has no lock or record of start_ts 31 (not prewritten "
+                       "yet): this lock's ttl is not spent\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "; primary's table is not there: NotFound")) << r.out;
+  j = RunJson(db_, "txn locks --tenant=bank --table=raw");
+  std::map<std::string, std::string> states;
+  for (const Json& lock : At(j, {"locks"}).elements()) {
+    states[TextAt(lock, {"column"})] = TextAt(lock, {"primary_state"});
+  }
+  EXPECT_EQ(states, (std::map<std::string, std::string>{
+                        {"back", "rolled_back"}, {"none", "no_record"}, {"gone", "table_gone"}}));
 }
 
 // Lock and write cells that do not decode, written through the row store:

@@ -62,10 +62,10 @@ class SnapshotEngine {
   // Closes the engine; kExitProblem (after saying why) when that fails.
   std::optional<int> Close();
 
- private:
   // `message` with the snapshot's path replaced by the directory's.
   std::string InSource(std::string message) const;
 
+ private:
   SnapshotEngine(std::string source, std::string dir)
       : source_(std::move(source)), dir_(std::move(dir)) {}
 

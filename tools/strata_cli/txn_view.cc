@@ -15,19 +15,134 @@
 #include "common/coding.h"
 #include "output.h"
 #include "snapshot.h"
+#include "strata/row_store.h"
+#include "strata/table.h"
+#include "txn/lock_resolver.h"
 #include "txn/records.h"
 
 namespace strata::cli {
 
 namespace {
 
+// What a lock's primary says about its transaction: the primary's lock,
+// commit record or rollback record of the lock's start_ts, read in the same
+// snapshot (txn::ReadTxnStatus, as a lock resolver reads it). A secondary's
+// TTL and owner decide nothing while its primary is locked: a resolver
+// checks the primary's, and a heartbeat refreshes only the primary's.
+struct PrimaryState {
+  enum class Kind {
+    kLocked,      // undecided: `lock` is the primary's lock
+    kCommitted,   // at commit_ts: a reader rolls the lock forward
+    kRolledBack,  // a reader rolls the lock back
+    kNoRecord,    // no lock and no record: the primary is not prewritten yet
+    kTableGone,   // the primary's table is not there (error says why)
+    kUnreadable,  // the primary's cells cannot be read (error says why)
+  };
+  Kind kind = Kind::kLocked;
+  txn::LockRecord lock;
+  uint64_t commit_ts = 0;
+  std::string error;
+};
+
+const char* PrimaryStateName(PrimaryState::Kind kind) {
+  switch (kind) {
+    case PrimaryState::Kind::kLocked:
+      return "locked";
+    case PrimaryState::Kind::kCommitted:
+      return "committed";
+    case PrimaryState::Kind::kRolledBack:
+      return "rolled_back";
+    case PrimaryState::Kind::kNoRecord:
+      return "no_record";
+    case PrimaryState::Kind::kTableGone:
+      return "table_gone";
+    case PrimaryState::Kind::kUnreadable:
+      return "unreadable";
+  }
+  return "?";
+}
+
+// Reads the primaries of the locks of table args.table in the snapshot; the
+// primary's table, when another, is opened through the snapshot engine.
+class PrimaryReader {
+ public:
+  PrimaryReader(SnapshotEngine* engine, const Args& args, const Table& table)
+      : engine_(engine), args_(args) {
+    stores_[args.table] = NewTableRowStore(table);
+  }
+  PrimaryReader(const PrimaryReader&) = delete;
+  PrimaryReader& operator=(const PrimaryReader&) = delete;
+
+  // The state of the transaction of `lock`, found at (row, column).
+  PrimaryState Read(std::string_view row, std::string_view column, const txn::LockRecord& lock) {
+    PrimaryState state;
+    if (lock.primary_table == args_.table && lock.primary_row == row &&
+        lock.primary_column == column) {
+      state.lock = lock;  // the primary itself
+      return state;
+    }
+    auto it = stores_.find(lock.primary_table);
+    if (it == stores_.end()) {
+      Result<Table> table = engine_->FindTable(args_.tenant, lock.primary_table);
+      if (!table.ok()) {
+        state.kind = table.status().IsNotFound() ? PrimaryState::Kind::kTableGone
+                                                 : PrimaryState::Kind::kUnreadable;
+        state.error = engine_->InSource(table.status().ToString());
+        if (state.kind == PrimaryState::Kind::kUnreadable) failures_++;
+        return state;
+      }
+      it = stores_.emplace(lock.primary_table, NewTableRowStore(*table)).first;
+    }
+    Result<txn::TxnStatus> status =
+        txn::ReadTxnStatus(*it->second, lock.primary_row, lock.primary_column, lock.start_ts);
+    if (!status.ok()) {
+      state.kind = PrimaryState::Kind::kUnreadable;
+      state.error = engine_->InSource(status.status().ToString());
+      failures_++;
+      return state;
+    }
+    switch (status->state) {
+      case txn::TxnStatus::State::kLocked:
+        state.lock = status->lock;
+        break;
+      case txn::TxnStatus::State::kCommitted:
+        state.kind = PrimaryState::Kind::kCommitted;
+        state.commit_ts = status->commit_ts;
+        break;
+      case txn::TxnStatus::State::kRolledBack:
+        state.kind =
+            status->has_record ? PrimaryState::Kind::kRolledBack : PrimaryState::Kind::kNoRecord;
+        break;
+    }
+    return state;
+  }
+
+  // How many primaries could not be read.
+  int failures() const { return failures_; }
+
+ private:
+  SnapshotEngine* const engine_;
+  const Args& args_;
+  std::map<std::string, std::unique_ptr<RowStore>> stores_;  // by table name
+  int failures_ = 0;
+};
+
 // What a command needs to show records: the table, the time now, the form
-// of bytes, and the JSON writer (nullptr: text).
+// of bytes, the JSON writer (nullptr: text) and the reader of primaries.
 struct View {
   const Args& args;
   uint64_t now_millis;
   JsonWriter* json;
+  PrimaryReader* primaries;
 };
+
+// Whether the TTL of `lock` is spent at `now_millis`.
+bool TtlSpent(const txn::LockRecord& lock, uint64_t now_millis) {
+  const uint64_t expires = lock.wall_millis + lock.ttl_millis < lock.wall_millis
+                               ? UINT64_MAX
+                               : lock.wall_millis + lock.ttl_millis;
+  return now_millis > expires;
+}
 
 // A cell whose record does not decode.
 struct Damaged {
@@ -84,15 +199,40 @@ std::string ValueText(const View& v, const Value& value) {
   return ", value " + ShowBytes(value.bytes, v.args.hex) + " (" + value.where + ")";
 }
 
-// A lock record. `row` and `column` go into the JSON object and the text
-// line only when `located` (txn locks lists them; txn row groups by column).
+// The state of a secondary lock's primary, for the lock's text line.
+std::string PrimaryStateText(const View& v, const txn::LockRecord& lock, const PrimaryState& p) {
+  switch (p.kind) {
+    case PrimaryState::Kind::kLocked:
+      return "primary locked: age " +
+             ShowSeconds(static_cast<int64_t>(v.now_millis - p.lock.wall_millis)) + ", ttl " +
+             std::to_string(p.lock.ttl_millis) + " ms (" +
+             (TtlSpent(p.lock, v.now_millis) ? "spent" : "not spent") + "), " +
+             (p.lock.owner.instance_id == 0 ? "no owner" : "owner " + p.lock.owner.ToString());
+    case PrimaryState::Kind::kCommitted:
+      return "primary committed at commit_ts " + ShowTimestamp(p.commit_ts) +
+             ": a reader rolls this lock forward";
+    case PrimaryState::Kind::kRolledBack:
+      return "primary rolled back: a reader rolls this lock back";
+    case PrimaryState::Kind::kNoRecord:
+      return std::string("primary has no lock or record of start_ts ") +
+             std::to_string(lock.start_ts) + " (not prewritten yet): this lock's ttl is " +
+             (TtlSpent(lock, v.now_millis) ? "spent" : "not spent");
+    case PrimaryState::Kind::kTableGone:
+      return "primary's table is not there: " + p.error;
+    case PrimaryState::Kind::kUnreadable:
+      return "primary cannot be read: " + p.error;
+  }
+  return "";
+}
+
+// A lock record, with the state of its transaction as its primary says.
+// `row` and `column` go into the JSON object and the text line only when
+// `located` (txn locks lists them; txn row groups by column).
 void ShowLock(const View& v, std::string_view row, std::string_view column,
               const txn::LockRecord& lock, const Value& value, bool located) {
   const int64_t age = static_cast<int64_t>(v.now_millis - lock.wall_millis);
-  const uint64_t expires = lock.wall_millis + lock.ttl_millis < lock.wall_millis
-                               ? UINT64_MAX
-                               : lock.wall_millis + lock.ttl_millis;
-  const bool spent = v.now_millis > expires;
+  const bool spent = TtlSpent(lock, v.now_millis);
+  const PrimaryState p = v.primaries->Read(row, column, lock);
   const bool is_primary = lock.primary_table == v.args.table && lock.primary_row == row &&
                           lock.primary_column == column;
   if (v.json != nullptr) {
@@ -120,6 +260,18 @@ void ShowLock(const View& v, std::string_view row, std::string_view column,
     j->Number("instance", lock.owner.instance_id);
     j->Number("token", lock.owner.token);
     j->End();
+    j->String("primary_state", PrimaryStateName(p.kind));
+    if (p.kind == PrimaryState::Kind::kLocked) {
+      j->Signed("primary_age_millis", static_cast<int64_t>(v.now_millis - p.lock.wall_millis));
+      j->Number("primary_ttl_millis", p.lock.ttl_millis);
+      j->Bool("primary_ttl_spent", TtlSpent(p.lock, v.now_millis));
+      j->BeginObject("primary_owner");
+      j->Number("instance", p.lock.owner.instance_id);
+      j->Number("token", p.lock.owner.token);
+      j->End();
+    }
+    if (p.kind == PrimaryState::Kind::kCommitted) j->Timestamp("primary_commit_ts", p.commit_ts);
+    if (!p.error.empty()) j->String("primary_error", p.error);
     ShowValueJson(v, value);
     j->End();
     return;
@@ -130,17 +282,26 @@ void ShowLock(const View& v, std::string_view row, std::string_view column,
   } else {
     where = "lock: ";
   }
-  const std::string primary = is_primary ? "primary (itself)"
-                                         : "primary " + ShowBytes(lock.primary_table, false) + "/" +
-                                               ShowBytes(lock.primary_row, v.args.hex) + "/" +
-                                               ShowBytes(lock.primary_column, v.args.hex);
   const std::string owner =
       lock.owner.instance_id == 0 ? "no owner" : "owner " + lock.owner.ToString();
-  std::printf(
-      "  %sstart_ts %s, %s, %s, age %s, ttl %" PRIu64 " ms (%s), min_commit_ts %" PRIu64 ", %s%s\n",
-      where.c_str(), ShowTimestamp(lock.start_ts).c_str(), txn::MutationKindName(lock.kind),
-      primary.c_str(), ShowSeconds(age).c_str(), lock.ttl_millis, spent ? "spent" : "not spent",
-      lock.min_commit_ts, owner.c_str(), ValueText(v, value).c_str());
+  if (is_primary) {
+    std::printf("  %sstart_ts %s, %s, primary (itself), age %s, ttl %" PRIu64
+                " ms (%s), min_commit_ts %" PRIu64 ", %s%s\n",
+                where.c_str(), ShowTimestamp(lock.start_ts).c_str(),
+                txn::MutationKindName(lock.kind), ShowSeconds(age).c_str(), lock.ttl_millis,
+                spent ? "spent" : "not spent", lock.min_commit_ts, owner.c_str(),
+                ValueText(v, value).c_str());
+    return;
+  }
+  // A secondary's own TTL is not judged: its primary's state decides.
+  const std::string primary = ShowBytes(lock.primary_table, false) + "/" +
+                              ShowBytes(lock.primary_row, v.args.hex) + "/" +
+                              ShowBytes(lock.primary_column, v.args.hex);
+  std::printf("  %sstart_ts %s, %s, primary %s, age %s, ttl %" PRIu64 " ms, min_commit_ts %" PRIu64
+              ", %s%s; %s\n",
+              where.c_str(), ShowTimestamp(lock.start_ts).c_str(), txn::MutationKindName(lock.kind),
+              primary.c_str(), ShowSeconds(age).c_str(), lock.ttl_millis, lock.min_commit_ts,
+              owner.c_str(), ValueText(v, value).c_str(), PrimaryStateText(v, lock, p).c_str());
 }
 
 // A write record at `ts` (its commit_ts, or for a rollback its start_ts).
@@ -282,9 +443,12 @@ int FinishDamaged(const View& v, const std::vector<Damaged>& damaged) {
   } else {
     for (const Damaged& d : damaged) ShowDamaged(v, d);
   }
-  if (damaged.empty()) return kExitOk;
-  PrintError(std::to_string(damaged.size()) + " records cannot be decoded");
-  return kExitProblem;
+  if (!damaged.empty()) {
+    PrintError(std::to_string(damaged.size()) + " records cannot be decoded");
+  }
+  const int unread = v.primaries->failures();
+  if (unread != 0) PrintError(std::to_string(unread) + " locks' primaries cannot be read");
+  return damaged.empty() && unread == 0 ? kExitOk : kExitProblem;
 }
 
 }  // namespace
@@ -314,7 +478,8 @@ int CmdTxnRow(const Args& args) {
   }
   std::unique_ptr<JsonWriter> json;
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
-  const View v{args, NowMillis(), json.get()};
+  PrimaryReader primaries(engine.get(), args, table);
+  const View v{args, NowMillis(), json.get(), &primaries};
   ShowHeader(v, "row " + ShowBytes(args.row, args.hex));
   if (json != nullptr) {
     json->Bytes("row", args.row, args.hex);
@@ -350,7 +515,8 @@ int CmdTxnLocks(const Args& args) {
   if (!it.ok()) return engine->ReadFailed(it.status());
   std::unique_ptr<JsonWriter> json;
   if (args.json) json = std::make_unique<JsonWriter>(stdout);
-  const View v{args, NowMillis(), json.get()};
+  PrimaryReader primaries(engine.get(), args, table);
+  const View v{args, NowMillis(), json.get(), &primaries};
   const uint64_t min_age = args.older_than_seconds * 1000;
   ShowHeader(v, args.older_than_seconds == 0
                     ? "locks"
