@@ -5,12 +5,11 @@ set grid ytics
 set key outside right top
 set datafile separator '\t'
 set datafile missing '-'
-set label 100 'AMD EPYC, 2 cores, 24 GiB RAM  |  2026-11-29 12:32 UTC  |  commit 71c6259ab0d1 (with uncommitted changes)  |  mode: short' at screen 0.01, 0.116 left font ',8' noenhanced
-set label 101 'report: scripts/bench-report.sh --short --build build-report --note ''a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)''' at screen 0.01, 0.090 left font ',8' noenhanced
-set label 102 'benchmark: build-report/bench/txn_bench --txn_seconds=0.5 --accounts=100000 ''--benchmark_filter=transfer/(strata|strata_pess|rocks_pess|rocks_occ)/keys:2/low/'' ' at screen 0.01, 0.064 left font ',8' noenhanced
-set label 103 '--benchmark_out=docs/bench/json/txn_bench.json --benchmark_out_format=json' at screen 0.01, 0.038 left font ',8' noenhanced
-set label 104 'note: a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)' at screen 0.01, 0.012 left font ',8' noenhanced
-set bmargin 13
+set label 100 'AMD EPYC, 2 cores, 24 GiB RAM  |  2026-11-29 12:55 UTC  |  commit 39b4fb68df42  |  mode: short' at screen 0.01, 0.090 left font ',8' noenhanced
+set label 101 'report: scripts/bench-report.sh --short' at screen 0.01, 0.064 left font ',8' noenhanced
+set label 102 'benchmark: build/bench/txn_bench --txn_seconds=0.5 --accounts=100000 ''--benchmark_filter=transfer/(strata|strata_pess|rocks_pess|rocks_occ)/keys:2/low/'' ' at screen 0.01, 0.038 left font ',8' noenhanced
+set label 103 '--benchmark_out=docs/bench/json/txn_bench.json --benchmark_out_format=json' at screen 0.01, 0.012 left font ',8' noenhanced
+set bmargin 11
 set logscale x 2
 set xtics (1,2,4,8,16)
 set xrange [1 / 1.25 : 16 * 1.25]

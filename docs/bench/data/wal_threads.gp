@@ -5,11 +5,10 @@ set grid ytics
 set key outside right top
 set datafile separator '\t'
 set datafile missing '-'
-set label 100 'AMD EPYC, 2 cores, 24 GiB RAM  |  2026-11-29 12:32 UTC  |  commit 71c6259ab0d1 (with uncommitted changes)  |  mode: short' at screen 0.01, 0.090 left font ',8' noenhanced
-set label 101 'report: scripts/bench-report.sh --short --build build-report --note ''a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)''' at screen 0.01, 0.064 left font ',8' noenhanced
-set label 102 'benchmark: build-report/bench/wal_bench --benchmark_min_time=0.5 --benchmark_out=docs/bench/json/wal_bench.json --benchmark_out_format=json' at screen 0.01, 0.038 left font ',8' noenhanced
-set label 103 'note: a 2-core machine shared with other work: other builds and tests may have run at the same time (see the load average)' at screen 0.01, 0.012 left font ',8' noenhanced
-set bmargin 11
+set label 100 'AMD EPYC, 2 cores, 24 GiB RAM  |  2026-11-29 12:55 UTC  |  commit 39b4fb68df42  |  mode: short' at screen 0.01, 0.064 left font ',8' noenhanced
+set label 101 'report: scripts/bench-report.sh --short' at screen 0.01, 0.038 left font ',8' noenhanced
+set label 102 'benchmark: build/bench/wal_bench --benchmark_min_time=0.5 --benchmark_out=docs/bench/json/wal_bench.json --benchmark_out_format=json' at screen 0.01, 0.012 left font ',8' noenhanced
+set bmargin 9
 set logscale x 2
 set xtics (1,4,16,64)
 set xrange [1 / 1.25 : 64 * 1.25]
