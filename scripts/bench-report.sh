@@ -19,7 +19,9 @@
 #                nothing
 #   --out DIR    where the images, README.md, json/ (each benchmark's JSON),
 #                logs/ (what each printed) and data/ (each image's gnuplot
-#                script and figures) go (default docs/bench)
+#                script and figures) go (default docs/bench). DIR must be
+#                absent, empty or an earlier report (its README.md starts
+#                "# Benchmark report"), else the script refuses it
 #   --build DIR  the CMake build directory (default build): configured with
 #                the benchmarks on when it is not, and the four benchmarks
 #                built there when missing or out of date
@@ -27,17 +29,35 @@
 #   --note TEXT  one more line for the index and every image's caption (what
 #                else ran on the machine, say)
 #
+# Relative --out and --build paths are taken from the repository root (the
+# script runs there), wherever it is started from.
+#
+# The report is made in a temporary directory and replaces the one in --out
+# only when every step succeeded: then the files the script makes (README.md,
+# its images, json/, logs/ and data/) are removed from --out and the new ones
+# put in; other files there are kept. A run that fails leaves --out as it
+# was, and keeps what it wrote (logs, JSON) in the temporary directory that
+# the error message names. The benchmarks' databases go in a directory of
+# their own under $STRATA_BENCH_DIR when set (choose the disk to measure
+# with it), else under $TMPDIR or /tmp; it is removed at the end, whether
+# the run succeeded or not.
+#
 # Plots: db_bench ops/s per workload, its p50/p99/p99.9 latency per workload
 # (one image per compression) and its write and space amplification, both
 # engines; write_bench, wal_bench and txn_bench throughput against client
-# threads for every Strata and RocksDB variant.
+# threads for every Strata and RocksDB variant. Each image's gnuplot script
+# is kept in data/ and draws it again: gnuplot DIR/data/<image>.gp from the
+# repository root, or gnuplot -e "report='DIR'" DIR/data/<image>.gp from
+# anywhere.
 #
 # Needs gnuplot (gnuplot-nox) and jq: scripts/install-deps.sh installs what is
 # missing (as root). Progress goes to standard error. Exit codes: 0 the report
-# is written; 1 a benchmark, its JSON or the plotting failed (the message
-# names the log to read); 2 bad arguments, or a tool or binary missing.
+# is written; 1 configuring or building the benchmarks failed, or a
+# benchmark, its JSON, the plotting or writing the report failed (the message
+# names the log to read); 2 bad arguments, an --out that is not a report
+# directory, or a tool, binary or temporary directory missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || { echo "bench-report.sh: cannot enter the repository root" >&2; exit 2; }
 
 mode=full
 out=docs/bench
@@ -49,7 +69,8 @@ for a in "$@"; do
   if [[ "$a" =~ ^[A-Za-z0-9_./:=,+-]+$ ]]; then invocation+=" $a"; else invocation+=" '${a//\'/\'\\\'\'}'"; fi
 done
 
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
+# The comment at the top of this file.
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 fail() {  # fail <exit code> <message...>
   local code=$1
   shift
@@ -72,6 +93,20 @@ while [ $# -gt 0 ]; do
 done
 
 step() { echo "bench-report: $*" >&2; }
+
+# --out: absent, empty or an earlier report, so that replacing the files the
+# script makes there cannot remove anything else. Checked before the
+# benchmarks run, and the nearest existing parent when --out is absent.
+if [ -e "$out" ] || [ -L "$out" ]; then
+  [ -d "$out" ] && [ -w "$out" ] || fail 2 "--out $out is not a writable directory"
+  if [ -n "$(ls -A "$out")" ] && ! head -1 "$out/README.md" 2>/dev/null | grep -qx '# Benchmark report'; then
+    fail 2 "--out $out holds files but no earlier report (a README.md that starts '# Benchmark report'); use an empty or new directory"
+  fi
+else
+  parent=$(dirname "$out")
+  while [ ! -e "$parent" ]; do parent=$(dirname "$parent"); done
+  [ -d "$parent" ] && [ -w "$parent" ] || fail 2 "cannot create --out $out under $parent"
+fi
 
 # ---- Tools and binaries -------------------------------------------------------------
 
@@ -101,7 +136,7 @@ if [ "$no_build" = 0 ]; then
     step "configuring $build (Release, benchmarks on)"
     type=Release
     if [ -f "$cache" ]; then
-      type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+      type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache") || fail 1 "cannot read $cache"
     fi
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${type:-Release}" \
       -DSTRATA_BUILD_BENCH=ON >&2 || fail 1 "configuring $build failed"
@@ -114,7 +149,9 @@ for b in "${benches[@]}"; do
     fail 2 "no $build/bench/$b (build it: cmake --build $build --target $b)"
 done
 build_type=unknown
-[ ! -f "$cache" ] || build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+if [ -f "$cache" ]; then
+  build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache") || fail 1 "cannot read $cache"
+fi
 [ "$build_type" = Release ] || step "warning: $build is a $build_type build, not Release"
 
 # ---- What each mode runs --------------------------------------------------------------
@@ -143,16 +180,47 @@ esac
 
 # ---- Where, when and on what ----------------------------------------------------------
 
-data="$out/data"  # each image's gnuplot script and the data it reads
-mkdir -p "$out/json" "$out/logs" "$data" || fail 2 "cannot create $out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-report.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# Scratch files go in $work; the report is made in $stage (its layout that of
+# --out) and moved to --out at the end; the benchmarks' databases go in
+# $db_root. The trap removes the databases and a half-copied report always,
+# and the rest unless the run failed after a benchmark started: then the
+# logs and JSON stay in $stage, which the error message names.
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-report.XXXXXX") ||
+  fail 2 "cannot create a temporary directory under ${TMPDIR:-/tmp}"
+stage="$work/report"
+data="$stage/data"  # each image's gnuplot script and the data it reads
+db_root=
+incoming=
+made_out=
+finish() {
+  local rc=$?
+  [ -z "$db_root" ] || rm -rf "$db_root"
+  [ -z "$incoming" ] || rm -rf "$incoming"
+  [ -z "$made_out" ] || [ "$rc" = 0 ] || rmdir "$out" 2>/dev/null || true
+  if [ "$rc" != 0 ] && [ -n "$(ls -A "$stage/logs" 2>/dev/null)" ]; then
+    echo "bench-report.sh: this run's logs and JSON are in $stage (remove $work when done)" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkdir -p "$stage/json" "$stage/logs" "$data" || fail 2 "cannot create $stage"
+if [ -n "${STRATA_BENCH_DIR:-}" ]; then
+  db_root=$(mkdir -p "$STRATA_BENCH_DIR" && mktemp -d "$STRATA_BENCH_DIR/bench-report-db.XXXXXX") ||
+    fail 2 "cannot create a directory under STRATA_BENCH_DIR=$STRATA_BENCH_DIR"
+else
+  db_root="$work/db"
+  mkdir "$db_root" || fail 2 "cannot create $db_root"
+fi
 
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-cores=$(nproc)
-mem_gib=$(awk '/^MemTotal:/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
+cpu=$(awk '/^model name/ { sub(/^[^:]*: */, ""); print; exit }' /proc/cpuinfo) || cpu=
+cores=$(nproc) || fail 2 "nproc failed"
+mem_gib=$(awk '/^MemTotal:/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo) ||
+  fail 2 "cannot read /proc/meminfo"
 machine="${cpu:-unknown CPU}, $cores cores, $mem_gib GiB RAM"
-date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
+date_utc=$(date -u '+%Y-%m-%d %H:%M UTC') || fail 2 "date failed"
 if commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
   if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
     commit+=" (with uncommitted changes)"
@@ -160,7 +228,7 @@ if commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
 else
   commit="unknown (not a git checkout)"
 fi
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg) || fail 2 "cannot read /proc/loadavg"
 
 # The shell text of a command, quoting only the words that need it.
 show() {
@@ -177,19 +245,22 @@ declare -A commands
 total=${#benches[@]}
 n=0
 # run_bench <name> <args...>: runs $build/bench/<name>, its output in
-# logs/<name>.txt; fails the report when it fails.
+# logs/<name>.txt, its databases under $db_root (db_bench, write_bench and
+# txn_bench use $STRATA_BENCH_DIR, wal_bench the temp dir, $TMPDIR); fails the
+# report when it fails. In the arguments @OUT@ stands for the report
+# directory: $stage when running, --out in the command the report shows.
 run_bench() {
   local name=$1
   shift
-  local log="$out/logs/$name.txt"
-  local cmd=("$build/bench/$name" "$@")
-  commands[$name]=$(show "${cmd[@]}")
+  local log="$stage/logs/$name.txt"
+  local cmd=("$build/bench/$name" "${@//@OUT@/"$stage"}")
+  commands[$name]=$(show "$build/bench/$name" "${@//@OUT@/"$out"}")
   n=$((n + 1))
   step "[$n/$total] ${commands[$name]}"
   local t0=$SECONDS rc=0
-  "${cmd[@]}" >"$log" 2>&1 || rc=$?
+  STRATA_BENCH_DIR="$db_root" TMPDIR="$db_root" "${cmd[@]}" >"$log" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then
-    tail -n 20 "$log" | sed 's/^/  | /' >&2
+    tail -n 20 "$log" | sed 's/^/  | /' >&2 || true
     fail 1 "$name failed (exit $rc); its output is in $log"
   fi
   step "[$n/$total] $name done in $((SECONDS - t0)) s"
@@ -200,28 +271,28 @@ run_bench() {
 check_gb_json() {
   local name=$1 file=$2
   jq -e '.benchmarks | length > 0' "$file" >/dev/null 2>&1 ||
-    fail 1 "$name wrote no results to $file (see $out/logs/$name.txt)"
+    fail 1 "$name wrote no results to $file (see $stage/logs/$name.txt)"
   local errors
   errors=$(jq -r '.benchmarks[] | select(.error_occurred == true) |
-                  "\(.name): \(.error_message)"' "$file")
-  [ -z "$errors" ] || fail 1 "$name reported errors (see $out/logs/$name.txt):"$'\n'"$errors"
+                  "\(.name): \(.error_message)"' "$file") ||
+    fail 1 "cannot read $file (see $stage/logs/$name.txt)"
+  [ -z "$errors" ] || fail 1 "$name reported errors (see $stage/logs/$name.txt):"$'\n'"$errors"
 }
 
 report_start=$SECONDS
-rm -f "$out"/json/{db_bench,write_bench,wal_bench,txn_bench}.json
-run_bench db_bench "${db_args[@]}" "--json=$out/json/db_bench.json"
-jq -e '.program == "db_bench" and (.runs | length > 0)' "$out/json/db_bench.json" >/dev/null ||
-  fail 1 "db_bench wrote no usable $out/json/db_bench.json"
+run_bench db_bench "${db_args[@]}" "--json=@OUT@/json/db_bench.json"
+jq -e '.program == "db_bench" and (.runs | length > 0)' "$stage/json/db_bench.json" >/dev/null ||
+  fail 1 "db_bench wrote no usable $stage/json/db_bench.json"
 for b in write_bench wal_bench; do
-  run_bench "$b" "${gb_time[@]}" "--benchmark_out=$out/json/$b.json" \
+  run_bench "$b" "${gb_time[@]}" "--benchmark_out=@OUT@/json/$b.json" \
     --benchmark_out_format=json
-  check_gb_json "$b" "$out/json/$b.json"
+  check_gb_json "$b" "$stage/json/$b.json"
 done
-run_bench txn_bench "${txn_args[@]}" "--benchmark_out=$out/json/txn_bench.json" \
+run_bench txn_bench "${txn_args[@]}" "--benchmark_out=@OUT@/json/txn_bench.json" \
   --benchmark_out_format=json
-check_gb_json txn_bench "$out/json/txn_bench.json"
+check_gb_json txn_bench "$stage/json/txn_bench.json"
 bench_seconds=$((SECONDS - report_start))
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(cut -d' ' -f1-3 /proc/loadavg) || fail 1 "cannot read /proc/loadavg"
 
 # ---- Plots ----------------------------------------------------------------------------------
 
@@ -251,11 +322,18 @@ caption() {
   echo "set bmargin $((3 + ${#lines[@]} * 2))"
 }
 
-# The common start of every plot; png <file> <title>.
+# The common start of every plot; png <file> <title>. Paths in the script
+# are relative to the gnuplot variable report: --out unless set before the
+# script runs (plot_gp sets it to $stage).
 png() {
   cat <<EOF
+# Draws $1 of the report in $out from the figures in its data/: run
+#   gnuplot $out/data/${1%.png}.gp
+# from the repository root, or gnuplot -e "report='DIR'" DIR/data/${1%.png}.gp
+# for a report moved to DIR.
+if (!exists("report")) report = $(gpq "$out")
 set terminal pngcairo size 1200,760 font 'DejaVu Sans,10' noenhanced
-set output $(gpq "$out/$1")
+set output report.$(gpq "/$1")
 set title $(gpq "$2") font ',13'
 set grid ytics
 set key outside right top
@@ -264,15 +342,19 @@ set datafile missing '-'
 EOF
 }
 
-# plot_gp <script> <image>: runs gnuplot; fails the report on an error.
+# A report file's path as gnuplot reads it in the scripts: report.'/<path>'.
+gp_path() { echo "report.$(gpq "/$1")"; }
+
+# plot_gp <script> <image>: runs gnuplot on the report in $stage; fails the
+# report on an error.
 plot_gp() {
   local script=$1 image=$2
-  if ! gnuplot "$script" >"$work/gnuplot.log" 2>&1; then
-    sed 's/^/  | /' "$work/gnuplot.log" >&2
-    fail 1 "gnuplot failed drawing $out/$image (its script: $script)"
+  if ! gnuplot -e "report = $(gpq "$stage")" "$script" >"$work/gnuplot.log" 2>&1; then
+    sed 's/^/  | /' "$work/gnuplot.log" >&2 || true
+    fail 1 "gnuplot failed drawing $image (its script: $script)"
   fi
-  [ -s "$out/$image" ] || fail 1 "gnuplot wrote no $out/$image"
-  step "drew $out/$image"
+  [ -s "$stage/$image" ] || fail 1 "gnuplot wrote no $stage/$image"
+  step "drew $image"
 }
 
 images=()
@@ -282,7 +364,8 @@ add_image() { images+=("$1"); image_heading[$1]=$2; image_text[$1]=$3; }
 
 # md_table <header> <tsv file> <markdown file>: the figures an image shows as
 # a markdown table for the index; header and rows tab-separated, numbers
-# rounded to three or more significant digits, "-" where there is none.
+# rounded to three significant digits (whole numbers from 100 up: 123456,
+# 12.3, 1.23, 0.0123), "-" where there is none.
 md_table() {
   {
     echo "$1" | awk -F'\t' '{ s = "|"; t = "|"; for (i = 1; i <= NF; i++) { s = s " " $i " |"; t = t (i == 1 ? "---|" : "---:|") } print s; print t }'
@@ -293,13 +376,19 @@ md_table() {
         gsub(/\\n/, " ", v)
         if (i > 1 && v ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) {
           a = v < 0 ? -v : v
-          v = sprintf(a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v)
+          # Decimals for three significant digits below 100 (below 1: 2 -
+          # floor(log10)); %.3g for the tiny, where that would be over nine.
+          if (a >= 100) d = 0
+          else if (a >= 10) d = 1
+          else if (a >= 1 || a == 0) d = 2
+          else { e = log(a) / log(10); f = int(e); if (f > e) f--; d = 2 - f }
+          v = d > 9 ? sprintf("%.3g", v) : sprintf("%." d "f", v)
         }
         s = s " " v " |"
       }
       print s
     }' "$2"
-  } >"$3"
+  } >"$3" || fail 1 "cannot write $3 from $2"
 }
 
 # Colors: Strata in blues, RocksDB in oranges.
@@ -337,7 +426,7 @@ series_title() {
 # logarithmic y axis.
 threads_plot() {
   local bench=$1 counter=$2 image=$3 title=$4 ylabel=$5 yscale=${6:-linear}
-  local json="$out/json/$bench.json" tsv="$data/$bench.tsv"
+  local json="$stage/json/$bench.json" tsv="$data/$bench.tsv"
   jq -r --arg c "$counter" '
     (.benchmarks | map(select(.run_type == "aggregate" and .aggregate_name == "median"))) as $med
     | (if ($med | length) > 0 then $med
@@ -348,16 +437,18 @@ threads_plot() {
         | join("/")), .threads, .[$c]] | @tsv' "$json" >"$tsv" ||
     fail 1 "cannot read $json"
   [ -s "$tsv" ] || fail 1 "$json has no '$counter' figures to plot"
-  local series=() s
-  mapfile -t series < <(cut -f1 "$tsv" | awk '!seen[$0]++')
+  local series=() s names
+  names=$(cut -f1 "$tsv" | awk '!seen[$0]++') || fail 1 "cannot read $tsv"
+  mapfile -t series <<<"$names"
   local xt
-  xt=$(cut -f2 "$tsv" | sort -n -u | paste -sd, -)
+  xt=$(cut -f2 "$tsv" | sort -n -u | paste -sd, -) || fail 1 "cannot read $tsv"
   local gp="$data/${image%.png}.gp" k=0 si=0 ri=0 color style base plots=()
   # One color per system (its sync and nosync runs share it), blues for
   # Strata and oranges for RocksDB; nosync lines dashed with open points.
   local -A colors=()
   for s in "${series[@]}"; do
-    awk -F'\t' -v s="$s" '$1 == s { print $2 "\t" $3 }' "$tsv" | sort -n >"$data/$bench.$k.dat"
+    awk -F'\t' -v s="$s" '$1 == s { print $2 "\t" $3 }' "$tsv" | sort -n >"$data/$bench.$k.dat" ||
+      fail 1 "cannot write $data/$bench.$k.dat"
     base=${s%/sync}
     base=${base%/nosync}
     if [ -z "${colors[$base]-}" ]; then
@@ -370,7 +461,7 @@ threads_plot() {
     color=${colors[$base]}
     style="dt 1 pt 7"
     [[ "$s" != */nosync ]] || style="dt 2 pt 6"
-    plots+=("$(gpq "$data/$bench.$k.dat") using 1:2 with linespoints lw 2 $style ps 1.2 lc rgb '$color' title $(gpq "$(series_title "$s")")")
+    plots+=("$(gp_path "data/$bench.$k.dat") using 1:2 with linespoints lw 2 $style ps 1.2 lc rgb '$color' title $(gpq "$(series_title "$s")")")
     k=$((k + 1))
   done
   # The index's table: a row per series, a column per thread count.
@@ -382,11 +473,10 @@ threads_plot() {
       printf '\t%s' "$(awk -F'\t' -v s="$s" -v t="$t" '$1 == s && $2 == t { v = $3 } END { print v == "" ? "-" : v }' "$tsv")"
     done
     echo
-  done >"$data/$bench.rows"
+  done >"$data/$bench.rows" || fail 1 "cannot write $data/$bench.rows"
   md_table "$header" "$data/$bench.rows" "$work/$image.md"
-  local xmin xmax
-  xmin=$(cut -f2 "$tsv" | sort -n | head -1)
-  xmax=$(cut -f2 "$tsv" | sort -n | tail -1)
+  # The first and last of the thread counts, sorted above.
+  local xmin=${xt%%,*} xmax=${xt##*,}
   {
     png "$image" "$title"
     caption "$bench"
@@ -402,12 +492,13 @@ threads_plot() {
     fi
     echo "set format y '%.0f'"
     echo "plot $(join_by , "${plots[@]}")"
-  } >"$gp"
+  } >"$gp" || fail 1 "cannot write $gp"
   plot_gp "$gp" "$image"
 }
 
-db_json="$out/json/db_bench.json"
-mapfile -t compressions < <(jq -r '.runs[].compression' "$db_json")
+db_json="$stage/json/db_bench.json"
+compression_names=$(jq -r '.runs[].compression' "$db_json") || fail 1 "cannot read $db_json"
+mapfile -t compressions <<<"$compression_names"
 
 # db_bench ops/s per workload: Strata and RocksDB for each compression.
 db_throughput_plot() {
@@ -421,13 +512,14 @@ db_throughput_plot() {
                         | [.strata.ops_per_sec, (.rocksdb.ops_per_sec // "-"),
                            (if .rocksdb == null then "-"
                             else .strata.ops_per_sec / .rocksdb.ops_per_sec end)]] | add)
-         | @tsv' "$db_json" >"$data/db_throughput.rows"
+         | @tsv' "$db_json" >"$data/db_throughput.rows" ||
+    fail 1 "cannot read the throughput ratios of $db_json"
   local header=workload c
   for c in "${compressions[@]}"; do header+=$'\t'"Strata $c"$'\t'"RocksDB $c"$'\t'"ratio $c"; done
   md_table "$header" "$data/db_throughput.rows" "$work/$image.md"
   local plots=() i col=2
   for i in "${!compressions[@]}"; do
-    plots+=("$(gpq "$dat") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
+    plots+=("$(gp_path "data/$(basename "$dat")") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
     plots+=("'' using $((col + 1)) lc rgb '${rocks_colors[$i]}' title $(gpq "RocksDB, ${compressions[$i]}")")
     col=$((col + 2))
   done
@@ -441,7 +533,7 @@ db_throughput_plot() {
     echo "set ylabel 'op/s (rows/s for readseq and scansmall, seeks/s for seekrandom and seekreuse)'"
     echo "set format y '%.0f'"
     echo "plot $(join_by , "${plots[@]}")"
-  } >"$gp"
+  } >"$gp" || fail 1 "cannot write $gp"
   plot_gp "$gp" "$image"
   add_image "$image" "db_bench: throughput per workload" "Operations per second of every workload, Strata and RocksDB, for each compression (log scale); ratio = Strata / RocksDB, above 1 when Strata is faster"
 }
@@ -467,13 +559,13 @@ db_latency_plot() {
     echo "set style fill solid 0.9 border -1"
     echo "set logscale y"
     echo "set ylabel 'microseconds per call (seek + 10 Next for the seek workloads)'"
-    echo "plot $(gpq "$dat") using 2:xtic(1) lc rgb '${strata_colors[2]}' title 'Strata p50', \\"
+    echo "plot $(gp_path "data/$(basename "$dat")") using 2:xtic(1) lc rgb '${strata_colors[2]}' title 'Strata p50', \\"
     echo "  '' using 3 lc rgb '${strata_colors[1]}' title 'Strata p99', \\"
     echo "  '' using 4 lc rgb '${strata_colors[0]}' title 'Strata p99.9', \\"
     echo "  '' using 5 lc rgb '${rocks_colors[3]}' title 'RocksDB p50', \\"
     echo "  '' using 6 lc rgb '${rocks_colors[1]}' title 'RocksDB p99', \\"
     echo "  '' using 7 lc rgb '${rocks_colors[2]}' title 'RocksDB p99.9'"
-  } >"$gp"
+  } >"$gp" || fail 1 "cannot write $gp"
   plot_gp "$gp" "$image"
   add_image "$image" "db_bench: latency percentiles, compression $c" "The p50, p99 and p99.9 latency per workload, Strata and RocksDB, compression $c (log scale; the scans have none)"
 }
@@ -501,7 +593,7 @@ db_amp_plot() {
   md_table "$header" "$dat" "$work/$image.md"
   local n=$((${#compressions[@]} * 2)) plots=() labels=() i col=2 k=0
   for i in "${!compressions[@]}"; do
-    plots+=("$(gpq "$dat") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
+    plots+=("$(gp_path "data/$(basename "$dat")") using $col:xtic(1) lc rgb '${strata_colors[$i]}' title $(gpq "Strata, ${compressions[$i]}")")
     plots+=("'' using $((col + 1)) lc rgb '${rocks_colors[$i]}' title $(gpq "RocksDB, ${compressions[$i]}")")
     col=$((col + 2))
   done
@@ -517,14 +609,12 @@ db_amp_plot() {
     echo "set yrange [0:*]"
     echo "set ylabel 'ratio'"
     echo "plot $(join_by , "${plots[@]}" "${labels[@]}")"
-  } >"$gp"
+  } >"$gp" || fail 1 "cannot write $gp"
   plot_gp "$gp" "$image"
   add_image "$image" "db_bench: write and space amplification" "Write amplification (table bytes written by flushes and compactions per user byte) after overwrite and through settling, and space amplification (table bytes per live key+value byte) after overwrite and after settling, Strata and RocksDB, each compression"
 }
 
 step "plotting"
-rm -f "$out"/db_throughput.png "$out"/db_latency_*.png "$out"/db_amplification.png \
-  "$out"/{write,wal,txn}_threads.png "$data"/*.{gp,dat,tsv,rows}
 db_throughput_plot
 for i in "${!compressions[@]}"; do db_latency_plot "$i"; done
 db_amp_plot
@@ -557,7 +647,7 @@ add_image txn_threads.png "txn_bench: transactions against threads" "Committed 2
   echo "Strata with RocksDB within one image, as ratios, never figures of different runs."
   echo "Each benchmark's JSON is in [json/](json/) and what it printed in [logs/](logs/);"
   echo "[data/](data/) holds each image's gnuplot script and the figures it reads (run"
-  echo "\`gnuplot $data/<image>.gp\` from the repository root to draw one again)."
+  echo "\`gnuplot $out/data/<image>.gp\` from the repository root to draw one again)."
   echo
   echo "Regenerate: \`$invocation\`."
   for img in "${images[@]}"; do
@@ -575,11 +665,30 @@ add_image txn_threads.png "txn_bench: transactions against threads" "Committed 2
     echo "![${image_heading[$img]}]($img)"
     echo
     if [ -f "$work/$img.md" ]; then
-      cat "$work/$img.md"
+      cat "$work/$img.md" || fail 1 "cannot read $work/$img.md"
       echo
     fi
     echo "Made by \`${commands[$b]}\`."
   done
-} >"$out/README.md"
+} >"$stage/README.md" || fail 1 "cannot write $stage/README.md"
+
+# ---- Into --out ---------------------------------------------------------------------------------
+
+# The new report is copied next to the old one first (a full disk fails here,
+# with --out as it was), then the files an earlier run made are removed
+# (README.md, the images, json/, logs/, data/; other files stay) and the new
+# ones renamed into place.
+if [ ! -d "$out" ]; then
+  mkdir -p "$out" || fail 1 "cannot create $out"
+  made_out=1
+fi
+incoming=$(mktemp -d "$out/.bench-report-new.XXXXXX") || fail 1 "cannot write into $out"
+cp -R "$stage/." "$incoming/" || fail 1 "cannot copy the report into $out (it is unchanged)"
+rm -rf "$out/README.md" "$out"/db_throughput.png "$out"/db_latency_*.png \
+  "$out"/db_amplification.png "$out"/{write,wal,txn}_threads.png \
+  "$out/json" "$out/logs" "$out/data" || fail 1 "cannot remove the earlier report from $out"
+mv "$incoming"/* "$out"/ || fail 1 "cannot move the new report into $out"
+rmdir "$incoming" || fail 1 "cannot remove $incoming"
+incoming=
 
 step "done in $((SECONDS - report_start)) s: $out/README.md and ${#images[@]} images"
