@@ -30,8 +30,14 @@ q() { jq -r "$1" "$json"; }
 
 num=2000
 json="$dir/db_bench.json"
+rc=0
 "$db_bench" --num=$num --passes=2 --db="$dir/db" --json="$json" >"$dir/table.txt" 2>"$dir/err.txt" ||
-  { cat "$dir/err.txt" >&2; echo "FAIL: db_bench exited $?" >&2; exit 1; }
+  rc=$?
+if [ "$rc" != 0 ]; then
+  cat "$dir/err.txt" >&2
+  echo "FAIL: db_bench exited $rc" >&2
+  exit 1
+fi
 jq -e . "$json" >/dev/null || { echo "FAIL: $json is not JSON" >&2; exit 1; }
 
 # ---- Shape ----------------------------------------------------------------------------
@@ -51,13 +57,22 @@ fi
 engines=(strata)
 [ "$rocksdb" = false ] || engines+=(rocksdb)
 q '.total_seconds > 0' | grep -qx true || fail "total_seconds is not positive"
+# The loops below read rows from jq through a pipe, which hides jq's exit
+# status: each counts its rows, so that a jq that stops part way fails the
+# test instead of skipping the rest.
+workloads=$(q '.config.benchmarks | length') || { echo "FAIL: no config.benchmarks in $json" >&2; exit 1; }
+[ "$workloads" -gt 0 ] || fail "config.benchmarks is empty"
 
 for ((r = 0; r < 2; r++)); do
   run=".runs[$r]"
   c=$(q "$run.compression")
+  with_passes=0  # the workloads that report passes: the pass-ratio rows
   for e in "${engines[@]}"; do
     # Figures that hold on any machine.
+    seen=0
     while IFS=$'\t' read -r name ops found rows bytes passes lat ok; do
+      seen=$((seen + 1))
+      [ "$e" != strata ] || [ "$passes" = 0 ] || with_passes=$((with_passes + 1))
       [ "$ok" = true ] || fail "$c $e $name: a phase field is missing or not positive"
       case "$name" in
         fillseq|fillrandom|overwrite)
@@ -79,6 +94,7 @@ for ((r = 0; r < 2; r++)); do
                  and (.$e.latency_us == null or (.$e.latency_us as \$l
                       | \$l.count > 0 and \$l.p50 <= \$l.p99 and \$l.p99 <= \$l.p99_9
                         and \$l.p99_9 <= \$l.max)))] | @tsv")
+    expect "$c $e workload rows read" "$workloads" "$seen"
     a="$run.amplification.$e"
     expect "$c $e user_mb" "$(awk -v n=$num 'BEGIN { printf "%.6f", 2 * n * 116 / 1048576 }')" \
       "$(q "$a.user_mb * 1000000 | round / 1000000" | awk '{ printf "%.6f", $1 }')"
@@ -102,7 +118,9 @@ for ((r = 0; r < 2; r++)); do
     if [ "$2" = null ] || [ -z "$2" ]; then echo n/a; else awk -v f="$1" -v v="$2" 'BEGIN { printf f "\n", v + 0 }'; fi
   }
   lat() { if [ "$1" = null ]; then echo n/a; else echo "$(fmt %.1f "$1") / $(fmt %.1f "$2")"; fi; }
+  seen=0
   while IFS=$'\t' read -r name sops rops smb rmb sp50 sp99 rp50 rp99; do
+    seen=$((seen + 1))
     line=$(grep -E "^$name +\|" "$dir/part.txt" | head -1)
     [ -n "$line" ] || { fail "$c: no table row for $name"; continue; }
     IFS='|' read -r _ f_ops f_mb f_lat _ <<<"$line"
@@ -118,6 +136,7 @@ for ((r = 0; r < 2; r++)); do
               .strata.mb_per_sec, .rocksdb.mb_per_sec, .strata.latency_us.p50,
               .strata.latency_us.p99, .rocksdb.latency_us.p50, .rocksdb.latency_us.p99]
               | map(if . == null then \"null\" else . end) | @tsv")
+  expect "$c table rows read" "$workloads" "$seen"
 
   # Table rows "<label> | <Strata> <RocksDB> <ratio>" of the amplification
   # and scansmall tables.
@@ -148,7 +167,9 @@ for ((r = 0; r < 2; r++)); do
     expect "$c scansmall big rows/s" "$(pair %.0f "$g" .big_rows_per_sec)" \
       "$(row 'big-family scan rows/s')"
     # Per-pass ratios: "  <workload> 1.02x 0.97x".
+    seen=0
     while IFS=$'\t' read -r name ratios; do
+      seen=$((seen + 1))
       expect "$c $name pass ratios" "$ratios" \
         "$(grep -E "^  $name( |$)" "$dir/part.txt" | head -1 | awk '{ $1 = ""; print substr($0, 2) }')"
     done < <(q "$run.workloads[] | select(.strata.passes | length > 0)
@@ -157,6 +178,7 @@ for ((r = 0; r < 2; r++)); do
                 | @tsv" | while IFS=$'\t' read -r name rs; do
                   printf '%s\t' "$name"; for x in $rs; do printf '%sx ' "$(fmt %.2f "$x")"; done; echo
                 done | sed 's/ $//')
+    expect "$c pass-ratio rows read" "$with_passes" "$seen"
   fi
 done
 
