@@ -1,5 +1,8 @@
 // LatencyRecorder: a LatencyHistogram (strata/latency_histogram.h) that many
-// threads add to at once without a lock: one relaxed atomic per bucket.
+// threads add to at once without a lock: one relaxed atomic per bucket. Relaxed
+// is enough because nothing is published through the counts: a snapshot
+// taken while values are added may hold some of them and not others (its
+// count is still the sum of its buckets). Thread-safe.
 #ifndef STRATA_COMMON_LATENCY_RECORDER_H_
 #define STRATA_COMMON_LATENCY_RECORDER_H_
 

@@ -305,7 +305,7 @@ Status Collector::ResolveLock(const txn::TxnKey& key, const txn::LockRecord& loc
     // (unless its primary committed meanwhile): it can no longer commit.
     const Intent intent = clock_->NowMicros() < deadline ? Intent::kCheck : Intent::kWound;
     Result<txn::LockResolver::Resolution> r =
-        config_.db->resolver()->Resolve(key, lock, intent, /*ts=*/0);
+        config_.db->resolver()->ResolveUncounted(key, lock, intent, /*ts=*/0);
     if (r.status().IsFailedPrecondition()) {
       // The primary's table is gone: the lock can never be resolved, and a
       // reader of the key gets the same error.

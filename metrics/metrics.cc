@@ -3,7 +3,9 @@
 #include "strata/metrics.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "common/file_system.h"
 #include "metrics/exposition.h"
@@ -174,12 +176,6 @@ void AddTable(const std::string& tenant, const std::string& name,
 Status AddEngineTree(const Engine& engine, Exposition* x) {
   AddEngine(engine.GetStats(), x);
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, engine.ListTenants());
-  struct TableRow {
-    std::string tenant, table;
-    std::vector<TabletStats> tablets;
-    ReadStats reads;
-  };
-  std::vector<TableRow> tables;
   for (const std::string& name : names) {
     Result<Tenant> tenant = engine.OpenTenant(name);
     if (!tenant.ok()) continue;  // dropped meanwhile
@@ -194,11 +190,9 @@ Status AddEngineTree(const Engine& engine, Exposition* x) {
       Result<std::vector<TabletStats>> tablets = table->GetTabletStats();
       Result<ReadStats> reads = table->GetReadStats();
       if (!tablets.ok() || !reads.ok()) continue;
-      tables.push_back({name, table_name, std::move(*tablets), *reads});
+      AddTable(name, table_name, *tablets, *reads, x);
     }
   }
-  // After every tenant: each table metric's samples then come in one run.
-  for (const TableRow& t : tables) AddTable(t.tenant, t.table, t.tablets, t.reads, x);
   return Status::OK();
 }
 
@@ -212,7 +206,7 @@ void AddTransactions(const std::string& tenant, const TransactionStats& s, Expos
   x->Counter("strata_txn_begun_total", "Transactions begun.", t, s.begun);
   const char* commits_help = "Transactions committed, by how.";
   x->Counter("strata_txn_commits_total", commits_help, with("kind", "two_phase"),
-             s.committed - s.committed_one_phase);
+             s.committed_two_phase);
   x->Counter("strata_txn_commits_total", commits_help, with("kind", "one_phase"),
              s.committed_one_phase);
   x->Counter("strata_txn_commits_total", commits_help, with("kind", "read_only"),
@@ -235,8 +229,8 @@ void AddTransactions(const std::string& tenant, const TransactionStats& s, Expos
   x->Counter("strata_txn_locks_resolved_total", resolved_help, with("outcome", "rolled_back"),
              s.locks_rolled_back);
   x->Counter("strata_txn_commits_pushed_total",
-             "Reads that pushed a live transaction's commit past their snapshot.", t,
-             s.commits_pushed);
+             "Reads that met a live transaction's lock and left its commit above their snapshot.",
+             t, s.commits_pushed);
   x->Counter("strata_txn_background_commit_failures_total",
              "Background secondary-commit batches the store failed.", t,
              s.background_commit_failures);
@@ -298,20 +292,21 @@ void AddObservers(const std::string& tenant, const ObserverStats& s, Exposition*
 }  // namespace
 
 Result<std::string> RenderMetrics(const MetricsSources& sources, MetricsFormat format) {
+  std::set<std::string_view> names;
   for (const TenantMetricsSources& t : sources.tenants) {
     if (t.tenant.empty()) return Status::InvalidArgument("a tenant's metrics need its name");
+    if (!names.insert(t.tenant).second) {
+      return Status::InvalidArgument("two tenant entries named " + t.tenant +
+                                     ": their series would clash");
+    }
   }
+  // Exposition keeps each family's samples together whatever the order of
+  // the calls.
   Exposition x;
   if (sources.engine != nullptr) STRATA_RETURN_IF_ERROR(AddEngineTree(*sources.engine, &x));
-  // Per kind of source, every tenant, so that each metric's samples stay
-  // together.
   for (const TenantMetricsSources& t : sources.tenants) {
     if (t.transactions != nullptr) AddTransactions(t.tenant, t.transactions->GetStats(), &x);
-  }
-  for (const TenantMetricsSources& t : sources.tenants) {
     if (t.gc != nullptr) AddGc(t.tenant, t.gc->GetStats(), &x);
-  }
-  for (const TenantMetricsSources& t : sources.tenants) {
     if (t.observers != nullptr) AddObservers(t.tenant, t.observers->GetStats(), &x);
   }
   return format == MetricsFormat::kJson ? x.ToJson() : x.ToPrometheus();

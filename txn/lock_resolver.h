@@ -118,7 +118,13 @@ class LockResolver {
   // is kPushed or kLive.
   Result<Resolution> Resolve(const TxnKey& key, const LockRecord& lock, Intent intent, uint64_t ts);
 
+  // Resolve, left out of counts(): for a garbage collector, which counts
+  // its own resolutions.
+  Result<Resolution> ResolveUncounted(const TxnKey& key, const LockRecord& lock, Intent intent,
+                                      uint64_t ts);
+
   // What Resolve calls ended in, so far: kCommitted, kRolledBack, kPushed.
+  // The counters are relaxed: each stands alone.
   struct Counts {
     uint64_t rolled_forward = 0;
     uint64_t rolled_back = 0;
@@ -151,8 +157,6 @@ class LockResolver {
   const ResolverOptions& options() const { return options_; }
 
  private:
-  Result<Resolution> ResolveUncounted(const TxnKey& key, const LockRecord& lock, Intent intent,
-                                      uint64_t ts);
   // Applies a decided status of the primary to a secondary key.
   Status ApplyToKey(RowStore& store, const TxnKey& key, const LockRecord& lock,
                     const TxnStatus& status);

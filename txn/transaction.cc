@@ -804,7 +804,8 @@ Status TransactionImpl::Commit() {
   if (s.ok()) {
     TxnDB::Stats& stats = db_->mutable_stats();
     if (writes) {
-      stats.committed.fetch_add(1, std::memory_order_relaxed);
+      // A one-phase commit counted itself (CommitOnePhase).
+      if (!committed_in_one_phase_) stats.two_phase_commits.fetch_add(1, std::memory_order_relaxed);
       stats.commit_latency.AddNanos(db_->clock()->NowNanos() - start_nanos);
     } else {
       stats.read_only_commits.fetch_add(1, std::memory_order_relaxed);
@@ -922,6 +923,7 @@ Result<bool> TransactionImpl::CommitOnePhase(const std::vector<TableWrites>& tab
   }
   SetState(State::kCommitted);
   End();
+  committed_in_one_phase_ = true;
   db_->CountOnePhaseCommit();
   if (!notes_.empty()) db_->NotificationsWritten();
   return true;

@@ -305,6 +305,7 @@ class TransactionImpl final : public Transaction {
   const TxnKey* primary_ = nullptr;
   std::shared_ptr<RowStore> primary_store_;
   bool primary_prewritten_ = false;
+  bool committed_in_one_phase_ = false;  // CommitOnePhase committed it
   // The primary's row once prewritten (it may hold other keys); points into
   // Commit's rows, like prewritten_.
   const RowWrites* primary_row_ = nullptr;

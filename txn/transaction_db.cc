@@ -156,8 +156,9 @@ TransactionStats TxnDB::GetStats() const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   TransactionStats s;
   s.begun = get(stats_.begun);
-  s.committed = get(stats_.committed);
+  s.committed_two_phase = get(stats_.two_phase_commits);
   s.committed_one_phase = get(stats_.one_phase_commits);
+  s.committed = s.committed_two_phase + s.committed_one_phase;
   s.committed_read_only = get(stats_.read_only_commits);
   s.rolled_back = get(stats_.rolled_back);
   for (size_t k = 0; k < s.failed.size(); k++) s.failed[k] = get(stats_.failed[k]);

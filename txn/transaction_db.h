@@ -174,10 +174,12 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
   bool CommitSecondaries(const SecondaryJob& job, Status* status);
   void EnqueueSecondaries(SecondaryJob job);
 
-  // TransactionStats as the transactions count them (relaxed).
+  // TransactionStats as the transactions count them. Relaxed: each counter
+  // stands alone, nothing is published through them, and GetStats says two
+  // may disagree by the transactions in flight.
   struct Stats {
     std::atomic<uint64_t> begun{0};
-    std::atomic<uint64_t> committed{0};
+    std::atomic<uint64_t> two_phase_commits{0};
     std::atomic<uint64_t> read_only_commits{0};
     std::atomic<uint64_t> rolled_back{0};
     std::atomic<uint64_t> failed[TransactionStats::kErrorKinds] = {};

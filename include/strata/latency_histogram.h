@@ -10,6 +10,7 @@
 
 namespace strata {
 
+// Thread-compatible. Intentionally copyable.
 struct LatencyHistogram {
   // The buckets' inclusive upper bounds in microseconds: 1, 2, 5, 10, 20,
   // 50, ... 100 seconds; a last bucket, counts[kBounds.size()], holds what

@@ -56,8 +56,8 @@ enum class MetricsFormat {
 };
 
 // The metrics of `sources` in `format`. InvalidArgument when the engine is
-// closed or a tenant entry has no name; a tenant or table dropped while it
-// runs is left out.
+// closed, or a tenant entry has no name or the name of another entry; a
+// tenant or table dropped while it runs is left out.
 Result<std::string> RenderMetrics(const MetricsSources& sources, MetricsFormat format);
 
 // RenderMetrics, written to `path` whole or not at all (a temporary file

@@ -254,13 +254,20 @@ struct TransactionError {
 const char* TransactionErrorKindName(TransactionError::Kind kind);
 
 // Counters of a TransactionDB since it was opened (TransactionDB::GetStats),
-// over every transaction begun on it, observer runs included.
+// over every transaction begun on it, observer runs included. Each counter
+// is read on its own while transactions run, so two of them may disagree by
+// the transactions in flight. Transactions that a test's fail point stopped
+// (txn/transaction_db.h) are in none of them. Intentionally copyable.
 struct TransactionStats {
   uint64_t begun = 0;
-  // Commits of transactions that wrote (or left notifications), one-phase
-  // ones included; and of those with nothing to write.
-  uint64_t committed = 0;
+  // Commits of transactions that had something to write (a GetForUpdate
+  // key counts: its commit writes a lock record; so do notifications), in
+  // two phases or, when the commit fits one batch, in one
+  // (TransactionDBOptions::one_phase_commit), and their sum; then commits
+  // with nothing to write.
+  uint64_t committed_two_phase = 0;
   uint64_t committed_one_phase = 0;
+  uint64_t committed = 0;  // committed_two_phase + committed_one_phase
   uint64_t committed_read_only = 0;
   uint64_t rolled_back = 0;  // Rollback of an open transaction
   // Transactions that failed, by the kind their error() names: index
@@ -278,7 +285,9 @@ struct TransactionStats {
   // Locks of other transactions this TransactionDB's reads and prewrites
   // resolved: rolled forward (their transaction had committed), rolled back
   // (its TTL ran out, its owner died, or an older transaction wounded it);
-  // and reads that pushed a live transaction's commit past their snapshot.
+  // and reads that met a live transaction's lock and left its commit above
+  // their snapshot (pushing it there, or finding it pushed already). A
+  // garbage collector's resolutions are its own (GcStats::locks_resolved).
   uint64_t locks_rolled_forward = 0;
   uint64_t locks_rolled_back = 0;
   uint64_t commits_pushed = 0;
