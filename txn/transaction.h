@@ -133,6 +133,10 @@ class TransactionImpl final : public Transaction {
   Status CleanUpLockKind(const TxnKey& key, const LockRecord& lock);
 
  private:
+  // How often a conflict-resolving step may find the key changed again
+  // before the call gives up (each round means another transaction moved).
+  static constexpr int kMaxRounds = 32;
+
   // Commit's steps; Commit counts what they did.
   Status CommitSteps();
   enum class State { kOpen, kCommitted, kAborted, kStopped };
