@@ -12,6 +12,8 @@
 #include <set>
 #include <string_view>
 
+#include "common/json.h"
+
 namespace strata::db_bench {
 namespace {
 
@@ -340,22 +342,7 @@ class JsonWriter {
     out_ += brace;
     return *this;
   }
-  void Quoted(std::string_view s) {
-    out_ += '"';
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-        out_ += buf;
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
+  void Quoted(std::string_view s) { out_ += JsonQuote(s); }
 
   std::string out_;
   std::vector<bool> empty_;  // per open container: no element written yet
