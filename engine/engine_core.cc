@@ -8,7 +8,6 @@
 #include "common/clock.h"
 #include "common/coding.h"
 #include "common/thread_util.h"
-#include "engine/clamped_iterator.h"
 #include "engine/compaction.h"
 #include "engine/conditions.h"
 #include "engine/input_checks.h"
@@ -648,45 +647,46 @@ Result<std::unique_ptr<RowIterator>> EngineCore::Scan(const std::shared_ptr<Tabl
   if (!spec.end_row.empty()) AppendRowPrefix(&hi, spec.end_row);
   // Views first, then the snapshot (as in ReadRow).
   std::vector<ScanIterator::GroupInput> inputs;
-  std::vector<const TabletState*> input_tablets;
+  std::vector<ScanIterator::TabletPart> parts;
   const SequenceNumber snapshot = ViewsThenSnapshot(test_hooks::after_scan_views, [&] {
     inputs.clear();
-    input_tablets.clear();
+    parts.clear();
     for (const auto& tablet : table->tablets) {
       if (!spec.end_row.empty() && !tablet->start_row.empty() &&
           tablet->start_row >= spec.end_row) {
         continue;
       }
       if (!tablet->end_row.empty() && tablet->end_row <= spec.start_row) continue;
+      ScanIterator::TabletPart& part = parts.emplace_back();
+      part.first_input = inputs.size();
       for (size_t g = 0; g < group_needed.size(); g++) {
-        if (group_needed[g]) {
-          inputs.push_back({tablet->groups[g]->current(), nullptr});
-          input_tablets.push_back(tablet.get());
-        }
+        if (group_needed[g]) inputs.push_back({tablet->groups[g]->current(), nullptr});
       }
+      part.end_input = inputs.size();
+      // The tablet's part of [lo, hi).
+      part.lo = RowBound(tablet->start_row);
+      part.hi = RowBound(tablet->end_row);
     }
   });
+  for (auto& part : parts) {
+    if (part.lo < lo) part.lo = lo;
+    if (part.hi.empty() || (!hi.empty() && hi < part.hi)) part.hi = hi;
+  }
   // A quarter of the cache per scan between seeks (sstable::CacheFillBudget).
   auto fill_budget =
       std::make_shared<sstable::CacheFillBudget>(files_->block_cache()->capacity() / 4);
-  for (size_t i = 0; i < inputs.size(); i++) {
-    // Each tablet's part of [lo, hi): files shared with split siblings also
-    // hold their rows, which the siblings' own inputs give.
-    const TabletState& tablet = *input_tablets[i];
-    std::string tlo = RowBound(tablet.start_row);
-    std::string thi = RowBound(tablet.end_row);
-    if (tlo < lo) tlo = lo;
-    if (thi.empty() || (!hi.empty() && hi < thi)) thi = hi;
-    STRATA_RETURN_IF_ERROR(files_->NewRangeIterator(*inputs[i].view, table->budget->cache_id(), tlo,
-                                                    thi, fill_budget, &inputs[i].it));
-    if (!tablet.start_row.empty() || !tablet.end_row.empty()) {
-      inputs[i].it = std::make_unique<ClampedIterator>(std::move(inputs[i].it), tlo, thi);
-    }
-  }
+  // An input's iterator is made when the walk reaches its tablet. Its
+  // view was taken before the snapshot, which is what NewRangeIterator
+  // asks, and keeps its files on disk until then.
+  auto open = [engine = shared_from_this(), owner = table->budget->cache_id(), fill_budget](
+                  const ScanIterator::GroupInput& input, const ScanIterator::TabletPart& part,
+                  std::unique_ptr<InternalIterator>* it) {
+    return engine->files_->NewRangeIterator(*input.view, owner, part.lo, part.hi, fill_budget, it);
+  };
   table->budget->CountScan();
-  return std::unique_ptr<RowIterator>(
-      new ScanIterator(shared_from_this(), table, std::move(schema_ref), std::move(inputs), lo, hi,
-                       std::move(resolved), snapshot, std::move(fill_budget)));
+  return std::unique_ptr<RowIterator>(new ScanIterator(
+      shared_from_this(), table, std::move(schema_ref), std::move(inputs), std::move(parts),
+      std::move(open), lo, hi, std::move(resolved), snapshot, std::move(fill_budget)));
 }
 
 // ---- Background work ----

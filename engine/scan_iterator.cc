@@ -18,13 +18,16 @@ void ScanIterator::Collector::Add(const FoundColumn& column, uint64_t timestamp,
 
 ScanIterator::ScanIterator(std::shared_ptr<const DurableReads> engine,
                            std::shared_ptr<TableState> table, std::shared_ptr<const Schema> schema,
-                           std::vector<GroupInput> inputs, std::string start_prefix,
-                           std::string end_prefix, ResolvedFilter filter, SequenceNumber snapshot,
+                           std::vector<GroupInput> inputs, std::vector<TabletPart> parts,
+                           InputOpener open, std::string start_prefix, std::string end_prefix,
+                           ResolvedFilter filter, SequenceNumber snapshot,
                            std::shared_ptr<sstable::CacheFillBudget> fill_budget)
     : engine_(std::move(engine)),
       table_(std::move(table)),
       schema_(std::move(schema)),
       inputs_(std::move(inputs)),
+      parts_(std::move(parts)),
+      open_(std::move(open)),
       start_prefix_(std::move(start_prefix)),
       end_prefix_(std::move(end_prefix)),
       filter_(std::move(filter)),
@@ -48,18 +51,42 @@ void ScanIterator::Seek(std::string_view row) {
 void ScanIterator::SeekInputs(const std::string& target) {
   valid_ = false;
   if (!end_prefix_.empty() && !target.empty() && Slice(target).compare(end_prefix_) >= 0) return;
-  for (auto& in : inputs_) {
-    if (target.empty()) {
-      in.it->SeekToFirst();
-    } else {
-      in.it->Seek(target);
-    }
-    if (!NotePosition(&in)) return;
+  // The part holding the target: the first that ends after it.
+  size_t p = 0;
+  while (p < parts_.size() && !parts_[p].hi.empty() && Slice(target).compare(parts_[p].hi) >= 0) {
+    p++;
   }
+  if (p == parts_.size()) return;
+  part_ = p;
+  PositionPart(p, target);
   Advance();
 }
 
-bool ScanIterator::NotePosition(GroupInput* in) {
+void ScanIterator::PositionPart(size_t p, const std::string& target) {
+  const TabletPart& part = parts_[p];
+  const bool from_lo = target.empty() || Slice(target).compare(part.lo) < 0;
+  for (size_t i = part.first_input; i < part.end_input; i++) {
+    GroupInput& in = inputs_[i];
+    in.prefix_size = 0;
+    if (!Open(part, &in)) return;
+    if (!from_lo) {
+      in.it->Seek(target);
+    } else if (part.lo.empty()) {
+      in.it->SeekToFirst();
+    } else {
+      in.it->Seek(part.lo);
+    }
+    if (!NotePosition(p, &in)) return;
+  }
+}
+
+bool ScanIterator::Open(const TabletPart& part, GroupInput* in) {
+  if (in->it != nullptr) return true;
+  status_ = open_(*in, part, &in->it);
+  return status_.ok();
+}
+
+bool ScanIterator::NotePosition(size_t p, GroupInput* in) {
   in->prefix_size = 0;
   if (!in->it->Valid()) {
     if (!in->it->status().ok()) {
@@ -69,20 +96,25 @@ bool ScanIterator::NotePosition(GroupInput* in) {
     return true;
   }
   const Slice key = in->it->key();
+  size_t prefix_size;
   // Most rows hold no 0x00 byte: their first 0x00 starts the terminator.
   const char* zero = static_cast<const char*>(std::memchr(key.data(), 0, key.size()));
   if (zero != nullptr && zero + 1 < key.data() + key.size() && zero[1] == '\x01') {
-    in->prefix_size = static_cast<size_t>(zero + 2 - key.data());
+    prefix_size = static_cast<size_t>(zero + 2 - key.data());
     in->plain_row = true;
-    return true;
+  } else {
+    Slice rest = key;
+    if (!SkipMemcomparable(&rest)) {
+      status_ = Status::Corruption("scan met a malformed cell key " + HexBytes(key));
+      return false;
+    }
+    prefix_size = key.size() - rest.size();
+    in->plain_row = false;
   }
-  Slice rest = key;
-  if (!SkipMemcomparable(&rest)) {
-    status_ = Status::Corruption("scan met a malformed cell key " + HexBytes(key));
-    return false;
-  }
-  in->prefix_size = key.size() - rest.size();
-  in->plain_row = false;
+  // A row past the part's end is a later part's (or past the range).
+  const std::string& hi = parts_[p].hi;
+  if (!hi.empty() && Slice(key.data(), prefix_size).compare(hi) >= 0) return true;
+  in->prefix_size = prefix_size;
   return true;
 }
 
@@ -91,8 +123,13 @@ void ScanIterator::Advance() {
   while (status_.ok()) {
     Slice smallest_prefix;
     const GroupInput* smallest = SmallestRow(&smallest_prefix);
-    if (smallest == nullptr) return;
-    if (!end_prefix_.empty() && smallest_prefix.compare(end_prefix_) >= 0) return;
+    if (smallest == nullptr) {
+      // The part is done: on to the next one's first row.
+      if (part_ + 1 >= parts_.size()) return;
+      part_++;
+      PositionPart(part_, std::string());
+      continue;
+    }
     if (ReadRow(*smallest, smallest_prefix)) return;
   }
 }
@@ -105,11 +142,13 @@ bool ScanIterator::ReadRow(const GroupInput& smallest, const Slice& smallest_pre
   collected_.Clear();
   run_ends_.clear();
   ReadPoint at = read_point_;
-  for (auto& in : inputs_) {
+  const TabletPart& part = parts_[part_];
+  const bool several = part.end_input - part.first_input > 1;
+  for (size_t i = part.first_input; i < part.end_input; i++) {
+    GroupInput& in = inputs_[i];
     // One input stands on the smallest row when it is the only one.
-    if (inputs_.size() > 1 &&
-        (in.prefix_size != prefix.size() ||
-         std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0)) {
+    if (several && (in.prefix_size != prefix.size() ||
+                    std::memcmp(in.it->key().data(), prefix.data(), prefix.size()) != 0)) {
       continue;
     }
     Status s = CollectRowFromHere(in.it.get(), prefix, &at, filter_, *schema_, &collected_);
@@ -117,7 +156,7 @@ bool ScanIterator::ReadRow(const GroupInput& smallest, const Slice& smallest_pre
       status_ = s;
       return false;
     }
-    if (!NotePosition(&in)) return false;
+    if (!NotePosition(part_, &in)) return false;
     run_ends_.push_back(collected_.entries.size());
   }
   // A row with records a crash may still lose is handed out once they are
@@ -147,30 +186,49 @@ void ScanIterator::Prev() {
   if (!status_.ok() || !valid_) return;
   valid_ = false;
   prev_target_ = row_prefix_;
+  size_t p = part_;
   for (;;) {
-    // The largest row below the target that any input holds.
+    // The largest row of part p below the target that any of its inputs
+    // holds.
+    const TabletPart& part = parts_[p];
+    const Slice before = !part.hi.empty() && Slice(prev_target_).compare(part.hi) > 0
+                             ? Slice(part.hi)
+                             : Slice(prev_target_);
     bool found = false;
-    for (auto& in : inputs_) {
-      in.it->SeekBefore(prev_target_);
-      if (!NotePosition(&in)) return;
+    for (size_t i = part.first_input; i < part.end_input; i++) {
+      GroupInput& in = inputs_[i];
+      if (!Open(part, &in)) return;
+      in.it->SeekBefore(before);
+      if (!NotePosition(p, &in)) return;
       if (in.prefix_size == 0) continue;
-      const Slice p(in.it->key().data(), in.prefix_size);
-      if (!found || p.compare(row_prefix_) > 0) {
-        row_prefix_.assign(p.data(), p.size());
+      const Slice row(in.it->key().data(), in.prefix_size);
+      if (row.compare(part.lo) < 0) {  // a split sibling's row, or before the range
+        in.prefix_size = 0;
+        continue;
+      }
+      if (!found || row.compare(row_prefix_) > 0) {
+        row_prefix_.assign(row.data(), row.size());
         found = true;
       }
     }
-    if (!found || Slice(row_prefix_).compare(start_prefix_) < 0) {
-      // Before the range: the inputs stand nowhere a Next could use.
-      for (auto& in : inputs_) in.prefix_size = 0;
-      return;
+    if (!found) {
+      if (p == 0) {
+        // Before the range: the inputs stand nowhere a Next could use.
+        part_ = parts_.size() - 1;
+        for (size_t i = parts_[part_].first_input; i < parts_[part_].end_input; i++) {
+          inputs_[i].prefix_size = 0;
+        }
+        return;
+      }
+      p--;  // every row of the part before is below the target
+      continue;
     }
-    // Every input to that row, which is then the smallest any stands on.
+    // Every input of the part to that row, which is then the smallest any
+    // stands on.
+    part_ = p;
     prev_target_ = row_prefix_;
-    for (auto& in : inputs_) {
-      in.it->Seek(prev_target_);
-      if (!NotePosition(&in)) return;
-    }
+    PositionPart(p, prev_target_);
+    if (!status_.ok()) return;
     Slice smallest_prefix;
     const GroupInput* smallest = SmallestRow(&smallest_prefix);
     if (smallest == nullptr) {

@@ -9,6 +9,7 @@
 #define STRATA_ENGINE_SCAN_ITERATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,23 +48,43 @@ class ScanIterator final : public RowIterator {
   // over the part of the range that tablet holds.
   struct GroupInput {
     std::shared_ptr<const GroupView> view;  // keeps memtables alive
+    // Made by the scan's opener when the walk first reaches the input's
+    // tablet; null before.
     std::unique_ptr<InternalIterator> it;
     // The length of the row prefix of the entry `it` stands on (0 when it
-    // is not valid), and whether the row holds no 0x00 byte. Kept by the
-    // scan, which moves `it`.
+    // stands on no row of its tablet's part of the range), and whether the
+    // row holds no 0x00 byte. Kept by the scan, which moves `it`.
     size_t prefix_size = 0;
     bool plain_row = false;
   };
+  // One tablet's part of the scan: inputs [first_input, end_input), and
+  // the rows [lo, hi) of the range it holds (encoded row prefixes; lo empty:
+  // from the first row, hi empty: to the last). Tablets come in row order,
+  // their parts disjoint. An input's iterator may hold rows outside its
+  // tablet's part (files shared with split siblings): the scan reads only
+  // the rows inside it.
+  struct TabletPart {
+    size_t first_input = 0;
+    size_t end_input = 0;
+    std::string lo;
+    std::string hi;
+  };
+  // Makes the iterator of an input of `part`, over at least its rows.
+  using InputOpener = std::function<Status(const GroupInput& input, const TabletPart& part,
+                                           std::unique_ptr<InternalIterator>* it)>;
 
   // Rows from `start_prefix` (empty: the first) to before `end_prefix`
-  // (empty: the last), both encoded row prefixes, as of `snapshot`.
-  // `engine` must outlive the readers the inputs hold (the iterator keeps
-  // it alive). `fill_budget` (may be null) is the one the inputs' table
-  // iterators share; each Seek refills it.
+  // (empty: the last), both encoded row prefixes, as of `snapshot`. Only the
+  // tablet the walk is in has its inputs opened and positioned: a scan
+  // over many tablets costs per row what a scan of one does, and a seek
+  // touches one tablet. `engine` must outlive the readers the inputs hold
+  // (the iterator keeps it alive), and so must what `open` uses.
+  // `fill_budget` (may be null) is the one the inputs' table iterators
+  // share; each Seek refills it.
   ScanIterator(std::shared_ptr<const DurableReads> engine, std::shared_ptr<TableState> table,
                std::shared_ptr<const Schema> schema, std::vector<GroupInput> inputs,
-               std::string start_prefix, std::string end_prefix, ResolvedFilter filter,
-               SequenceNumber snapshot,
+               std::vector<TabletPart> parts, InputOpener open, std::string start_prefix,
+               std::string end_prefix, ResolvedFilter filter, SequenceNumber snapshot,
                std::shared_ptr<sstable::CacheFillBudget> fill_budget = nullptr);
 
   bool Valid() const override { return valid_; }
@@ -99,18 +120,27 @@ class ScanIterator final : public RowIterator {
     std::vector<Entry> entries;
   };
 
-  // Seeks every input to `target` (an encoded row prefix; empty: the first
-  // entry) and moves to the first row from there.
+  // Moves to the first row at or after `target` (an encoded row prefix;
+  // empty: the first row of the range).
   void SeekInputs(const std::string& target);
-  // Records where input `in` stands (its prefix_size); false on a
-  // malformed key, with status_ set.
-  bool NotePosition(GroupInput* in);
+  // Opens (once) and positions the inputs of part `p` at `target`, or at the
+  // part's first row when `target` is below it (or empty).
+  void PositionPart(size_t p, const std::string& target);
+  // Makes the iterator of `in`, an input of `part`, unless it has one;
+  // false on an error, with status_ set.
+  bool Open(const TabletPart& part, GroupInput* in);
+  // Records where input `in` of part `p` stands (its prefix_size); false on
+  // a malformed key, with status_ set.
+  bool NotePosition(size_t p, GroupInput* in);
   void Advance();
-  // The input standing on the smallest row, and that row's prefix in
-  // *prefix; nullptr when none stands on a row. Once per row: inline.
+  // The input of the current part standing on the smallest row, and that
+  // row's prefix in *prefix; nullptr when none stands on a row. Once per
+  // row: inline.
   const GroupInput* SmallestRow(Slice* prefix) const {
     const GroupInput* smallest = nullptr;
-    for (const auto& in : inputs_) {
+    const TabletPart& part = parts_[part_];
+    for (size_t i = part.first_input; i < part.end_input; i++) {
+      const GroupInput& in = inputs_[i];
       if (in.prefix_size == 0) continue;
       const Slice p(in.it->key().data(), in.prefix_size);
       if (smallest == nullptr || p.compare(*prefix) < 0) {
@@ -123,10 +153,10 @@ class ScanIterator final : public RowIterator {
   // Reads the row `smallest` stands on (`prefix`) from every input on it and
   // publishes it; false when it has no cell for the scan, or on an error
   // (status_ set).
-  bool ReadRow(const GroupInput& smallest,
-               const Slice& prefix);  // Orders the collected cells by family when the walks of
-                                      // several groups
-  // gave them (each walk's run is already in order), then points views_ at them.
+  bool ReadRow(const GroupInput& smallest, const Slice& prefix);
+  // Orders the collected cells by family when the walks of several groups
+  // gave them (each walk's run is already in order), then points views_ at
+  // them.
   void PublishRow(const std::vector<size_t>& run_ends);
 
   const std::shared_ptr<const DurableReads> engine_;
@@ -135,6 +165,9 @@ class ScanIterator final : public RowIterator {
   // does not reach it.
   const std::shared_ptr<const Schema> schema_;
   std::vector<GroupInput> inputs_;
+  const std::vector<TabletPart> parts_;
+  const InputOpener open_;
+  size_t part_ = 0;  // the part the walk is in
   const std::string start_prefix_;
   const std::string end_prefix_;
   const ResolvedFilter filter_;

@@ -162,7 +162,9 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   Random rnd(seed);
   test::ScratchDir dir("model");
   TableSchema schema;
-  schema.locality_groups = {{.name = "g0"}, {.name = "g1", .in_memory = true}};
+  // Small blocks give the tablet split places to cut between rows.
+  schema.locality_groups = {{.name = "g0", .block_size = 512},
+                            {.name = "g1", .in_memory = true, .block_size = 512}};
   schema.families = {{.name = "f0", .locality_group = "g0"},
                      {.name = "f1", .locality_group = "g1"},
                      {.name = "f2", .locality_group = "g0"}};
@@ -178,6 +180,9 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   options.target_file_size = 64 << 10;
   // Two compaction threads besides the flush thread: picks must not collide.
   options.max_background_compactions = 2;
+  // Small tablets: the table splits between its few rows, so scans walk
+  // across tablets and step back over their boundaries.
+  options.tablet_split_size = 4 << 10;
   auto open = [&]() {
     auto e = Engine::Open(dir.path(), options);
     EXPECT_OK(e);
@@ -283,6 +288,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   const int ops = test::LongTests() ? 1000000 : test::UnderSanitizer() ? 10000 : 100000;
   int reads = 0;
   uint64_t compactions = 0;
+  uint64_t splits = 0;
   for (int op = 0; op < ops; op++) {
     const uint64_t dice = rnd.Uniform(1000);
     if (dice < 550) {
@@ -336,6 +342,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
       ASSERT_OK(engine->Compact());
     } else {
       compactions += engine->GetStats().compactions;
+      splits += engine->GetStats().tablet_splits;
       held.reset();  // an iterator must not outlive Close
       ASSERT_OK(engine->Close());
       engine.reset();
@@ -348,6 +355,7 @@ TEST(EngineModelTest, RandomOperationsMatchModelAcrossReopens) {
   EXPECT_GT(held_checks, ops / 400);
   EXPECT_GT(engine->GetStats().table_files, 0u);
   EXPECT_GT(compactions + engine->GetStats().compactions, 0u);
+  EXPECT_GT(splits + engine->GetStats().tablet_splits, 0u);
 }
 
 }  // namespace
