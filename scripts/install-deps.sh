@@ -12,6 +12,10 @@ packages=(
   librocksdb-dev   # only for the side-by-side benchmarks
   gnuplot-nox jq   # scripts/bench-report.sh: its plots, and reading the benchmarks' JSON
   etcd-server etcd-client  # cluster/: the tests start their own etcd (scripts/local-cluster.sh)
+  # cluster/'s row store on RADOS: librados' C API to build against, and a
+  # monitor and an OSD (with the ceph, rados and monmaptool tools they pull
+  # in) for the one-node cluster its tests start (local-cluster.sh --with-ceph)
+  librados-dev ceph-mon ceph-osd
 )
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang)  # its libclang-rt holds libFuzzer

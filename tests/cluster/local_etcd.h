@@ -7,12 +7,19 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "strata/status.h"
 
 namespace strata::cluster {
+
+// Runs `scripts/local-cluster.sh start <args>` and returns the NAME=VALUE
+// lines it printed (STRATA_CLUSTER_DIR among them); IOError when it fails.
+Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& args);
+// `scripts/local-cluster.sh stop --dir <dir>`: stops what start began.
+void StopLocalCluster(const std::string& dir);
 
 class LocalEtcd {
  public:

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/mutex.h"
+#include "engine/copied_rows.h"
 
 namespace strata::test {
 
@@ -40,49 +41,6 @@ std::string TooBig(std::string_view what, size_t size, size_t limit) {
   return std::string(what) + " is " + std::to_string(size) + " bytes; the limit is " +
          std::to_string(limit);
 }
-
-// Rows copied when the scan started, in row order.
-class ModelScanIterator final : public RowIterator {
- public:
-  explicit ModelScanIterator(std::vector<std::pair<std::string, std::vector<Cell>>> rows)
-      : rows_(std::move(rows)) {
-    Publish();
-  }
-
-  bool Valid() const override { return pos_ < rows_.size(); }
-  void Next() override {
-    pos_++;
-    Publish();
-  }
-  void Prev() override {
-    pos_ = pos_ == 0 ? rows_.size() : pos_ - 1;
-    Publish();
-  }
-  void Seek(std::string_view row) override {
-    pos_ = static_cast<size_t>(
-        std::lower_bound(rows_.begin(), rows_.end(), row,
-                         [](const auto& r, std::string_view target) { return r.first < target; }) -
-        rows_.begin());
-    Publish();
-  }
-  std::string_view row() const override { return rows_[pos_].first; }
-  const std::vector<CellView>& cell_views() const override { return views_; }
-  const std::vector<Cell>& cells() const override { return rows_[pos_].second; }
-  Status status() const override { return Status::OK(); }
-
- private:
-  void Publish() {
-    views_.clear();
-    if (pos_ >= rows_.size()) return;
-    for (const Cell& c : rows_[pos_].second) {
-      views_.push_back(CellView{c.family, c.qualifier, c.timestamp, c.value});
-    }
-  }
-
-  const std::vector<std::pair<std::string, std::vector<Cell>>> rows_;
-  size_t pos_ = 0;
-  std::vector<CellView> views_;
-};
 
 }  // namespace
 
@@ -343,48 +301,6 @@ class ModelRowStore::State {
   std::map<std::string, RowCells, std::less<>> rows_ GUARDED_BY(mu_);
 };
 
-// Gets fetch their one column and cache it; ReadRow reads through.
-class ModelRowStore::Session final : public ReadSession {
- public:
-  Session(std::shared_ptr<const State> state, const ReadSessionOptions& options)
-      : state_(std::move(state)), options_(options) {}
-
-  Result<std::vector<Cell>> Get(std::string_view row, std::string_view family,
-                                std::string_view qualifier) override {
-    stats_.gets++;
-    STRATA_RETURN_IF_ERROR(state_->FamilyIndex(family).status());
-    auto key = std::make_tuple(std::string(row), std::string(family), std::string(qualifier));
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      stats_.cache_hits++;
-      return it->second;
-    }
-    RowFilter filter;
-    filter.columns = {{std::string(family), std::string(qualifier)}};
-    filter.min_timestamp = options_.min_timestamp;
-    filter.max_timestamp = options_.max_timestamp;
-    filter.max_versions = options_.max_versions;
-    Result<std::vector<Cell>> cells = state_->ReadRow(row, filter);
-    if (!cells.ok()) return cells.status();
-    stats_.lookups++;
-    cache_.emplace(std::move(key), *cells);
-    return cells;
-  }
-
-  Result<std::vector<Cell>> ReadRow(std::string_view row, const RowFilter& filter) override {
-    Result<std::vector<Cell>> cells = state_->ReadRow(row, filter);
-    if (cells.ok()) stats_.lookups++;
-    return cells;
-  }
-
-  ReadStats stats() const override { return stats_; }
-
- private:
-  const std::shared_ptr<const State> state_;
-  const ReadSessionOptions options_;
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Cell>> cache_;
-  ReadStats stats_{.sessions = 1};
-};
-
 ModelRowStore::ModelRowStore(std::vector<std::string> families)
     : ModelRowStore(std::move(families), Limits()) {}
 
@@ -475,18 +391,18 @@ Result<std::unique_ptr<RowIterator>> ModelRowStore::Scan(const ReadOptions& opti
                                                          const ScanSpec& spec) const {
   auto rows = state_->Scan(spec);
   if (!rows.ok()) return rows.status();
-  return std::unique_ptr<RowIterator>(new ModelScanIterator(std::move(rows.value())));
+  return std::unique_ptr<RowIterator>(new engine::CopiedRowIterator(std::move(rows.value())));
 }
 
 Result<std::unique_ptr<ReadSession>> ModelRowStore::NewReadSession(
     const ReadSessionOptions& options) const {
-  if (options.min_timestamp > options.max_timestamp) {
-    return Status::InvalidArgument("read session's min_timestamp is above its max_timestamp");
-  }
-  if (options.max_versions == 0) {
-    return Status::InvalidArgument("read session's max_versions is 0");
-  }
-  return std::unique_ptr<ReadSession>(new Session(state_, options));
+  STRATA_RETURN_IF_ERROR(engine::CheckReadSessionOptions(options));
+  std::shared_ptr<const State> state = state_;
+  return std::unique_ptr<ReadSession>(new engine::ColumnCacheSession(
+      [state](std::string_view row, const RowFilter& filter) {
+        return state->ReadRow(row, filter);
+      },
+      options));
 }
 
 std::vector<std::pair<std::string, std::vector<Cell>>> ModelRowStore::Dump() const {

@@ -79,7 +79,6 @@ class ModelRowStore final : public RowStore {
 
  private:
   class State;
-  class Session;
 
   Result<std::vector<CheckAndMutateResult>> Batch(const std::vector<ConditionalMutation>& batch,
                                                   bool all_or_nothing);

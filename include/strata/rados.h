@@ -1,0 +1,81 @@
+// The row store on Ceph RADOS (cluster/README.md): tables whose tablets are
+// RADOS objects, the cells of each in its omap, and whose schema and tablet
+// map live in etcd. Any number of processes may open one table at once.
+//
+//   strata::RadosOptions o;
+//   o.etcd_endpoints = {"http://10.0.0.1:2379"};
+//   o.ceph_conf = "/etc/ceph/ceph.conf";
+//   o.pool = "strata";
+//   strata::Status s = strata::CreateRadosTable(o, "accounts", schema);
+//   auto store = strata::OpenRadosRowStore(o, "accounts");
+//
+// The store keeps the contract of strata/row_store.h, with what RADOS cannot
+// give said there in cluster/README.md: no all-or-nothing batch
+// (CheckAndMutateAll is NotSupported), a batch's rows durable each on its own,
+// and a Scan that reads its whole range when it is called.
+//
+// Thread-safe.
+#ifndef STRATA_RADOS_H_
+#define STRATA_RADOS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/options.h"
+#include "strata/row_store.h"
+#include "strata/status.h"
+
+namespace strata {
+
+struct RadosOptions {
+  // etcd's client URLs, host:port or http://host:port; at least one.
+  std::vector<std::string> etcd_endpoints;
+  // The etcd key prefix of the cluster (as ClusterServicesOptions::root).
+  std::string root = "/strata";
+  // The Ceph configuration file (monitors, auth); empty: librados' default
+  // search (CEPH_CONF, /etc/ceph/ceph.conf, ...).
+  std::string ceph_conf;
+  // The Ceph user, without "client.".
+  std::string ceph_user = "admin";
+  // The pool that holds the tablet objects; it must exist.
+  std::string pool = "strata";
+  // How long one call may take, every RADOS and etcd request and retry
+  // included (milliseconds): past it the call fails with TimedOut or
+  // IOError, never with a wrong answer. Each RADOS request is also bounded by
+  // it (rounded up to seconds), so an OSD or monitor that stops answering
+  // costs at most about this long.
+  uint64_t timeout_millis = 10000;
+  // The largest row key, qualifier and value the store accepts.
+  RowStoreLimits limits = DefaultLimits();
+
+  static RowStoreLimits DefaultLimits() {
+    RowStoreLimits l;
+    l.max_row_key_size = 4096;
+    l.max_qualifier_size = 4096;
+    l.max_value_size = 1 << 20;
+    return l;
+  }
+};
+
+// Creates table `name` with the families of `schema` (locality groups mean
+// nothing on RADOS: the families' order is what counts) and one tablet per
+// range between `split_rows` (sorted, distinct, non-empty). AlreadyExists
+// when it exists; InvalidArgument for a bad schema or name (1 to 128 bytes
+// of [A-Za-z0-9_.-]) or more than 253 families.
+Status CreateRadosTable(const RadosOptions& options, const std::string& name,
+                        const TableSchema& schema, const std::vector<std::string>& split_rows = {});
+
+// Removes table `name`: its etcd keys, then its objects. Stores open on it
+// answer NotFound from then on. NotFound when it does not exist.
+Status DropRadosTable(const RadosOptions& options, const std::string& name);
+
+// A RowStore over table `name`; connects to etcd and the Ceph cluster within
+// options.timeout_millis. NotFound when the table does not exist.
+Result<std::unique_ptr<RowStore>> OpenRadosRowStore(const RadosOptions& options,
+                                                    const std::string& name);
+
+}  // namespace strata
+
+#endif  // STRATA_RADOS_H_

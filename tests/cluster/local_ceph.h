@@ -1,0 +1,50 @@
+// LocalCeph: a one-member etcd and a one-node Ceph cluster (one monitor, one
+// memstore OSD, auth off, pool "strata" of size 1) on 127.0.0.1 with
+// temporary data, started and stopped through
+// `scripts/local-cluster.sh --with-ceph`, for the tests of the RADOS row
+// store. Starting takes about 5 s, so a test binary shares one.
+// Thread-compatible.
+#ifndef STRATA_TESTS_CLUSTER_LOCAL_CEPH_H_
+#define STRATA_TESTS_CLUSTER_LOCAL_CEPH_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "strata/rados.h"
+#include "strata/status.h"
+
+namespace strata::cluster {
+
+class LocalCeph {
+ public:
+  // Starts etcd and Ceph; the error says why not (not installed, say).
+  static Result<std::unique_ptr<LocalCeph>> Start();
+  // Stops them (by pid) and removes their data.
+  ~LocalCeph();
+  LocalCeph(const LocalCeph&) = delete;
+  LocalCeph& operator=(const LocalCeph&) = delete;
+
+  // Options that reach this cluster: etcd, ceph.conf and pool set, with
+  // `timeout_millis` per call.
+  RadosOptions Options(uint64_t timeout_millis = 10000) const;
+  pid_t osd_pid() const { return osd_pid_; }
+  pid_t mon_pid() const { return mon_pid_; }
+
+  // Freezes a daemon (SIGSTOP): its connections stay open, nothing answers.
+  void Pause(pid_t pid);
+  // Lets it run again (SIGCONT).
+  void Resume(pid_t pid);
+
+ private:
+  explicit LocalCeph(std::map<std::string, std::string> vars);
+  std::map<std::string, std::string> vars_;
+  pid_t mon_pid_ = 0;
+  pid_t osd_pid_ = 0;
+};
+
+}  // namespace strata::cluster
+
+#endif  // STRATA_TESTS_CLUSTER_LOCAL_CEPH_H_

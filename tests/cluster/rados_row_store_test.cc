@@ -1,0 +1,272 @@
+// The RADOS row store (cluster/rados_row_store.h) against a one-node Ceph
+// cluster and etcd this binary starts once (LocalCeph): the row-store
+// conformance suite, scripted and randomized against the model, and what
+// only RADOS has: tables of many tablets, concurrent writers of one row, a
+// monitor or OSD that stops answering.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/local_ceph.h"
+#include "strata/rados.h"
+#include "util/row_store_conformance.h"
+#include "util/status_matchers.h"
+#include "util/test_util.h"
+
+namespace strata::conformance {
+namespace {
+
+using cluster::LocalCeph;
+
+// The cluster every test of this binary shares; each test makes tables of
+// its own.
+LocalCeph* ceph = nullptr;
+
+class CephEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    auto started = LocalCeph::Start();
+    ASSERT_OK(started);
+    ceph = started->release();
+  }
+  void TearDown() override {
+    delete ceph;
+    ceph = nullptr;
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CephEnvironment);
+
+// The conformance suite's limits.
+RadosOptions Options(uint64_t timeout_millis = 10000) {
+  RadosOptions o = ceph->Options(timeout_millis);
+  o.limits.max_row_key_size = kMaxRow;
+  o.limits.max_qualifier_size = kMaxQualifier;
+  o.limits.max_value_size = kMaxValue;
+  return o;
+}
+
+std::string NewTableName() {
+  static std::atomic<int> next{0};
+  return "t" + std::to_string(next++);
+}
+
+class RadosHarness final : public Harness {
+ public:
+  explicit RadosHarness(std::vector<std::string> splits = {}) {
+    EXPECT_OK(CreateRadosTable(Options(), name_, Schema(), splits));
+    Reopen();
+  }
+  RowStore* store() override { return store_.get(); }
+  // A new connection and a fresh read of the map: what the table holds lives
+  // in the objects.
+  void Reopen() override {
+    store_.reset();
+    auto opened = OpenRadosRowStore(Options(), name_);
+    ASSERT_OK(opened);
+    store_ = std::move(opened).value();
+  }
+  bool all_or_nothing() const override { return false; }
+  const std::string& name() const { return name_; }
+
+ private:
+  const std::string name_ = NewTableName();
+  std::unique_ptr<RowStore> store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Stores, RowStoreConformanceTest,
+    ::testing::Values(StoreKind{"rados", [] { return std::make_unique<RadosHarness>(); }},
+                      StoreKind{"rados_split",
+                                [] {
+                                  return std::make_unique<RadosHarness>(
+                                      std::vector<std::string>{"a\x01", "b", "bb", "c"});
+                                }}),
+    StoreKindName);
+
+TEST(RadosDifferentialTest, RandomOperationsGiveTheSameAnswersAsTheModel) {
+  const uint64_t seed = test::TestSeed();
+  SCOPED_TRACE("STRATA_TEST_SEED=" + std::to_string(seed));
+  RadosHarness rados({"row1", "row2"});
+  auto model = ModelRowStore::ForSchema(Schema(), conformance::Options());
+  RunRandomOps(seed, &rados, model.get(), test::UnderSanitizer() ? 300 : 2000);
+}
+
+TEST(RadosTableTest, BadInputAndTheTableLifecycle) {
+  const RadosOptions o = Options();
+  EXPECT_TRUE(CreateRadosTable(o, "", Schema()).IsInvalidArgument());
+  EXPECT_TRUE(CreateRadosTable(o, "bad/name", Schema()).IsInvalidArgument());
+  EXPECT_TRUE(CreateRadosTable(o, "x", TableSchema()).IsInvalidArgument());
+  EXPECT_TRUE(CreateRadosTable(o, "x", Schema(), {"b", "a"}).IsInvalidArgument());
+  EXPECT_TRUE(CreateRadosTable(o, "x", Schema(), {""}).IsInvalidArgument());
+  EXPECT_TRUE(OpenRadosRowStore(o, "never-made").status().IsNotFound());
+  EXPECT_TRUE(DropRadosTable(o, "never-made").IsNotFound());
+  RadosOptions no_timeout = o;
+  no_timeout.timeout_millis = 0;
+  EXPECT_TRUE(OpenRadosRowStore(no_timeout, "x").status().IsInvalidArgument());
+
+  const std::string name = NewTableName();
+  ASSERT_OK(CreateRadosTable(o, name, Schema(), {"m"}));
+  EXPECT_EQ(CreateRadosTable(o, name, Schema()).code(), Status::Code::kAlreadyExists);
+  auto store = OpenRadosRowStore(o, name);
+  ASSERT_OK(store);
+  RowMutation m;
+  m.Put("w", "q", 1, "v");
+  ASSERT_OK((*store)->Mutate(WriteOptions(), "a", m));
+  ASSERT_OK((*store)->Mutate(WriteOptions(), "z", m));
+  EXPECT_TRUE((*store)->CheckAndMutateAll(WriteOptions(), {}).status().IsNotSupported());
+
+  // Every call on a dropped table is NotFound; nothing is created again.
+  ASSERT_OK(DropRadosTable(o, name));
+  const std::vector<ConditionalMutation> batch = {{"r", {}, m}};
+  EXPECT_TRUE((*store)->ReadRow(ReadOptions(), "a", RowFilter()).status().IsNotFound());
+  EXPECT_TRUE((*store)->Mutate(WriteOptions(), "a", m).IsNotFound());
+  EXPECT_TRUE((*store)->CheckAndMutate(WriteOptions(), "z", {}, m).status().IsNotFound());
+  EXPECT_TRUE((*store)->CheckAndMutateBatch(WriteOptions(), batch).status().IsNotFound());
+  EXPECT_TRUE((*store)->Scan(ReadOptions(), ScanSpec()).status().IsNotFound());
+  EXPECT_TRUE(OpenRadosRowStore(o, name).status().IsNotFound());
+  // The name can be used again, for an empty table.
+  ASSERT_OK(CreateRadosTable(o, name, Schema()));
+  auto again = OpenRadosRowStore(o, name);
+  ASSERT_OK(again);
+  auto rows = ScanRows(**again, ScanSpec());
+  ASSERT_OK(rows);
+  EXPECT_TRUE(rows->empty());
+}
+
+// Many threads try to claim each round's cell of one row; exactly one wins
+// each round, and every loser is told the winner's cell. `range` makes the
+// condition one the omap compare cannot express (read, then write).
+void OneWinnerPerRound(bool range) {
+  RadosHarness table;
+  RowStore& store = *table.store();
+  constexpr int kThreads = 8;
+  const int kRounds = test::UnderSanitizer() ? 10 : 40;
+  std::vector<std::atomic<int>> wins(kRounds + 1);
+  std::atomic<int> errors{0}, wrong_failures{0};
+  std::barrier sync(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      for (int r = 1; r <= kRounds; r++) {
+        sync.arrive_and_wait();
+        const uint64_t ts = static_cast<uint64_t>(r);
+        RowMutation m;
+        m.Put("lock", "k", ts, std::to_string(t));
+        const Condition c = range ? Condition::NoCellInRange("lock", "k", ts, kMaxTimestamp)
+                                  : Condition::NoCellInRange("lock", "k", ts, ts);
+        auto result = store.CheckAndMutate(WriteOptions(), "row", {c}, m);
+        if (!result.ok()) {
+          errors++;
+        } else if (result->applied) {
+          wins[r]++;
+        } else if (result->failures.size() != 1 || result->failures[0].cells.size() != 1 ||
+                   result->failures[0].cells[0].timestamp != ts) {
+          wrong_failures++;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(wrong_failures.load(), 0);
+  for (int r = 1; r <= kRounds; r++) EXPECT_EQ(wins[r].load(), 1) << "round " << r;
+  auto cells = store.ReadRow(ReadOptions(), "row", Families({"lock"}));
+  ASSERT_OK(cells);
+  EXPECT_EQ(cells->size(), static_cast<size_t>(kRounds));
+}
+
+TEST(RadosConcurrencyTest, OneWinnerPerRoundWithACompareOfOneKey) { OneWinnerPerRound(false); }
+TEST(RadosConcurrencyTest, OneWinnerPerRoundWithARangeCondition) { OneWinnerPerRound(true); }
+
+// A stopped OSD or monitor: every call fails within about its deadline with
+// TimedOut or IOError, and the store works again once it is back.
+TEST(RadosFaultTest, UnreachableOsdOrMonitorFailsWithinTheDeadline) {
+  const std::string name = NewTableName();
+  ASSERT_OK(CreateRadosTable(Options(), name, Schema()));
+  constexpr uint64_t kTimeout = 2000;
+  auto opened = OpenRadosRowStore(Options(kTimeout), name);
+  ASSERT_OK(opened);
+  RowStore& store = **opened;
+  RowMutation m;
+  m.Put("w", "q", 1, "before");
+  ASSERT_OK(store.Mutate(WriteOptions(), "r", m));
+
+  auto expect_bounded = [&](const char* what, const std::function<Status()>& call) {
+    const auto start = std::chrono::steady_clock::now();
+    const Status s = call();
+    const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    EXPECT_TRUE(s.IsTimedOut() || s.IsIOError()) << what << ": " << s.ToString();
+    EXPECT_LT(millis, static_cast<int64_t>(2 * kTimeout + 1000)) << what;
+  };
+  ceph->Pause(ceph->osd_pid());
+  expect_bounded("ReadRow",
+                 [&] { return store.ReadRow(ReadOptions(), "r", RowFilter()).status(); });
+  RowMutation later;
+  later.Put("w", "q", 2, "during");
+  expect_bounded("Mutate", [&] { return store.Mutate(WriteOptions(), "r", later); });
+  expect_bounded("CheckAndMutate", [&] {
+    return store
+        .CheckAndMutate(WriteOptions(), "r", {Condition::NoCellInRange("w", "q", 1, 5)}, later)
+        .status();
+  });
+  expect_bounded("Scan", [&] { return store.Scan(ReadOptions(), ScanSpec()).status(); });
+  ceph->Resume(ceph->osd_pid());
+  auto cells = store.ReadRow(ReadOptions(), "r", Timestamps(1, 1));
+  ASSERT_OK(cells);
+  EXPECT_EQ(*cells, (Cells{{"w", "q", 1, "before"}}));
+
+  ceph->Pause(ceph->mon_pid());
+  expect_bounded("OpenRadosRowStore",
+                 [&] { return OpenRadosRowStore(Options(kTimeout), name).status(); });
+  ceph->Resume(ceph->mon_pid());
+  ASSERT_OK(OpenRadosRowStore(Options(kTimeout), name).status());
+}
+
+// CheckAndMutate's rate, one at a time and many in flight in one batch (for
+// the README; asserts nothing about speed).
+TEST(RadosRateTest, CheckAndMutateOneAtATimeAndBatched) {
+  RadosHarness table;
+  RowStore& store = *table.store();
+  const int kOps = test::UnderSanitizer() ? 50 : 1000;
+  auto rate = [&](size_t batch_size, bool range) {
+    const auto start = std::chrono::steady_clock::now();
+    int done = 0;
+    for (int i = 0; done < kOps; i++) {
+      std::vector<ConditionalMutation> batch(batch_size);
+      for (size_t j = 0; j < batch_size; j++) {
+        batch[j].row = "r" + std::to_string(j) + (range ? "x" : "");
+        const uint64_t ts = static_cast<uint64_t>(i + 1);
+        batch[j].conditions = {range ? Condition::NoCellInRange("lock", "k", ts, kMaxTimestamp)
+                                     : Condition::NoCellInRange("lock", "k", ts, ts)};
+        batch[j].mutation.Put("lock", "k", ts, "v");
+      }
+      auto r = store.CheckAndMutateBatch(WriteOptions(), batch);
+      EXPECT_OK(r);
+      done += static_cast<int>(batch_size);
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return done / secs;
+  };
+  for (bool range : {false, true}) {
+    const double one = rate(1, range), many = rate(32, range);
+    std::printf("CheckAndMutate (%s): %.0f ops/s one at a time, %.0f ops/s 32 in flight\n",
+                range ? "read, then write" : "one compound write", one, many);
+    RecordProperty(range ? "read_write_ops_per_sec_1" : "blind_ops_per_sec_1",
+                   std::to_string(static_cast<int>(one)));
+    RecordProperty(range ? "read_write_ops_per_sec_32" : "blind_ops_per_sec_32",
+                   std::to_string(static_cast<int>(many)));
+  }
+}
+
+}  // namespace
+}  // namespace strata::conformance
