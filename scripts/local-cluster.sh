@@ -131,11 +131,18 @@ CONF
   echo $! > "$c/osd.pid"
   # The pool's placement groups are active once the OSD is up: a write
   # succeeding is the test.
-  if ! { ceph -c "$c/ceph.conf" --connect-timeout 10 osd pool create strata 8 8 &&
-         ceph -c "$c/ceph.conf" osd pool application enable strata strata; } \
-       >>"$c/log/setup.log" 2>&1; then
-    echo "local-cluster: cannot create the pool; see $c/log" >&2; return 1
-  fi
+  # A loaded machine may make a monitor command time out: try again.
+  local created=0
+  for _ in 1 2 3; do
+    if { ceph -c "$c/ceph.conf" --connect-timeout 20 osd pool create strata 8 8 &&
+         ceph -c "$c/ceph.conf" --connect-timeout 20 osd pool application enable strata strata
+       } >>"$c/log/setup.log" 2>&1; then
+      created=1
+      break
+    fi
+    sleep 1
+  done
+  [ "$created" = 1 ] || { echo "local-cluster: cannot create the pool; see $c/log" >&2; return 1; }
   local deadline=$((SECONDS + 60))
   while [ "$SECONDS" -lt "$deadline" ]; do
     kill -0 "$(cat "$c/osd.pid")" 2>/dev/null || break
@@ -184,6 +191,8 @@ case "$cmd" in
           echo "ETCD_ENDPOINTS=http://127.0.0.1:$client"
           echo "ETCD_PID=$pid"
           if [ "$with_ceph" = 1 ] && ! start_ceph "$dir"; then
+            # The logs go with the data: show their ends first.
+            tail -n 5 "$dir"/ceph/log/*.log >&2 2>/dev/null || true
             "$0" stop --dir "$dir" >/dev/null 2>&1 || true
             exit 1
           fi
