@@ -5,6 +5,7 @@
 // monitor or OSD that stops answering.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -231,19 +232,24 @@ TEST(RadosFaultTest, UnreachableOsdOrMonitorFailsWithinTheDeadline) {
   ASSERT_OK(OpenRadosRowStore(Options(kTimeout), name).status());
 }
 
-// CheckAndMutate's rate, one at a time and many in flight in one batch (for
-// the README; asserts nothing about speed).
+// CheckAndMutate's rate, one at a time and many in flight in one batch, on
+// one tablet and with each row in a tablet of its own (for the README;
+// asserts nothing about speed).
 TEST(RadosRateTest, CheckAndMutateOneAtATimeAndBatched) {
-  RadosHarness table;
-  RowStore& store = *table.store();
-  const int kOps = test::UnderSanitizer() ? 50 : 1000;
-  auto rate = [&](size_t batch_size, bool range) {
+  constexpr size_t kBatch = 32;
+  std::vector<std::string> rows, splits;
+  for (size_t j = 0; j < kBatch; j++) rows.push_back("r" + std::to_string(j));
+  std::sort(rows.begin(), rows.end());
+  splits.assign(rows.begin() + 1, rows.end());
+  RadosHarness one_tablet, many_tablets(splits);
+  const int kOps = test::UnderSanitizer() ? 64 : 1024;
+  auto rate = [&](RowStore& store, size_t batch_size, bool range) {
     const auto start = std::chrono::steady_clock::now();
     int done = 0;
     for (int i = 0; done < kOps; i++) {
       std::vector<ConditionalMutation> batch(batch_size);
       for (size_t j = 0; j < batch_size; j++) {
-        batch[j].row = "r" + std::to_string(j) + (range ? "x" : "");
+        batch[j].row = rows[j] + (range ? "x" : "");
         const uint64_t ts = static_cast<uint64_t>(i + 1);
         batch[j].conditions = {range ? Condition::NoCellInRange("lock", "k", ts, kMaxTimestamp)
                                      : Condition::NoCellInRange("lock", "k", ts, ts)};
@@ -258,13 +264,13 @@ TEST(RadosRateTest, CheckAndMutateOneAtATimeAndBatched) {
     return done / secs;
   };
   for (bool range : {false, true}) {
-    const double one = rate(1, range), many = rate(32, range);
-    std::printf("CheckAndMutate (%s): %.0f ops/s one at a time, %.0f ops/s 32 in flight\n",
-                range ? "read, then write" : "one compound write", one, many);
-    RecordProperty(range ? "read_write_ops_per_sec_1" : "blind_ops_per_sec_1",
-                   std::to_string(static_cast<int>(one)));
-    RecordProperty(range ? "read_write_ops_per_sec_32" : "blind_ops_per_sec_32",
-                   std::to_string(static_cast<int>(many)));
+    const double one = rate(*one_tablet.store(), 1, range);
+    const double same = rate(*one_tablet.store(), kBatch, range);
+    const double spread = rate(*many_tablets.store(), kBatch, range);
+    std::printf(
+        "CheckAndMutate (%s): %.0f ops/s one at a time; 32 in flight: %.0f ops/s in one tablet, "
+        "%.0f ops/s in 32 tablets\n",
+        range ? "read, then write" : "one compound write", one, same, spread);
   }
 }
 
