@@ -50,7 +50,7 @@ std::string CellKey(std::string_view column_prefix, uint64_t timestamp);
 // the rows before it (for omap's exclusive start_after); empty for "".
 std::string StartAfterForRow(std::string_view row);
 
-// A key decoded; views into the key passed in.
+// A key decoded, its parts copied out of it.
 struct DecodedKey {
   std::string row;  // unescaped
   bool is_version = false;

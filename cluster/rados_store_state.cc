@@ -1,6 +1,7 @@
 // RadosStoreState and RowRead (rados_store_state.h).
 #include "cluster/rados_store_state.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <random>
 #include <thread>
@@ -20,8 +21,12 @@ void RowRead::Reset() {
   entries_.clear();
   version_.clear();
   next_after_.clear();
+  remaining_.clear();
   open_.assign(ranges_.size(), true);
-  for (const KeyRange& r : ranges_) next_after_.push_back(r.start_after);
+  for (const KeyRange& r : ranges_) {
+    next_after_.push_back(r.start_after);
+    remaining_.push_back(r.limited ? r.max : UINT64_MAX);
+  }
 }
 
 void RowRead::Build(const RadosTablet& tablet, RadosReadOp* op) {
@@ -35,8 +40,10 @@ void RowRead::Build(const RadosTablet& tablet, RadosReadOp* op) {
   }
   page_of_range_.assign(ranges_.size(), SIZE_MAX);
   for (size_t i = 0; i < ranges_.size(); i++) {
-    if (open_[i])
-      page_of_range_[i] = op->GetVals(next_after_[i], ranges_[i].prefix, ranges_[i].max);
+    if (open_[i]) {
+      page_of_range_[i] =
+          op->GetVals(next_after_[i], ranges_[i].prefix, std::min(remaining_[i], ranges_[i].max));
+    }
   }
 }
 
@@ -64,8 +71,12 @@ RowRead::Outcome RowRead::Finish(int rc, RadosReadOp* op, const RadosTablet& tab
   for (size_t i = 0; i < ranges_.size(); i++) {
     if (page_of_range_[i] == SIZE_MAX) continue;
     OmapPage& page = op->page(page_of_range_[i]);
+    // The OSD may give fewer keys than asked for (at most
+    // osd_max_omap_entries_per_request, 1024 by default): a limited range
+    // goes on until it has its `max`.
+    if (ranges_[i].limited) remaining_[i] -= std::min<uint64_t>(remaining_[i], page.entries.size());
     for (auto& [key, value] : page.entries) entries_.insert_or_assign(key, std::move(value));
-    open_[i] = page.more && !ranges_[i].limited && !page.entries.empty();
+    open_[i] = page.more && remaining_[i] > 0 && !page.entries.empty();
     if (open_[i]) next_after_[i] = page.entries.back().first;
     more = more || open_[i];
   }
@@ -148,7 +159,11 @@ std::vector<KeyRange> RadosStoreState::RangesFor(std::string_view row,
     r.prefix = rados_keys::ColumnPrefix(row, family, qualifier);
     // Versions come newest first: skip those above max_timestamp, and take
     // no more than max_versions.
-    r.start_after = rados_keys::CellKey(r.prefix, filter.max_timestamp + 1);
+    // (From the newest when no version lies above max_timestamp: one more
+    // than the largest timestamp would wrap.)
+    if (filter.max_timestamp < kMaxTimestamp) {
+      r.start_after = rados_keys::CellKey(r.prefix, filter.max_timestamp + 1);
+    }
     r.limited = filter.max_versions <= kOmapPage;
     r.max = r.limited ? filter.max_versions : kOmapPage;
     ranges.push_back(std::move(r));

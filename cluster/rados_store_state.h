@@ -56,7 +56,7 @@ struct KeyRange {
   std::string prefix;
   std::string start_after;
   uint64_t max = 0;
-  bool limited = false;  // `max` is all that is wanted: no further page
+  bool limited = false;  // `max` keys are all that is wanted, over as many pages as it takes
 };
 
 // Reads ranges of one row's keys, page after page, all from one snapshot of
@@ -84,6 +84,7 @@ class RowRead {
   const std::vector<KeyRange> ranges_;
   std::vector<std::string> next_after_;  // per range: where its next page starts
   std::vector<bool> open_;               // per range: more to read
+  std::vector<uint64_t> remaining_;      // per range: keys still wanted (limited ones)
   std::vector<size_t> page_of_range_;    // this page's GetVals index per range, or SIZE_MAX
   size_t version_page_ = SIZE_MAX;
   bool first_ = true;

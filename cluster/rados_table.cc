@@ -162,10 +162,16 @@ Status CreateRadosTableIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
     Result<TxnResult> txn = etcd->Txn({Compare::Version(key, Compare::Op::kEqual, 0)},
                                       {TxnOp::Put(key, info.Encode())});
     if (!txn.ok()) {
-      status = txn.status();
-    } else if (!txn->succeeded) {
-      status = Status::AlreadyExists("RADOS table '" + name + "' exists");
+      // The map may have been written all the same: then the table is
+      // created. Otherwise its objects stay, empty: a map written later
+      // by this very request must not name removed objects.
+      Result<RadosTableInfo> now = LoadRadosTable(etcd, root, name);
+      if (now.ok() && !now->tablets.empty() && now->tablets[0].object == info.tablets[0].object) {
+        return Status::OK();
+      }
+      return txn.status();
     }
+    if (!txn->succeeded) status = Status::AlreadyExists("RADOS table '" + name + "' exists");
   }
   if (!status.ok()) {
     for (const RadosTablet& t : info.tablets) {

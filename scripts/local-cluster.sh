@@ -106,10 +106,13 @@ keyring = $c/keyring
 osd class update on start = false
 osd crush update on start = false
 CONF
-    monmaptool --create --addv a "[v1:127.0.0.1:$port]" --fsid "$fsid" "$c/monmap" >/dev/null
-    ceph-authtool --create-keyring "$c/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+    # (Called under `if !`, where set -e does not act: each step is checked.)
+    monmaptool --create --addv a "[v1:127.0.0.1:$port]" --fsid "$fsid" "$c/monmap" \
+      >>"$c/log/setup.log" 2>&1 || { echo "local-cluster: monmaptool failed" >&2; return 1; }
+    ceph-authtool --create-keyring "$c/keyring" --gen-key -n mon. --cap mon 'allow *' \
+      >>"$c/log/setup.log" 2>&1 || { echo "local-cluster: ceph-authtool failed" >&2; return 1; }
     ceph-mon -c "$c/ceph.conf" --mkfs -i a --monmap "$c/monmap" --keyring "$c/keyring" \
-      >>"$c/log/setup.log" 2>&1
+      >>"$c/log/setup.log" 2>&1 || { echo "local-cluster: ceph-mon --mkfs failed" >&2; return 1; }
     ceph-mon -c "$c/ceph.conf" -i a -f >>"$c/log/setup.log" 2>&1 &
     echo $! > "$c/mon.pid"
     if ceph -c "$c/ceph.conf" --connect-timeout 10 osd new "$osd_uuid" >>"$c/log/setup.log" 2>&1 &&

@@ -43,9 +43,10 @@ struct RadosOptions {
   std::string pool = "strata";
   // How long one call may take, every RADOS and etcd request and retry
   // included (milliseconds): past it the call fails with TimedOut or
-  // IOError, never with a wrong answer. Each RADOS request is also bounded by
-  // it (rounded up to seconds), so an OSD or monitor that stops answering
-  // costs at most about this long.
+  // IOError, never with a wrong answer. The deadline is checked between a
+  // call's rounds of requests, and each RADOS request is bounded by it
+  // (rounded up to seconds), so a call that meets an OSD or monitor that
+  // stops answering fails within about twice this long.
   uint64_t timeout_millis = 10000;
   // The largest row key, qualifier and value the store accepts.
   RowStoreLimits limits = DefaultLimits();
