@@ -45,8 +45,9 @@
 // read session's lookup) sees one row's mutation whole or not at all, and no
 // write of the row comes between a CheckAndMutate's check and its write.
 // Writes of different rows are independent, except that the rows of one
-// CheckAndMutateBatch that apply become durable together, and the rows of one
-// CheckAndMutateAll apply together or not at all.
+// CheckAndMutateAll apply together or not at all, and, on a store whose
+// writes share one log (the Table store), the rows of one
+// CheckAndMutateBatch that apply become durable together.
 //
 // Errors. Status codes, never exceptions:
 //   - InvalidArgument: bad input, named in the message (each method lists
@@ -137,9 +138,12 @@ class RowStore {
                                                       const RowMutation& mutation) = 0;
 
   // CheckAndMutate for each entry of `batch`, each row checked and applied
-  // atomically on its own; results in the order of `batch`. The rows that
-  // apply become durable together: after a crash all of them are there or
-  // none. An empty batch gives an empty vector.
+  // atomically on its own; results in the order of `batch`. On the Table
+  // store the rows that apply become durable together: after a crash all of
+  // them are there or none. A store without one log for its rows (the RADOS
+  // store, strata/rados.h) makes each row durable on its own, all of them by
+  // the time the call returns OK; nothing above the seam relies on more. An
+  // empty batch gives an empty vector.
   // InvalidArgument, naming the entry, with nothing written for any entry:
   // an entry with bad input (as CheckAndMutate), or a row that an earlier
   // entry already names.
