@@ -115,12 +115,23 @@ CONF
       >>"$c/log/setup.log" 2>&1 || { echo "local-cluster: ceph-mon --mkfs failed" >&2; return 1; }
     ceph-mon -c "$c/ceph.conf" -i a -f >>"$c/log/setup.log" 2>&1 &
     echo $! > "$c/mon.pid"
-    if ceph -c "$c/ceph.conf" --connect-timeout 10 osd new "$osd_uuid" >>"$c/log/setup.log" 2>&1 &&
-       ceph -c "$c/ceph.conf" osd crush add osd.0 1.0 root=default host=localhost \
-         >>"$c/log/setup.log" 2>&1
-    then
-      break
-    fi
+    # A monitor still starting may refuse commands ("problem getting
+    # command descriptions"): asked again while it runs. Both commands may
+    # be repeated (the same uuid gives the same OSD).
+    local placed=0
+    for _ in $(seq 1 15); do
+      kill -0 "$(cat "$c/mon.pid")" 2>/dev/null || break
+      if ceph -c "$c/ceph.conf" --connect-timeout 10 osd new "$osd_uuid" \
+           >>"$c/log/setup.log" 2>&1 &&
+         ceph -c "$c/ceph.conf" --connect-timeout 10 osd crush add osd.0 1.0 root=default \
+           host=localhost >>"$c/log/setup.log" 2>&1
+      then
+        placed=1
+        break
+      fi
+      sleep 1
+    done
+    [ "$placed" = 1 ] && break
     stop_pid "$c/mon.pid"
     if ! grep -q "Address already in use" "$c/log/mon.a.log" 2>/dev/null; then
       echo "local-cluster: ceph-mon did not start; its log: $c/log/mon.a.log" >&2
