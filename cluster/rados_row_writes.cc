@@ -171,6 +171,7 @@ class RowJob {
     // Entries in order; runs of puts go as one set.
     OmapEntries puts;
     auto flush = [&] {
+      if (puts.empty()) return;  // no empty set operation on the wire
       op.OmapSet(puts);
       puts.clear();
     };
