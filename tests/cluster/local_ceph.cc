@@ -1,12 +1,34 @@
 #include "cluster/local_ceph.h"
 
-#include <signal.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "cluster/local_etcd.h"
 
 namespace strata::cluster {
+namespace {
+
+LocalCeph* shared_ceph = nullptr;
+
+class CephEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    auto started = LocalCeph::Start();
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    shared_ceph = started->release();
+  }
+  void TearDown() override {
+    delete shared_ceph;
+    shared_ceph = nullptr;
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CephEnvironment);
+
+}  // namespace
+
+LocalCeph* SharedCeph() { return shared_ceph; }
 
 Result<std::unique_ptr<LocalCeph>> LocalCeph::Start() {
   STRATA_ASSIGN_OR_RETURN(auto vars, StartLocalCluster("--with-ceph"));
@@ -33,7 +55,7 @@ RadosOptions LocalCeph::Options(uint64_t timeout_millis) const {
   return o;
 }
 
-void LocalCeph::Pause(pid_t pid) { ::kill(pid, SIGSTOP); }
-void LocalCeph::Resume(pid_t pid) { ::kill(pid, SIGCONT); }
+void LocalCeph::Pause(pid_t pid) { FreezeProcess(pid); }
+void LocalCeph::Resume(pid_t pid) { ThawProcess(pid); }
 
 }  // namespace strata::cluster

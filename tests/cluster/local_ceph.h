@@ -45,6 +45,11 @@ class LocalCeph {
   pid_t osd_pid_ = 0;
 };
 
+// The cluster every test of a binary that links local_ceph.cc shares,
+// started before its first test and stopped after its last (a gtest
+// environment); each test makes tables of its own.
+LocalCeph* SharedCeph();
+
 }  // namespace strata::cluster
 
 #endif  // STRATA_TESTS_CLUSTER_LOCAL_CEPH_H_

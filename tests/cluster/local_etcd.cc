@@ -2,14 +2,34 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <thread>
 
 namespace strata::cluster {
 namespace {
 
 std::string Script() { return std::string(STRATA_SOURCE_DIR) + "/scripts/local-cluster.sh"; }
+
+// True when every thread of `pid` is stopped ('T' in /proc/PID/task/TID/stat;
+// the state follows the command name's closing parenthesis).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec);
+  if (ec) return true;  // gone: nothing left to answer
+  for (const auto& task : tasks) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // thread just left
+    if (stat[paren + 2] != 'T' && stat[paren + 2] != 't') return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -50,7 +70,17 @@ Result<std::unique_ptr<LocalEtcd>> LocalEtcd::Start() {
 
 LocalEtcd::~LocalEtcd() { StopLocalCluster(dir_); }
 
-void LocalEtcd::Pause() { ::kill(pid_, SIGSTOP); }
-void LocalEtcd::Resume() { ::kill(pid_, SIGCONT); }
+void FreezeProcess(pid_t pid) {
+  ::kill(pid, SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!AllThreadsStopped(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void ThawProcess(pid_t pid) { ::kill(pid, SIGCONT); }
+
+void LocalEtcd::Pause() { FreezeProcess(pid_); }
+void LocalEtcd::Resume() { ThawProcess(pid_); }
 
 }  // namespace strata::cluster

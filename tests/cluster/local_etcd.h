@@ -21,6 +21,13 @@ Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& 
 // `scripts/local-cluster.sh stop --dir <dir>`: stops what start began.
 void StopLocalCluster(const std::string& dir);
 
+// Sends SIGSTOP to `pid` and waits (up to 10 s) until every thread of it has
+// stopped: the signal alone only asks, and a busy machine can let the
+// process answer one more request before it obeys.
+void FreezeProcess(pid_t pid);
+// SIGCONT: the process runs again.
+void ThawProcess(pid_t pid);
+
 class LocalEtcd {
  public:
   // Starts a fresh etcd; the error says why not (etcd not installed, say).

@@ -24,29 +24,11 @@ namespace strata::conformance {
 namespace {
 
 using cluster::LocalCeph;
-
-// The cluster every test of this binary shares; each test makes tables of
-// its own.
-LocalCeph* ceph = nullptr;
-
-class CephEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    auto started = LocalCeph::Start();
-    ASSERT_OK(started);
-    ceph = started->release();
-  }
-  void TearDown() override {
-    delete ceph;
-    ceph = nullptr;
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new CephEnvironment);
+using cluster::SharedCeph;
 
 // The conformance suite's limits.
 RadosOptions Options(uint64_t timeout_millis = 10000) {
-  RadosOptions o = ceph->Options(timeout_millis);
+  RadosOptions o = SharedCeph()->Options(timeout_millis);
   o.limits.max_row_key_size = kMaxRow;
   o.limits.max_qualifier_size = kMaxQualifier;
   o.limits.max_value_size = kMaxValue;
@@ -262,7 +244,7 @@ TEST(RadosFaultTest, UnreachableOsdOrMonitorFailsWithinTheDeadline) {
     EXPECT_TRUE(s.IsTimedOut() || s.IsIOError()) << what << ": " << s.ToString();
     EXPECT_LT(millis, static_cast<int64_t>(2 * kTimeout + 1000)) << what;
   };
-  ceph->Pause(ceph->osd_pid());
+  SharedCeph()->Pause(SharedCeph()->osd_pid());
   expect_bounded("ReadRow",
                  [&] { return store.ReadRow(ReadOptions(), "r", RowFilter()).status(); });
   RowMutation later;
@@ -274,15 +256,15 @@ TEST(RadosFaultTest, UnreachableOsdOrMonitorFailsWithinTheDeadline) {
         .status();
   });
   expect_bounded("Scan", [&] { return store.Scan(ReadOptions(), ScanSpec()).status(); });
-  ceph->Resume(ceph->osd_pid());
+  SharedCeph()->Resume(SharedCeph()->osd_pid());
   auto cells = store.ReadRow(ReadOptions(), "r", Timestamps(1, 1));
   ASSERT_OK(cells);
   EXPECT_EQ(*cells, (Cells{{"w", "q", 1, "before"}}));
 
-  ceph->Pause(ceph->mon_pid());
+  SharedCeph()->Pause(SharedCeph()->mon_pid());
   expect_bounded("OpenRadosRowStore",
                  [&] { return OpenRadosRowStore(Options(kTimeout), name).status(); });
-  ceph->Resume(ceph->mon_pid());
+  SharedCeph()->Resume(SharedCeph()->mon_pid());
   ASSERT_OK(OpenRadosRowStore(Options(kTimeout), name).status());
 }
 
