@@ -451,6 +451,30 @@ std::shared_ptr<T> SharedPerTenant(const TransactionServices& services, const st
 
 }  // namespace
 
+Result<std::unique_ptr<TransactionDB>> txn::MakeOnServices(
+    std::shared_ptr<TransactionServices> services, TxnDBConfig config) {
+  if (services == nullptr) return Status::InvalidArgument("no TransactionServices");
+  config.oracle = TransactionServicesAccess::oracle(*services);
+  config.registry = TransactionServicesAccess::registry(*services);
+  config.keep_alive = services;
+  config.latches = SharedPerTenant<Latches>(*services, config.name);
+  config.pessimistic_locks = SharedPerTenant<PessimisticLocks>(*services, config.name);
+  const std::string name = config.name;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionDB> db, TxnDB::Make(std::move(config)));
+  // Services shared with other processes publish this TransactionDB's
+  // oldest running transaction, so their collectors stay below it.
+  if (const std::shared_ptr<SharedSafepoints>& shared =
+          TransactionServicesAccess::safepoints(*services)) {
+    std::weak_ptr<TxnDB> weak = TxnDBOf(*db);
+    shared->Track(name, [weak]() -> std::optional<uint64_t> {
+      std::shared_ptr<TxnDB> live = weak.lock();
+      if (live == nullptr || live->closed()) return std::nullopt;
+      return live->OldestRunning();
+    });
+  }
+  return db;
+}
+
 Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     std::shared_ptr<TransactionServices> services, Tenant tenant,
     const TransactionDBOptions& options) {
@@ -458,18 +482,12 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
   auto tables = std::make_shared<txn::TenantTables>(std::move(tenant));
   txn::TxnDBConfig config;
   config.options = options;
-  config.oracle = txn::TransactionServicesAccess::oracle(*services);
-  config.registry = txn::TransactionServicesAccess::registry(*services);
   config.tables = tables;
   config.single_log = true;  // every table of an engine shares its one log
   config.create_table = [tables](std::string_view name,
                                  const TransactionalTableOptions& table_options) {
     return tables->tenant().CreateTable(name, txn::TransactionalSchema(table_options));
   };
-  config.keep_alive = services;
-  config.latches = SharedPerTenant<txn::Latches>(*services, tables->tenant().name());
-  config.pessimistic_locks =
-      SharedPerTenant<txn::PessimisticLocks>(*services, tables->tenant().name());
   config.list_tables = [tables]() -> Result<std::vector<std::string>> {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, tables->tenant().ListTables());
     std::vector<std::string> transactional;
@@ -494,20 +512,7 @@ Result<std::unique_ptr<TransactionDB>> TransactionDB::Open(
     return rows;
   };
   config.name = tables->tenant().name();
-  const std::string name = config.name;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TransactionDB> db, txn::TxnDB::Make(std::move(config)));
-  // Services shared with other processes publish this TransactionDB's
-  // oldest running transaction, so their collectors stay below it.
-  if (const std::shared_ptr<txn::SharedSafepoints>& shared =
-          txn::TransactionServicesAccess::safepoints(*services)) {
-    std::weak_ptr<txn::TxnDB> weak = txn::TxnDBOf(*db);
-    shared->Track(name, [weak]() -> std::optional<uint64_t> {
-      std::shared_ptr<txn::TxnDB> live = weak.lock();
-      if (live == nullptr || live->closed()) return std::nullopt;
-      return live->OldestRunning();
-    });
-  }
-  return db;
+  return txn::MakeOnServices(std::move(services), std::move(config));
 }
 
 }  // namespace strata

@@ -242,6 +242,15 @@ class TxnDB final : public std::enable_shared_from_this<TxnDB> {
 // made; null for any other.
 std::shared_ptr<TxnDB> TxnDBOf(TransactionDB& db);
 
+// A TxnDB on `services` (TransactionDB::Open's, and the one over RADOS
+// tables): `config` brings the tables, their hooks and config.name (under
+// which its collector keeps its state); the services fill in the oracle,
+// the registry and keep_alive, the latches and pessimistic locks shared with
+// every TxnDB of this process on the same services and name, and, with
+// services shared by many processes, publish its oldest running transaction.
+Result<std::unique_ptr<TransactionDB>> MakeOnServices(std::shared_ptr<TransactionServices> services,
+                                                      TxnDBConfig config);
+
 }  // namespace strata::txn
 
 #endif  // STRATA_TXN_TRANSACTION_DB_H_
