@@ -102,6 +102,24 @@ Result<std::unique_ptr<ReadSession>> RadosRowStore::NewReadSession(
       options));
 }
 
+Result<std::unique_ptr<RowStore>> OpenRadosStoreOn(const RadosOptions& options,
+                                                   const std::string& name,
+                                                   std::shared_ptr<RadosCluster> rados) {
+  if (options.timeout_millis == 0)
+    return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
+  EtcdOptions eo;
+  eo.endpoints = options.etcd_endpoints;
+  eo.call_timeout_millis = options.timeout_millis;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd, EtcdClient::Open(eo));
+  STRATA_ASSIGN_OR_RETURN(RadosTableInfo info, LoadRadosTable(etcd.get(), options.root, name));
+  TableSchema schema;
+  for (const std::string& f : info.families) schema.families.push_back({.name = f});
+  STRATA_ASSIGN_OR_RETURN(engine::Schema resolved, engine::Schema::FromUser(schema));
+  auto state = std::make_shared<RadosStoreState>(options, name, std::move(rados), std::move(etcd),
+                                                 std::move(resolved), std::move(info));
+  return std::unique_ptr<RowStore>(std::make_unique<RadosRowStore>(std::move(state)));
+}
+
 }  // namespace strata::cluster
 
 namespace strata {
@@ -121,15 +139,12 @@ Status DropRadosTable(const RadosOptions& options, const std::string& name) {
 
 Result<std::unique_ptr<RowStore>> OpenRadosRowStore(const RadosOptions& options,
                                                     const std::string& name) {
-  STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
-  STRATA_ASSIGN_OR_RETURN(cluster::RadosTableInfo info,
-                          cluster::LoadRadosTable(c.etcd.get(), options.root, name));
-  TableSchema schema;
-  for (const std::string& f : info.families) schema.families.push_back({.name = f});
-  STRATA_ASSIGN_OR_RETURN(engine::Schema resolved, engine::Schema::FromUser(schema));
-  auto state = std::make_shared<cluster::RadosStoreState>(
-      options, name, std::move(c.rados), std::move(c.etcd), std::move(resolved), std::move(info));
-  return std::unique_ptr<RowStore>(std::make_unique<cluster::RadosRowStore>(std::move(state)));
+  if (options.timeout_millis == 0)
+    return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<cluster::RadosCluster> rados,
+                          cluster::RadosCluster::Connect(options.ceph_conf, options.ceph_user,
+                                                         options.pool, options.timeout_millis));
+  return cluster::OpenRadosStoreOn(options, name, std::move(rados));
 }
 
 }  // namespace strata

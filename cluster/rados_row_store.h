@@ -57,6 +57,12 @@ struct RowWrite {
 Result<std::vector<CheckAndMutateResult>> RadosWriteRows(RadosStoreState* state,
                                                          const std::vector<RowWrite>& rows);
 
+// OpenRadosRowStore (strata/rados.h) on a connection to the cluster that
+// the caller may share among the stores of many tables.
+Result<std::unique_ptr<RowStore>> OpenRadosStoreOn(const RadosOptions& options,
+                                                   const std::string& name,
+                                                   std::shared_ptr<RadosCluster> rados);
+
 }  // namespace strata::cluster
 
 #endif  // STRATA_CLUSTER_RADOS_ROW_STORE_H_

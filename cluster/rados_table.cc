@@ -200,6 +200,28 @@ Result<RadosTableInfo> LoadRadosTable(EtcdClient* etcd, std::string_view root,
   return info;
 }
 
+Result<std::map<std::string, RadosTableInfo>> LoadRadosTables(EtcdClient* etcd,
+                                                              std::string_view root) {
+  const std::string prefix = std::string(root) + "/rados/tables/";
+  STRATA_ASSIGN_OR_RETURN(RangeResult range, etcd->Range(prefix, EtcdClient::PrefixEnd(prefix)));
+  std::map<std::string, RadosTableInfo> tables;
+  constexpr std::string_view kSuffix = "/map";
+  for (KeyValue& kv : range.kvs) {
+    std::string_view name(kv.key);
+    name.remove_prefix(prefix.size());
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+    name.remove_suffix(kSuffix.size());
+    Result<RadosTableInfo> info = RadosTableInfo::Decode(kv.value);
+    if (!info.ok()) {
+      return Status::Corruption("RADOS table '" + std::string(name) +
+                                "': " + std::string(info.status().message()));
+    }
+    info->mod_revision = kv.mod_revision;
+    tables.emplace(std::string(name), std::move(info).value());
+  }
+  return tables;
+}
+
 Status DropRadosTableIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                         const std::string& name) {
   Result<RadosTableInfo> info = LoadRadosTable(etcd, root, name);

@@ -17,6 +17,7 @@
 #define STRATA_CLUSTER_RADOS_TABLE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,9 @@ Status CreateRadosTableIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
 // NotFound when the table does not exist.
 Result<RadosTableInfo> LoadRadosTable(EtcdClient* etcd, std::string_view root,
                                       std::string_view name);
+// Every table under `root`, by name (one etcd range read).
+Result<std::map<std::string, RadosTableInfo>> LoadRadosTables(EtcdClient* etcd,
+                                                              std::string_view root);
 // Deletes the table's key, then its objects.
 Status DropRadosTableIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                         const std::string& name);

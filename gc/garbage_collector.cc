@@ -1,7 +1,10 @@
 // GarbageCollector (strata/gc.h): a Collector over a TransactionDB::Open
-// database, its safepoint and progress in files of the TransactionServices'
-// directory (gc/FORMAT.md).
+// database (or one over RADOS tables), its safepoint and progress in files of
+// the TransactionServices' directory (gc/FORMAT.md). On an engine tenant it
+// also installs the compaction filter; other stores have no compaction, and
+// the rounds alone collect them.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/file_system.h"
@@ -22,7 +25,7 @@ class GarbageCollectorImpl final : public GarbageCollector {
  public:
   GarbageCollectorImpl(std::shared_ptr<TransactionServices> services,
                        std::unique_ptr<FileLock> lock, std::unique_ptr<gc::Collector> collector,
-                       Tenant tenant, std::shared_ptr<gc::GcCompactionFilter> filter)
+                       std::optional<Tenant> tenant, std::shared_ptr<gc::GcCompactionFilter> filter)
       : services_(std::move(services)),
         lock_(std::move(lock)),
         collector_(std::move(collector)),
@@ -38,16 +41,16 @@ class GarbageCollectorImpl final : public GarbageCollector {
   Status RunOnce() override { return collector_->RunRound(); }
   GcStats GetStats() const override {
     GcStats s = collector_->GetStats();
-    s.versions_dropped_in_compaction = filter_->dropped();
+    if (filter_ != nullptr) s.versions_dropped_in_compaction = filter_->dropped();
     return s;
   }
   Status Close() override {
     Status s = collector_->Close();
-    if (!closed_) {
+    if (!closed_ && tenant_.has_value()) {
       closed_ = true;
       // A compaction under way keeps the filter it started with. A tenant
       // dropped meanwhile has no filter to remove.
-      Status f = tenant_.SetCompactionFilter(nullptr);
+      Status f = tenant_->SetCompactionFilter(nullptr);
       if (s.ok() && !f.IsNotFound() && !f.IsInvalidArgument()) s = f;
     }
     if (lock_ != nullptr) {
@@ -61,8 +64,8 @@ class GarbageCollectorImpl final : public GarbageCollector {
   const std::shared_ptr<TransactionServices> services_;
   std::unique_ptr<FileLock> lock_;
   const std::unique_ptr<gc::Collector> collector_;
-  Tenant tenant_;
-  const std::shared_ptr<gc::GcCompactionFilter> filter_;
+  std::optional<Tenant> tenant_;                          // an engine tenant's
+  const std::shared_ptr<gc::GcCompactionFilter> filter_;  // null without a tenant
   bool closed_ = false;
 };
 
@@ -121,24 +124,25 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();  // the open's error is the one
     return s;
   }
-  auto* tables = dynamic_cast<txn::TenantTables*>(config.db->config().tables.get());
-  if (tables == nullptr) {
-    fs->UnlockFile(std::move(lock)).PermitUncheckedError();
-    return Status::InvalidArgument("the TransactionDB was not opened by TransactionDB::Open");
+  std::optional<Tenant> tenant;
+  if (auto* tables = dynamic_cast<txn::TenantTables*>(config.db->config().tables.get())) {
+    tenant = tables->tenant();
   }
-  Tenant tenant = tables->tenant();
   Result<std::unique_ptr<gc::Collector>> collector = gc::Collector::Open(std::move(config));
   if (!collector.ok()) {
     fs->UnlockFile(std::move(lock)).PermitUncheckedError();
     return collector.status();
   }
-  auto filter = std::make_shared<gc::GcCompactionFilter>((*collector)->ready(),
-                                                         (*collector)->transactional_tables());
-  s = tenant.SetCompactionFilter(filter);
-  if (!s.ok()) {
-    (*collector)->Close().PermitUncheckedError();  // the filter's error is the one
-    fs->UnlockFile(std::move(lock)).PermitUncheckedError();
-    return s;
+  std::shared_ptr<gc::GcCompactionFilter> filter;
+  if (tenant.has_value()) {
+    filter = std::make_shared<gc::GcCompactionFilter>((*collector)->ready(),
+                                                      (*collector)->transactional_tables());
+    s = tenant->SetCompactionFilter(filter);
+    if (!s.ok()) {
+      (*collector)->Close().PermitUncheckedError();  // the filter's error is the one
+      fs->UnlockFile(std::move(lock)).PermitUncheckedError();
+      return s;
+    }
   }
   return std::unique_ptr<GarbageCollector>(
       new GarbageCollectorImpl(std::move(services), std::move(lock), std::move(collector.value()),

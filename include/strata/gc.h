@@ -77,19 +77,18 @@ struct GcStats {
 
 class GarbageCollector {
  public:
-  // A collector of `db`'s tables (it must be a TransactionDB::Open one, and
-  // outlive the collector). Its safepoint and the progress of its rounds are
-  // kept in `services`' directory, in files of the tenant's own (gc/FORMAT.md);
-  // with services shared by many processes (strata/cluster.h) the safepoint
-  // is kept in etcd instead, under the tenant's name, and the oldest
-  // transaction any process of the cluster runs on that name holds it down
-  // (options.life_time_millis must then be above 500: InvalidArgument);
-  // `db` is raised to the safepoint at once, and a round a restart
-  // interrupted is finished first, without the row ranges it had done. It installs its
-  // compaction filter on the tenant (Tenant::SetCompactionFilter) until
-  // Close. A round runs at once in the background unless
-  // options.interval_millis is 0. InvalidArgument for bad options or a `db`
-  // not opened by TransactionDB::Open; Busy when the tenant has a collector.
+  // A collector of `db`'s tables (it must be a TransactionDB::Open or
+  // OpenRadosTransactionDB one, and outlive the collector). Its safepoint and the progress of its
+  // rounds are kept in `services`' directory, in files of the tenant's own (gc/FORMAT.md); with
+  // services shared by many processes (strata/cluster.h) the safepoint is kept in etcd instead,
+  // under the tenant's name, and the oldest transaction any process of the cluster runs on that
+  // name holds it down (options.life_time_millis must then be above 500: InvalidArgument); `db` is
+  // raised to the safepoint at once, and a round a restart interrupted is finished first, without
+  // the row ranges it had done. On an engine tenant it installs its compaction filter
+  // (Tenant::SetCompactionFilter) until Close; RADOS tables have no compaction, and its rounds
+  // alone collect them. A round runs at once in the background unless options.interval_millis is 0.
+  // InvalidArgument for bad options or a `db` opened by neither; Busy when the tenant has a
+  // collector.
   static Result<std::unique_ptr<GarbageCollector>> Open(
       std::shared_ptr<TransactionServices> services, TransactionDB* db,
       const GcOptions& options = {});

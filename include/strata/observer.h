@@ -94,10 +94,10 @@ struct ObserverStats {
 class ObserverWorker {
  public:
   // Starts `options.threads` threads running `observers` (one per column of
-  // a table) on `db`'s tables; `db` must be a TransactionDB::Open one and
-  // outlive the worker. InvalidArgument for an empty or duplicate spec, a
-  // null observer, bad options, or a strong observer of a column that `db`
-  // was not opened to observe (TransactionDBOptions::observed_columns).
+  // a table) on `db`'s tables; `db` must be a TransactionDB::Open (or OpenRadosTransactionDB) one
+  // and outlive the worker. InvalidArgument for an empty or duplicate spec, a null observer, bad
+  // options, or a strong observer of a column that `db` was not opened to observe
+  // (TransactionDBOptions::observed_columns).
   static Result<std::unique_ptr<ObserverWorker>> Start(TransactionDB* db,
                                                        std::vector<ObserverSpec> observers,
                                                        const ObserverWorkerOptions& options = {});

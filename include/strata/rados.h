@@ -26,6 +26,7 @@
 #include "strata/options.h"
 #include "strata/row_store.h"
 #include "strata/status.h"
+#include "strata/transaction.h"
 
 namespace strata {
 
@@ -76,6 +77,27 @@ Status DropRadosTable(const RadosOptions& options, const std::string& name);
 // options.timeout_millis. NotFound when the table does not exist.
 Result<std::unique_ptr<RowStore>> OpenRadosRowStore(const RadosOptions& options,
                                                     const std::string& name);
+
+// Transactions over the RADOS tables under options.root whose families are
+// the transactional schema's (CreateTable makes them, one tablet each),
+// with the timestamps and liveness of `services`, which must be shared by
+// every process that opens these tables (OpenClusterServices). The tables'
+// stores share one connection to the cluster. Everything of
+// strata/transaction.h holds, except:
+//   - every commit takes two phases (one_phase_commit is ignored: RADOS has
+//     no all-or-nothing batch of many rows);
+//   - pessimistic transactions take turns on a key within one process; two
+//     processes' pessimistic transactions on one key find out at prewrite,
+//     as optimistic ones do;
+//   - a table dropped (DropRadosTable) and made again under its name is
+//     seen only by a TransactionDB opened after that.
+// A GarbageCollector opened on it collects the tables in rounds, one task
+// per tablet (there is no compaction to hook), and ObserverWorkers run on it
+// as on any TransactionDB. InvalidArgument for bad options; the etcd or
+// RADOS error when the cluster cannot be reached.
+Result<std::unique_ptr<TransactionDB>> OpenRadosTransactionDB(
+    std::shared_ptr<TransactionServices> services, const RadosOptions& rados_options,
+    const TransactionDBOptions& options = {});
 
 }  // namespace strata
 
