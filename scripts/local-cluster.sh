@@ -2,34 +2,40 @@
 # Starts and stops a local etcd for Strata's cluster services: one member on
 # 127.0.0.1, its data in a temporary directory, on free ports; with
 # --with-ceph also a one-node Ceph cluster for the RADOS row store.
-#   scripts/local-cluster.sh start [--dir DIR] [--with-ceph]  # prints how to reach it
+#   scripts/local-cluster.sh start [--dir DIR] [--with-ceph [--bluestore]]  # prints how to reach it
+#   scripts/local-cluster.sh restart-osd --dir DIR  # SIGKILLs the OSD, starts it again
 #   scripts/local-cluster.sh stop --dir DIR   # stops everything by pid, removes its data
 # start prints shell assignments on standard output:
 #   STRATA_CLUSTER_DIR=/tmp/strata-cluster.XXXX
 #   ETCD_ENDPOINTS=http://127.0.0.1:PORT
 #   ETCD_PID=PID
 # and with --with-ceph (one monitor, one OSD on memstore: data in memory,
-# auth off, pool size 1, ready in about 5 s, about 150 MB of memory):
+# auth off, pool size 1, ready in about 5 s, about 150 MB of memory; with
+# --bluestore the OSD keeps its data in a sparse 2 GiB file instead, so that
+# it survives restart-osd, ready in about 8 s):
 #   CEPH_CONF=/tmp/strata-cluster.XXXX/ceph/ceph.conf
 #   CEPH_POOL=strata
 #   CEPH_MON_PID=PID
 #   CEPH_OSD_PID=PID
-# so `eval "$(scripts/local-cluster.sh start)"` sets them. The tests that need
+# so `eval "$(scripts/local-cluster.sh start)"` sets them; restart-osd prints
+# the new CEPH_OSD_PID once the OSD takes writes again. The tests that need
 # etcd or Ceph start and stop them through this script. Needs etcd-server,
 # etcd-client, and for Ceph ceph-mon and ceph-osd (scripts/install-deps.sh).
 set -euo pipefail
 
-usage() { sed -n '2,19p' "$0"; }
+usage() { sed -n '2,24p' "$0"; }
 
 cmd="${1:-}"
 [ $# -gt 0 ] && shift
 case "$cmd" in -h|--help) usage; exit 0 ;; esac
 dir=""
 with_ceph=0
+store=memstore
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --with-ceph) with_ceph=1; shift ;;
+    --bluestore) store=bluestore; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -44,9 +50,14 @@ stop_pid() {
   kill -CONT "$pid" 2>/dev/null || true  # a test may have stopped it
   kill -"${2:-TERM}" "$pid" 2>/dev/null || true
   for _ in $(seq 1 50); do
-    # Gone, or a zombie its parent has not reaped yet.
+    # Gone, or a zombie its parent has not reaped yet. A process's first
+    # thread shows Z while its others still exit, holding its files (the
+    # OSD's pid file lock among them): a zombie counts once it is alone.
     kill -0 "$pid" 2>/dev/null || break
-    case "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" in Z|"") break ;; esac
+    case "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" in
+      "") break ;;
+      Z) [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -le 1 ] && break ;;
+    esac
     sleep 0.1
   done
   kill -9 "$pid" 2>/dev/null || true
@@ -91,8 +102,14 @@ mon allow pool size one = true
 mon allow pool delete = true
 mon warn on pool no redundancy = false
 osd crush chooseleaf type = 0
-osd objectstore = memstore
+osd objectstore = $store
 memstore device bytes = 1073741824
+bluestore block create = true
+bluestore block size = 2147483648
+bluestore fsck on mount = false
+bluestore cache autotune = false
+bluestore cache size = 134217728
+osd memory target = 939524096
 run dir = $c/run
 admin socket = $c/run/\$name.asok
 pid file = $c/run/\$name.pid
@@ -141,8 +158,7 @@ CONF
   done
   ceph-osd -c "$c/ceph.conf" -i 0 --mkfs --osd-uuid "$osd_uuid" >>"$c/log/setup.log" 2>&1 || {
     echo "local-cluster: ceph-osd --mkfs failed; see $c/log" >&2; return 1; }
-  ceph-osd -c "$c/ceph.conf" -i 0 -f >>"$c/log/setup.log" 2>&1 &
-  echo $! > "$c/osd.pid"
+  start_osd "$c"
   # The pool's placement groups are active once the OSD is up: a write
   # succeeding is the test.
   # A loaded machine may make a monitor command time out: try again.
@@ -157,15 +173,26 @@ CONF
     sleep 1
   done
   [ "$created" = 1 ] || { echo "local-cluster: cannot create the pool; see $c/log" >&2; return 1; }
-  local deadline=$((SECONDS + 60))
+  wait_for_osd "$c" || return 1
+  echo "CEPH_CONF=$c/ceph.conf"
+  echo "CEPH_POOL=strata"
+  echo "CEPH_MON_PID=$(cat "$c/mon.pid")"
+  echo "CEPH_OSD_PID=$(cat "$c/osd.pid")"
+}
+
+# start_osd C: starts osd.0 of the cluster in C in the background.
+start_osd() {
+  ceph-osd -c "$1/ceph.conf" -i 0 -f >>"$1/log/setup.log" 2>&1 &
+  echo $! > "$1/osd.pid"
+}
+
+# wait_for_osd C: waits (up to 60 s) until a write to the pool succeeds.
+wait_for_osd() {
+  local c="$1" deadline=$((SECONDS + 60))
   while [ "$SECONDS" -lt "$deadline" ]; do
     kill -0 "$(cat "$c/osd.pid")" 2>/dev/null || break
     if echo ready | timeout 5 rados -c "$c/ceph.conf" -p strata put strata-ready - \
          >>"$c/log/setup.log" 2>&1; then
-      echo "CEPH_CONF=$c/ceph.conf"
-      echo "CEPH_POOL=strata"
-      echo "CEPH_MON_PID=$(cat "$c/mon.pid")"
-      echo "CEPH_OSD_PID=$(cat "$c/osd.pid")"
       return 0
     fi
     sleep 0.1
@@ -223,6 +250,16 @@ case "$cmd" in
     done
     echo "local-cluster: no free ports after 5 tries; see $dir/etcd.log" >&2
     exit 1
+    ;;
+  restart-osd)
+    [ -n "$dir" ] || { echo "local-cluster: restart-osd needs --dir DIR" >&2; exit 2; }
+    [ -f "$dir/ceph/osd.pid" ] || { echo "local-cluster: no OSD in $dir" >&2; exit 1; }
+    grep -q "objectstore = bluestore" "$dir/ceph/ceph.conf" ||
+      echo "local-cluster: the OSD keeps its data in memory: it comes back empty" >&2
+    stop_pid "$dir/ceph/osd.pid" KILL
+    start_osd "$dir/ceph"
+    wait_for_osd "$dir/ceph" || exit 1
+    echo "CEPH_OSD_PID=$(cat "$dir/ceph/osd.pid")"
     ;;
   stop)
     [ -n "$dir" ] || { echo "local-cluster: stop needs --dir DIR" >&2; exit 2; }

@@ -1,37 +1,14 @@
 #include "cluster/local_ceph.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 
 #include "cluster/local_etcd.h"
 
 namespace strata::cluster {
-namespace {
 
-LocalCeph* shared_ceph = nullptr;
-
-class CephEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    auto started = LocalCeph::Start();
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    shared_ceph = started->release();
-  }
-  void TearDown() override {
-    delete shared_ceph;
-    shared_ceph = nullptr;
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new CephEnvironment);
-
-}  // namespace
-
-LocalCeph* SharedCeph() { return shared_ceph; }
-
-Result<std::unique_ptr<LocalCeph>> LocalCeph::Start() {
-  STRATA_ASSIGN_OR_RETURN(auto vars, StartLocalCluster("--with-ceph"));
+Result<std::unique_ptr<LocalCeph>> LocalCeph::Start(bool bluestore) {
+  STRATA_ASSIGN_OR_RETURN(auto vars,
+                          StartLocalCluster(bluestore ? "--with-ceph --bluestore" : "--with-ceph"));
   std::unique_ptr<LocalCeph> ceph(new LocalCeph(std::move(vars)));
   if (ceph->mon_pid_ <= 0 || ceph->osd_pid_ <= 0 || ceph->vars_["CEPH_CONF"].empty()) {
     return Status::IOError("scripts/local-cluster.sh start --with-ceph printed no Ceph cluster");
@@ -57,5 +34,14 @@ RadosOptions LocalCeph::Options(uint64_t timeout_millis) const {
 
 void LocalCeph::Pause(pid_t pid) { FreezeProcess(pid); }
 void LocalCeph::Resume(pid_t pid) { ThawProcess(pid); }
+
+Status LocalCeph::RestartOsd() {
+  STRATA_ASSIGN_OR_RETURN(
+      auto vars, RunLocalClusterScript("restart-osd --dir '" + vars_["STRATA_CLUSTER_DIR"] + "'"));
+  const pid_t pid = static_cast<pid_t>(std::atol(vars["CEPH_OSD_PID"].c_str()));
+  if (pid <= 0) return Status::IOError("restart-osd printed no CEPH_OSD_PID");
+  osd_pid_ = pid;
+  return Status::OK();
+}
 
 }  // namespace strata::cluster

@@ -20,8 +20,9 @@ namespace strata::cluster {
 
 class LocalCeph {
  public:
-  // Starts etcd and Ceph; the error says why not (not installed, say).
-  static Result<std::unique_ptr<LocalCeph>> Start();
+  // Starts etcd and Ceph; the error says why not (not installed, say). With
+  // `bluestore` the OSD keeps its data in a file, so RestartOsd keeps it.
+  static Result<std::unique_ptr<LocalCeph>> Start(bool bluestore = false);
   // Stops them (by pid) and removes their data.
   ~LocalCeph();
   LocalCeph(const LocalCeph&) = delete;
@@ -37,6 +38,8 @@ class LocalCeph {
   void Pause(pid_t pid);
   // Lets it run again (SIGCONT).
   void Resume(pid_t pid);
+  // SIGKILLs the OSD and starts it again; returns once it takes writes.
+  Status RestartOsd();
 
  private:
   explicit LocalCeph(std::map<std::string, std::string> vars);
@@ -45,7 +48,7 @@ class LocalCeph {
   pid_t osd_pid_ = 0;
 };
 
-// The cluster every test of a binary that links local_ceph.cc shares,
+// The cluster every test of a binary that links shared_ceph.cc shares,
 // started before its first test and stopped after its last (a gtest
 // environment); each test makes tables of its own.
 LocalCeph* SharedCeph();

@@ -33,8 +33,8 @@ bool AllThreadsStopped(pid_t pid) {
 
 }  // namespace
 
-Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& args) {
-  FILE* out = ::popen((Script() + " start " + args).c_str(), "r");
+Result<std::map<std::string, std::string>> RunLocalClusterScript(const std::string& args) {
+  FILE* out = ::popen((Script() + " " + args).c_str(), "r");
   if (out == nullptr) return Status::IOError("cannot run " + Script());
   std::map<std::string, std::string> vars;
   char line[512];
@@ -45,9 +45,17 @@ Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& 
     if (eq != std::string::npos) vars[s.substr(0, eq)] = s.substr(eq + 1);
   }
   const int rc = ::pclose(out);
-  if (rc != 0 || vars["STRATA_CLUSTER_DIR"].empty()) {
-    return Status::IOError(Script() + " start " + args + " failed (exit " + std::to_string(rc) +
+  if (rc != 0) {
+    return Status::IOError(Script() + " " + args + " failed (exit " + std::to_string(rc) +
                            "); are etcd and Ceph installed? (scripts/install-deps.sh)");
+  }
+  return vars;
+}
+
+Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& args) {
+  STRATA_ASSIGN_OR_RETURN(auto vars, RunLocalClusterScript("start " + args));
+  if (vars["STRATA_CLUSTER_DIR"].empty()) {
+    return Status::IOError(Script() + " start " + args + " printed no STRATA_CLUSTER_DIR");
   }
   return vars;
 }

@@ -15,6 +15,9 @@
 
 namespace strata::cluster {
 
+// Runs `scripts/local-cluster.sh <args>` and returns the NAME=VALUE lines
+// it printed; IOError when it fails.
+Result<std::map<std::string, std::string>> RunLocalClusterScript(const std::string& args);
 // Runs `scripts/local-cluster.sh start <args>` and returns the NAME=VALUE
 // lines it printed (STRATA_CLUSTER_DIR among them); IOError when it fails.
 Result<std::map<std::string, std::string>> StartLocalCluster(const std::string& args);
