@@ -28,10 +28,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client_processes.h"
 #include "cluster/etcd_client.h"
 #include "cluster/tso_client.h"
 #include "cluster/tso_protocol.h"
@@ -57,34 +59,6 @@ const char kUsage[] =
     "round trip with the same clients, then leader failover times. Without\n"
     "--etcd a local etcd is started (scripts/local-cluster.sh) and stopped.\n";
 
-bool ParseList(const std::string& s, std::vector<int>* out) {
-  out->clear();
-  size_t start = 0;
-  while (start < s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string part = s.substr(start, comma == std::string::npos ? s.npos : comma - start);
-    const int v = std::atoi(part.c_str());
-    if (v <= 0 || v > 1024) return false;
-    out->push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return !out->empty();
-}
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
-      .count();
-}
-
-// What one client process measured: calls, failures, and every latency.
-struct ProcessResult {
-  uint64_t calls = 0;
-  uint64_t failures = 0;
-  uint64_t order_errors = 0;  // a thread saw a timestamp not above its last
-  std::vector<uint32_t> latency_ns;
-};
-
 enum class Op { kTimestamp, kEtcdGet };
 
 // Runs in a forked child: `threads` threads call `op` for `seconds` and the
@@ -100,100 +74,44 @@ enum class Op { kTimestamp, kEtcdGet };
   if (!tso.ok() || !client.ok()) _exit(3);
   // Warm up: the leader is found, the connections are made.
   if (!(*tso)->GetTimestamp().ok() || !(*client)->Get(tso::LeaderKey("/strata")).ok()) _exit(4);
-  std::vector<ProcessResult> per(threads);
+  std::vector<bench::ThreadResult> per(threads);
   std::vector<std::thread> workers;
   const auto end = SteadyClock::now() + std::chrono::seconds(seconds);
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      ProcessResult& r = per[t];
+      bench::ThreadResult& r = per[t];
       r.latency_ns.reserve(1 << 20);
       uint64_t last = 0;
       while (SteadyClock::now() < end) {
-        const int64_t start = NowNanos();
+        const int64_t start = bench::NowNanos();
         bool ok;
         if (op == Op::kTimestamp) {
           Result<uint64_t> ts = (*tso)->GetTimestamp();
           ok = ts.ok();
-          if (ok && *ts <= last) ++r.order_errors;
+          if (ok && *ts <= last) ++r.aux;  // out of order
           if (ok) last = *ts;
         } else {
           ok = (*client)->Get(tso::LeaderKey("/strata")).ok();
         }
-        const int64_t took = NowNanos() - start;
-        ++r.calls;
-        if (!ok) ++r.failures;
-        r.latency_ns.push_back(static_cast<uint32_t>(std::min<int64_t>(took, UINT32_MAX)));
+        r.Add(bench::NowNanos() - start, ok);
       }
     });
   }
   for (std::thread& w : workers) w.join();
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) _exit(5);
-  for (const ProcessResult& r : per) {
-    const uint64_t head[4] = {r.calls, r.failures, r.order_errors, r.latency_ns.size()};
-    if (std::fwrite(head, sizeof(head), 1, f) != 1) _exit(6);
-    if (!r.latency_ns.empty() &&
-        std::fwrite(r.latency_ns.data(), 4, r.latency_ns.size(), f) != r.latency_ns.size()) {
-      _exit(6);
-    }
-  }
-  if (std::fclose(f) != 0) _exit(6);
-  _exit(0);
+  _exit(bench::WriteResults(path, per) ? 0 : 6);
 }
 
-struct Measured {
-  double per_second = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-  uint64_t failures = 0;
-  uint64_t order_errors = 0;
-  bool ok = true;
-};
-
-Measured RunClients(const Flags& f, Op op, int processes, int threads, const std::string& dir) {
+bench::Measured RunClients(const Flags& f, Op op, int processes, int threads,
+                           const std::string& dir) {
   std::vector<pid_t> pids;
+  std::vector<std::string> paths;
   for (int p = 0; p < processes; ++p) {
+    paths.push_back(dir + "/client" + std::to_string(p));
     const pid_t pid = fork();
-    if (pid == 0) {
-      ClientProcess(f.etcd, op, threads, f.seconds, dir + "/client" + std::to_string(p));
-    }
+    if (pid == 0) ClientProcess(f.etcd, op, threads, f.seconds, paths.back());
     pids.push_back(pid);
   }
-  Measured m;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::fprintf(stderr, "tso_bench: a client process failed (status %d)\n", status);
-      m.ok = false;
-    }
-  }
-  std::vector<uint32_t> all;
-  uint64_t calls = 0;
-  for (int p = 0; p < processes && m.ok; ++p) {
-    FILE* in = std::fopen((dir + "/client" + std::to_string(p)).c_str(), "rb");
-    if (in == nullptr) {
-      m.ok = false;
-      break;
-    }
-    uint64_t head[4];
-    while (std::fread(head, sizeof(head), 1, in) == 1) {
-      calls += head[0];
-      m.failures += head[1];
-      m.order_errors += head[2];
-      const size_t n = all.size();
-      all.resize(n + head[3]);
-      if (head[3] > 0 && std::fread(all.data() + n, 4, head[3], in) != head[3]) m.ok = false;
-    }
-    std::fclose(in);
-  }
-  if (!all.empty()) {
-    std::sort(all.begin(), all.end());
-    m.p50_us = all[all.size() / 2] / 1000.0;
-    m.p99_us = all[std::min(all.size() - 1, all.size() * 99 / 100)] / 1000.0;
-  }
-  m.per_second = static_cast<double>(calls) / f.seconds;
-  return m;
+  return bench::CollectResults("tso_bench", pids, paths, f.seconds);
 }
 
 pid_t StartDaemon(const Flags& f, const std::string& log) {
@@ -249,9 +167,9 @@ int Run(int argc, char** argv) {
     if (name == "--etcd") {
       f.etcd = value;
     } else if (name == "--processes") {
-      good = ParseList(value, &f.processes);
+      good = bench::ParseList(value, &f.processes);
     } else if (name == "--threads") {
-      good = ParseList(value, &f.threads);
+      good = bench::ParseList(value, &f.threads);
     } else if (name == "--seconds") {
       f.seconds = std::atoi(value.c_str());
       good = f.seconds > 0;
@@ -272,15 +190,10 @@ int Run(int argc, char** argv) {
 
   std::string cluster_dir;
   if (f.etcd.empty()) {
-    FILE* out = ::popen(STRATA_SOURCE_DIR "/scripts/local-cluster.sh start", "r");
-    char line[512];
-    while (out != nullptr && std::fgets(line, sizeof(line), out) != nullptr) {
-      std::string s(line);
-      while (!s.empty() && s.back() == '\n') s.pop_back();
-      if (s.rfind("ETCD_ENDPOINTS=", 0) == 0) f.etcd = s.substr(15);
-      if (s.rfind("STRATA_CLUSTER_DIR=", 0) == 0) cluster_dir = s.substr(19);
-    }
-    if (out == nullptr || ::pclose(out) != 0 || f.etcd.empty()) {
+    std::map<std::string, std::string> vars = bench::RunClusterScript("start");
+    f.etcd = vars["ETCD_ENDPOINTS"];
+    cluster_dir = vars["STRATA_CLUSTER_DIR"];
+    if (f.etcd.empty()) {
       std::fprintf(stderr, "tso_bench: could not start a local etcd\n");
       return 1;
     }
@@ -310,17 +223,17 @@ int Run(int argc, char** argv) {
                 "timestamps/s", "p50 us", "p99 us", "etcd gets/s", "p50 us", "p99 us", "ratio");
     for (int processes : f.processes) {
       for (int threads : f.threads) {
-        Measured tso = RunClients(f, Op::kTimestamp, processes, threads, dir);
-        Measured raw = RunClients(f, Op::kEtcdGet, processes, threads, dir);
+        bench::Measured tso = RunClients(f, Op::kTimestamp, processes, threads, dir);
+        bench::Measured raw = RunClients(f, Op::kEtcdGet, processes, threads, dir);
         std::printf("%-9d %-7d | %14.0f %9.1f %9.1f | %12.0f %9.1f %9.1f | %5.1fx\n", processes,
                     threads, tso.per_second, tso.p50_us, tso.p99_us, raw.per_second, raw.p50_us,
                     raw.p99_us, raw.per_second > 0 ? tso.per_second / raw.per_second : 0);
-        if (!tso.ok || !raw.ok || tso.failures + raw.failures > 0 || tso.order_errors > 0) {
+        if (!tso.ok || !raw.ok || tso.failures + raw.failures > 0 || tso.aux > 0) {
           std::fprintf(
               stderr,
               "tso_bench: %llu failed calls, %llu out of order (processes %d, threads %d)\n",
               static_cast<unsigned long long>(tso.failures + raw.failures),
-              static_cast<unsigned long long>(tso.order_errors), processes, threads);
+              static_cast<unsigned long long>(tso.aux), processes, threads);
           rc = 1;
         }
         std::fflush(stdout);
@@ -352,10 +265,10 @@ int Run(int argc, char** argv) {
       }
       // a leads: kill it.
       ::kill(a, SIGKILL);
-      const int64_t killed = NowNanos();
+      const int64_t killed = bench::NowNanos();
       ::waitpid(a, nullptr, 0);
       Result<uint64_t> next = (*client)->GetTimestamp();
-      const double gap_ms = (NowNanos() - killed) / 1e6;
+      const double gap_ms = (bench::NowNanos() - killed) / 1e6;
       if (!next.ok() || *next <= *before) {
         std::fprintf(stderr, "tso_bench: failover %d: %s\n", i,
                      next.ok() ? "went backwards" : next.status().ToString().c_str());

@@ -159,13 +159,20 @@ RadosCall::~RadosCall() {
   rados_aio_release(completion_);
 }
 
+RadosOpCounts& RadosOpsSent() {
+  static RadosOpCounts* counts = new RadosOpCounts();
+  return *counts;
+}
+
 void RadosCall::Start(const RadosCluster& cluster, const std::string& oid, RadosReadOp* op) {
+  RadosOpsSent().reads.fetch_add(1, std::memory_order_relaxed);
   read_ = op;
   rados_aio_create_completion2(nullptr, nullptr, &completion_);
   start_rc_ = rados_aio_read_op_operate(op->op(), cluster.ioctx(), completion_, oid.c_str(), 0);
 }
 
 void RadosCall::Start(const RadosCluster& cluster, const std::string& oid, RadosWriteOp* op) {
+  RadosOpsSent().writes.fetch_add(1, std::memory_order_relaxed);
   rados_aio_create_completion2(nullptr, nullptr, &completion_);
   start_rc_ =
       rados_aio_write_op_operate(op->op(), cluster.ioctx(), completion_, oid.c_str(), nullptr, 0);

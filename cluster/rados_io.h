@@ -16,6 +16,7 @@
 
 #include <rados/librados.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -156,6 +157,14 @@ class RadosCall {
   bool done_ = false;
   uint64_t version_ = 0;
 };
+
+// The RADOS operations this process has sent (RadosCall::Start), for the
+// benchmarks' operations per transaction. Relaxed counters.
+struct RadosOpCounts {
+  std::atomic<uint64_t> reads{0};
+  std::atomic<uint64_t> writes{0};
+};
+RadosOpCounts& RadosOpsSent();
 
 }  // namespace strata::cluster
 
