@@ -159,6 +159,13 @@ RadosCall::~RadosCall() {
   rados_aio_release(completion_);
 }
 
+Result<std::string> RadosCluster::GetXattr(const std::string& oid, const char* name) const {
+  char buf[256];
+  const int rc = rados_getxattr(ioctx_, oid.c_str(), name, buf, sizeof(buf));
+  if (rc < 0) return RadosError(rc, "reading xattr " + std::string(name) + " of object " + oid);
+  return std::string(buf, static_cast<size_t>(rc));
+}
+
 RadosOpCounts& RadosOpsSent() {
   static RadosOpCounts* counts = new RadosOpCounts();
   return *counts;

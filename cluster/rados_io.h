@@ -45,6 +45,10 @@ class RadosCluster {
   rados_ioctx_t ioctx() const { return ioctx_; }
   const std::string& pool() const { return pool_; }
 
+  // Object `oid`'s xattr `name` (a blocking call, bounded by the op
+  // timeout); NotFound when the object does not exist.
+  Result<std::string> GetXattr(const std::string& oid, const char* name) const;
+
  private:
   RadosCluster(rados_t cluster, rados_ioctx_t ioctx, std::string pool)
       : cluster_(cluster), ioctx_(ioctx), pool_(std::move(pool)) {}

@@ -132,6 +132,14 @@ Status CreateRadosTable(const RadosOptions& options, const std::string& name,
                                      split_rows);
 }
 
+Status SplitRadosTablet(const RadosOptions& options, const std::string& name,
+                        const std::string& row) {
+  STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
+  return cluster::SplitRadosTabletIn(
+      c.etcd.get(), *c.rados, options.root, name, row,
+      cluster::Clock::now() + std::chrono::milliseconds(options.timeout_millis));
+}
+
 Status DropRadosTable(const RadosOptions& options, const std::string& name) {
   STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
   return cluster::DropRadosTableIn(c.etcd.get(), *c.rados, options.root, name);

@@ -78,9 +78,9 @@ class RowJob {
       case Phase::kBlind:
       case Phase::kWrite:
         if (rc == 0) return Finish(true);
-        if (rc == -ECANCELED) {
-          // A compare failed (a condition, the row's version or the epoch):
-          // read the row and look.
+        if (rc == -ECANCELED || rc == -ENOENT) {
+          // A compare failed (a condition, the row's version or the epoch),
+          // or a split removed the object: read the row and look.
           read_.Reset();
           phase_ = Phase::kRead;
           return;
@@ -113,7 +113,7 @@ class RowJob {
       case RowRead::Outcome::kNextPage:
         return;
       case RowRead::Outcome::kFenced: {
-        Status s = state_->ReloadMap();
+        Status s = state_->ReloadMap(tablet_.object);
         if (!s.ok()) return Fail(s);
         tablet_ = state_->TabletFor(w_.row);
         read_.Reset();

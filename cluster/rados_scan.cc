@@ -77,6 +77,7 @@ Result<std::unique_ptr<RowIterator>> RadosScan(std::shared_ptr<RadosStoreState> 
   // Reads every tablet that is not complete, page after page. OK, or
   // kFenced when a tablet's epoch moved on (the map is reloaded).
   bool fenced = false;
+  std::string fenced_object;  // one of the fenced tablets, for ReloadMap to repair
   auto read_all = [&]() -> Status {
     for (;;) {
       std::vector<TabletRead*> open;
@@ -99,8 +100,9 @@ Result<std::unique_ptr<RowIterator>> RadosScan(std::shared_ptr<RadosStoreState> 
           r->Restart();
           continue;
         }
-        if (rc == -ECANCELED) {
+        if (rc == -ECANCELED || rc == -ENOENT) {  // fenced, or split and removed
           fenced = true;
+          fenced_object = r->tablet.object;
           continue;
         }
         if (rc < 0) return RadosError(rc, "scanning tablet object " + r->tablet.object);
@@ -128,7 +130,7 @@ Result<std::unique_ptr<RowIterator>> RadosScan(std::shared_ptr<RadosStoreState> 
     STRATA_RETURN_IF_ERROR(read_all());
     if (fenced) {
       fenced = false;
-      STRATA_RETURN_IF_ERROR(state->ReloadMap());
+      STRATA_RETURN_IF_ERROR(state->ReloadMap(fenced_object));
       plan();
       continue;
     }
@@ -149,15 +151,16 @@ Result<std::unique_ptr<RowIterator>> RadosScan(std::shared_ptr<RadosStoreState> 
       if (rc == -ERANGE || rc == -EOVERFLOW) {
         reads[i].Restart();
         changed = true;
-      } else if (rc == -ECANCELED) {
+      } else if (rc == -ECANCELED || rc == -ENOENT) {
         fenced = true;
+        fenced_object = reads[i].tablet.object;
       } else if (rc < 0) {
         return RadosError(rc, "scanning tablet object " + reads[i].tablet.object);
       }
     }
     if (fenced) {
       fenced = false;
-      STRATA_RETURN_IF_ERROR(state->ReloadMap());
+      STRATA_RETURN_IF_ERROR(state->ReloadMap(fenced_object));
       plan();
       continue;
     }

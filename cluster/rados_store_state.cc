@@ -49,6 +49,10 @@ void RowRead::Build(const RadosTablet& tablet, RadosReadOp* op) {
 
 RowRead::Outcome RowRead::Finish(int rc, RadosReadOp* op, const RadosTablet& tablet,
                                  Status* error) {
+  if (rc == -ENOENT) {  // a split removed the object after a new map took it in
+    Reset();
+    return Outcome::kFenced;
+  }
   if (rc == -ECANCELED) {
     // The first page compares only the epoch: the tablet is fenced. A later
     // page also compares the row's version: start over, and the first page
@@ -114,15 +118,35 @@ RadosTableInfo RadosStoreState::Map() const {
   return map_;
 }
 
-Status RadosStoreState::ReloadMap() const {
+Status RadosStoreState::ReloadMap(const std::string& fenced_object) const {
   // A fenced tablet whose new map is not in etcd yet (a split between its
-  // two steps) is retried until the call's deadline: not in a hot loop.
+  // steps) is retried until the call's deadline: not in a hot loop.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   Result<RadosTableInfo> info = LoadRadosTable(etcd_.get(), options_.root, name_);
   if (!info.ok()) return info.status();
-  MutexLock l(&mu_);
-  if (info->mod_revision > map_.mod_revision) map_ = std::move(info).value();
-  return Status::OK();
+  RadosTableInfo unchanged;  // the map, when it did not change
+  size_t fenced = SIZE_MAX;  // the fenced tablet's index in it
+  {
+    MutexLock l(&mu_);
+    if (RadosObjectIncarnation(info->tablets[0].object) !=
+        RadosObjectIncarnation(map_.tablets[0].object)) {
+      return Status::NotFound("RADOS table '" + name_ + "' was dropped");
+    }
+    if (info->mod_revision > map_.mod_revision) {
+      map_ = std::move(info).value();
+      return Status::OK();
+    }
+    // The same map, and the tablet still fenced: a split that died may
+    // have left the fence. Looked at now and then, not on every retry.
+    if (fenced_object.empty() || Clock::now() < next_repair_) return Status::OK();
+    next_repair_ = Clock::now() + std::chrono::milliseconds(250);
+    for (size_t i = 0; i < map_.tablets.size(); i++) {
+      if (map_.tablets[i].object == fenced_object) fenced = i;
+    }
+    if (fenced == SIZE_MAX) return Status::OK();
+    unchanged = map_;
+  }
+  return RecoverRadosFence(etcd_.get(), *rados_, options_.root, name_, unchanged, fenced);
 }
 
 Result<CellFilter> RadosStoreState::Resolve(const RowFilter& filter) const {
@@ -221,7 +245,7 @@ Status RadosStoreState::ReadRowKeys(std::string_view row, std::vector<KeyRange> 
       case RowRead::Outcome::kNextPage:
         break;
       case RowRead::Outcome::kFenced:
-        STRATA_RETURN_IF_ERROR(ReloadMap());
+        STRATA_RETURN_IF_ERROR(ReloadMap(tablet.object));
         tablet = TabletFor(row);
         read.Reset();
         break;

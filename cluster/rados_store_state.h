@@ -113,9 +113,12 @@ class RadosStoreState {
   // The tablet that holds `row`, and a copy of the whole map.
   RadosTablet TabletFor(std::string_view row) const LOCKS_EXCLUDED(mu_);
   RadosTableInfo Map() const LOCKS_EXCLUDED(mu_);
-  // Reads the map from etcd again after an operation found a tablet fenced.
-  // NotFound once the table is gone.
-  Status ReloadMap() const LOCKS_EXCLUDED(mu_);
+  // Reads the map from etcd again after an operation found a tablet fenced
+  // (or its object gone: a split removes it once the new map is in).
+  // NotFound once the table is gone, or dropped and made again. When the
+  // map did not change and `fenced_object` is still in it, repairs a fence
+  // a dead split left on it (RecoverRadosFence), at most every 250 ms.
+  Status ReloadMap(const std::string& fenced_object = "") const LOCKS_EXCLUDED(mu_);
 
   // `filter` checked (InvalidArgument as the Table store words it) and resolved.
   Result<CellFilter> Resolve(const RowFilter& filter) const;
@@ -146,6 +149,7 @@ class RadosStoreState {
   std::atomic<uint64_t> versions_{0};  // relaxed: only uniqueness matters
   mutable Mutex mu_;
   mutable RadosTableInfo map_ GUARDED_BY(mu_);
+  mutable Clock::time_point next_repair_ GUARDED_BY(mu_);
 };
 
 // The page size of row reads and scans (entries per omap read).

@@ -8,14 +8,18 @@
 //   tablets <m>          then m lines: <start row hex or -> <object> <epoch>
 // The tablets are sorted by start row; the first starts at "" ("-"). Each
 // tablet object carries its epoch in xattr kEpochXattr, and every operation
-// on it checks that xattr: a split (a later step) changes the epoch of the
-// tablets it replaces before it swaps the map (an etcd transaction on the
-// key's mod revision), so a client with a stale map fails and reloads it.
+// on it checks that xattr: a split (SplitRadosTabletIn) fences the tablet it
+// replaces by changing that epoch before it swaps the map (an etcd
+// transaction on the key's mod revision) and removes the old object after,
+// so a client with a stale map fails (-ECANCELED, or -ENOENT once the
+// object is gone) and reloads it. Tablets a split makes are named
+// "<the table's object prefix>.s<nonce>a" and "...b", epoch "1".
 //
 // Thread-safe (pure functions and calls on thread-safe clients).
 #ifndef STRATA_CLUSTER_RADOS_TABLE_H_
 #define STRATA_CLUSTER_RADOS_TABLE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -54,6 +58,12 @@ struct RadosTableInfo {
 };
 
 std::string RadosTableKey(std::string_view root, std::string_view name);
+// The part of a tablet object's name that one incarnation of a table shares
+// ("strata.<name>.<random id>"): a table dropped and created again has
+// another.
+inline std::string RadosObjectIncarnation(const std::string& object) {
+  return object.substr(0, object.rfind('.'));
+}
 
 // The checks CreateRadosTable makes of its input (strata/rados.h).
 Status ValidateRadosTable(const std::string& name, const TableSchema& schema,
@@ -69,6 +79,17 @@ Result<RadosTableInfo> LoadRadosTable(EtcdClient* etcd, std::string_view root,
 // Every table under `root`, by name (one etcd range read).
 Result<std::map<std::string, RadosTableInfo>> LoadRadosTables(EtcdClient* etcd,
                                                               std::string_view root);
+// Splits the tablet that holds `split_row` so that `split_row` starts a
+// tablet of its own (rados_split.cc says how), within `deadline`.
+// InvalidArgument when `split_row` is empty or already starts a tablet;
+// NotFound when the table does not exist.
+Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                          const std::string& name, const std::string& split_row,
+                          std::chrono::steady_clock::time_point deadline);
+// Repairs tablet `index` of `map` if a split that died left it fenced and
+// `map` is still the table's map; OK when there was nothing to repair.
+Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                         const std::string& name, const RadosTableInfo& map, size_t index);
 // Deletes the table's key, then its objects.
 Status DropRadosTableIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                         const std::string& name);

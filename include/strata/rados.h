@@ -69,6 +69,20 @@ struct RadosOptions {
 Status CreateRadosTable(const RadosOptions& options, const std::string& name,
                         const TableSchema& schema, const std::vector<std::string>& split_rows = {});
 
+// Splits the tablet of table `name` that holds `row`, so that `row` starts
+// a tablet of its own, while other processes read and write the table: the
+// tablet's rows are copied into two new objects and the map swapped in
+// etcd; calls on the old tablet meanwhile wait (they retry until their
+// deadline) and then follow the new map, and no call answers from the old
+// one. Ceph warns above 200k keys or 1 GiB per object: split a tablet well
+// below that. One split per table runs at a time (others wait for it). A
+// process that dies during a split leaves the tablet fenced until a client
+// that needs it repairs it, once the split's etcd lease (5 s) has expired.
+// InvalidArgument when `row` is empty or already starts a tablet; NotFound
+// when the table does not exist; TimedOut past options.timeout_millis.
+Status SplitRadosTablet(const RadosOptions& options, const std::string& name,
+                        const std::string& row);
+
 // Removes table `name`: its etcd keys, then its objects. Stores open on it
 // answer NotFound from then on. NotFound when it does not exist.
 Status DropRadosTable(const RadosOptions& options, const std::string& name);

@@ -1,0 +1,252 @@
+// Tablet splits of RADOS tables (rados_table.h, "Splits").
+//
+// A split of tablet T (object O at epoch E) at row R:
+//   1. takes the table's split key in etcd, on a lease, in a transaction
+//      that also checks the map is the one read (one split per table at a
+//      time; its value names the split's nonce);
+//   2. fences O: its epoch xattr E becomes "split-<nonce>" in one compare-
+//      and-set, after which every client operation on O fails its epoch
+//      compare (-ECANCELED) and the client reloads the map;
+//   3. copies O's keys, read page by page from the fenced object, into two
+//      new objects "<incarnation>.s<nonce>a" (rows below R) and "...b";
+//   4. swaps the map in one etcd transaction, if the map is still the one
+//      read and the split key still holds this split's value, and deletes
+//      the split key;
+//   5. removes O. A client still holding the old map then meets a missing
+//      object, which it treats as a fence.
+// A splitter that dies between 2 and 4 leaves O fenced and its split key
+// to expire with its lease. A client that keeps meeting the fence with an
+// unchanged map then repairs it (RecoverRadosFence): it takes the split key
+// itself (in a transaction that checks the map is unchanged, so the dead
+// split can no longer swap it), sets O's epoch back to E, removes the dead
+// split's objects, and lets the key go.
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/rados_keys.h"
+#include "cluster/rados_store_state.h"
+#include "cluster/rados_table.h"
+
+namespace strata::cluster {
+namespace {
+
+constexpr int64_t kSplitLeaseSeconds = 5;
+constexpr char kFencePrefix[] = "split-";
+
+std::string SplitKey(std::string_view root, std::string_view name) {
+  return std::string(root) + "/rados/tables/" + std::string(name) + "/split";
+}
+
+std::string NewObject(const std::string& old_object, const std::string& nonce, char side) {
+  return RadosObjectIncarnation(old_object) + ".s" + nonce + side;
+}
+
+std::string NewNonce() {
+  std::random_device random;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", random(), random());
+  return buf;
+}
+
+Status RunWrite(const RadosCluster& rados, const std::string& oid, RadosWriteOp* op,
+                const std::string& what) {
+  RadosCall call;
+  call.Start(rados, oid, op);
+  const int rc = call.Wait();
+  return rc < 0 ? RadosError(rc, what + " " + oid) : Status::OK();
+}
+
+void RemoveObject(const RadosCluster& rados, const std::string& oid) {
+  RadosWriteOp op;
+  op.Remove();
+  RunWrite(rados, oid, &op, "removing").PermitUncheckedError();  // absent is fine
+}
+
+// Copies every key of fenced object `from` into `left` (keys below
+// `split_key`) and `right`, created here with epoch "1". Renews `lease`
+// between pages.
+Status CopyTablet(EtcdClient* etcd, const RadosCluster& rados, const std::string& from,
+                  const std::string& fence, const std::string& split_key, const std::string& left,
+                  const std::string& right, int64_t lease, Clock::time_point deadline) {
+  bool created[2] = {false, false};
+  auto write = [&](int side, const OmapEntries& entries) -> Status {
+    RadosWriteOp op;
+    if (!created[side]) {
+      op.CreateExclusive();
+      op.SetXattr(kEpochXattr, "1");
+    } else {
+      op.AssertExists();
+    }
+    if (!entries.empty()) op.OmapSet(entries);
+    created[side] = true;
+    return RunWrite(rados, side == 0 ? left : right, &op, "writing split tablet");
+  };
+  std::string after;
+  auto renewed = Clock::now();
+  for (;;) {
+    STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(deadline, "splitting " + from));
+    RadosReadOp op;
+    op.CmpXattr(kEpochXattr, fence);
+    const size_t page = op.GetVals(after, "", kOmapPage);
+    RadosCall call;
+    call.Start(rados, from, &op);
+    const int rc = call.Wait();
+    if (rc < 0) return RadosError(rc, "reading tablet object " + from + " to split it");
+    OmapEntries sides[2];
+    for (auto& [k, v] : op.page(page).entries) sides[k < split_key ? 0 : 1].emplace(k, v);
+    for (int side = 0; side < 2; side++) {
+      if (!sides[side].empty() || !created[side]) STRATA_RETURN_IF_ERROR(write(side, sides[side]));
+    }
+    const OmapPage& p = op.page(page);
+    if (!p.more || p.entries.empty()) return Status::OK();
+    after = p.entries.back().first;
+    if (Clock::now() - renewed > std::chrono::seconds(1)) {
+      STRATA_RETURN_IF_ERROR(etcd->KeepAliveOnce(lease).status());
+      renewed = Clock::now();
+    }
+  }
+}
+
+}  // namespace
+
+Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                          const std::string& name, const std::string& split_row,
+                          Clock::time_point deadline) {
+  if (split_row.empty()) return Status::InvalidArgument("a split row must not be empty");
+  const std::string map_key = RadosTableKey(root, name);
+  const std::string split_key = SplitKey(root, name);
+  const std::string nonce = NewNonce();
+  RadosTableInfo map;
+  size_t index = 0;
+  int64_t lease = 0;
+  // 1. The split key, on a map that is still the one read.
+  for (;;) {
+    const std::string what = "splitting RADOS table '" + name + "'";
+    STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(deadline, what));
+    STRATA_ASSIGN_OR_RETURN(map, LoadRadosTable(etcd, root, name));
+    index = map.TabletFor(split_row);
+    if (map.tablets[index].start_row == split_row) {
+      return Status::InvalidArgument("row '" + split_row + "' already starts a tablet of '" + name +
+                                     "'");
+    }
+    if (lease == 0) {
+      STRATA_ASSIGN_OR_RETURN(auto granted, etcd->GrantLease(kSplitLeaseSeconds));
+      lease = granted.first;
+    }
+    STRATA_ASSIGN_OR_RETURN(
+        TxnResult txn,
+        etcd->Txn({Compare::Version(split_key, Compare::Op::kEqual, 0),
+                   Compare::ModRevision(map_key, Compare::Op::kEqual, map.mod_revision)},
+                  {TxnOp::Put(split_key, nonce, lease)}));
+    if (txn.succeeded) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // another split: wait for it
+  }
+  const RadosTablet old = map.tablets[index];
+  const std::string fence = kFencePrefix + nonce;
+  const std::string left = NewObject(old.object, nonce, 'a');
+  const std::string right = NewObject(old.object, nonce, 'b');
+  auto release = [&] {
+    etcd->Txn({Compare::ValueEquals(split_key, nonce)}, {TxnOp::Delete(split_key)})
+        .status()
+        .PermitUncheckedError();  // the lease ends it anyway
+  };
+
+  // 2. The fence. The map is the one read and no split runs, so an epoch
+  // other than the map's is a dead split's fence: take it over.
+  Result<std::string> epoch = rados.GetXattr(old.object, kEpochXattr);
+  if (!epoch.ok()) {
+    release();
+    return epoch.status();
+  }
+  if (*epoch != old.epoch && epoch->rfind(kFencePrefix, 0) != 0) {
+    release();
+    return Status::Corruption("tablet object " + old.object + " has epoch '" + *epoch +
+                              "', its map says '" + old.epoch + "'");
+  }
+  if (*epoch != old.epoch) {
+    const std::string dead = epoch->substr(sizeof(kFencePrefix) - 1);
+    RemoveObject(rados, NewObject(old.object, dead, 'a'));
+    RemoveObject(rados, NewObject(old.object, dead, 'b'));
+  }
+  RadosWriteOp fence_op;
+  fence_op.CmpXattr(kEpochXattr, *epoch);
+  fence_op.SetXattr(kEpochXattr, fence);
+  Status s = RunWrite(rados, old.object, &fence_op, "fencing tablet object");
+  if (!s.ok()) {
+    release();
+    return s;
+  }
+
+  // 3. The copy; 4. the swap.
+  s = CopyTablet(etcd, rados, old.object, fence, rados_keys::RowPrefix(split_row), left, right,
+                 lease, deadline);
+  RadosTableInfo next = map;
+  next.tablets[index] = RadosTablet{old.start_row, left, "1"};
+  next.tablets.insert(next.tablets.begin() + static_cast<ptrdiff_t>(index) + 1,
+                      RadosTablet{split_row, right, "1"});
+  bool swapped = false;
+  if (s.ok()) {
+    Result<TxnResult> txn =
+        etcd->Txn({Compare::ValueEquals(split_key, nonce),
+                   Compare::ModRevision(map_key, Compare::Op::kEqual, map.mod_revision)},
+                  {TxnOp::Put(map_key, next.Encode()), TxnOp::Delete(split_key)});
+    if (txn.ok()) {
+      swapped = txn->succeeded;
+      if (!swapped) s = Status::Aborted("the split of '" + name + "' lost its lease or its map");
+    } else {
+      // Unknown outcome: the map says.
+      Result<RadosTableInfo> now = LoadRadosTable(etcd, root, name);
+      swapped = now.ok() && index < now->tablets.size() && now->tablets[index].object == left;
+      if (!swapped) s = txn.status();
+    }
+  }
+  if (!swapped) {
+    // The fence stays for a client to repair (it checks the split key is
+    // gone): undoing it here could race with a repair that took over.
+    RemoveObject(rados, left);
+    RemoveObject(rados, right);
+    release();
+    return s;
+  }
+  // 5. The old object.
+  RemoveObject(rados, old.object);
+  return Status::OK();
+}
+
+Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                         const std::string& name, const RadosTableInfo& map, size_t index) {
+  const std::string map_key = RadosTableKey(root, name);
+  const std::string split_key = SplitKey(root, name);
+  const RadosTablet& tablet = map.tablets[index];
+  Result<std::string> epoch = rados.GetXattr(tablet.object, kEpochXattr);
+  if (!epoch.ok() || *epoch == tablet.epoch || epoch->rfind(kFencePrefix, 0) != 0) {
+    return Status::OK();  // gone (split or dropped: the map will say), or not fenced
+  }
+  // Take the split key on this very map: a split still alive holds it, and
+  // a dead one can no longer swap the map once it is taken.
+  const std::string mine = "repair-" + NewNonce();
+  STRATA_ASSIGN_OR_RETURN(auto granted, etcd->GrantLease(kSplitLeaseSeconds));
+  STRATA_ASSIGN_OR_RETURN(
+      TxnResult txn,
+      etcd->Txn({Compare::Version(split_key, Compare::Op::kEqual, 0),
+                 Compare::ModRevision(map_key, Compare::Op::kEqual, map.mod_revision)},
+                {TxnOp::Put(split_key, mine, granted.first)}));
+  if (!txn.succeeded) return Status::OK();  // a split under way, or a new map
+  const std::string dead = epoch->substr(sizeof(kFencePrefix) - 1);
+  RadosWriteOp unfence;
+  unfence.CmpXattr(kEpochXattr, *epoch);
+  unfence.SetXattr(kEpochXattr, tablet.epoch);
+  Status s = RunWrite(rados, tablet.object, &unfence, "repairing the fence of");
+  RemoveObject(rados, NewObject(tablet.object, dead, 'a'));
+  RemoveObject(rados, NewObject(tablet.object, dead, 'b'));
+  etcd->Txn({Compare::ValueEquals(split_key, mine)}, {TxnOp::Delete(split_key)})
+      .status()
+      .PermitUncheckedError();
+  return s;
+}
+
+}  // namespace strata::cluster
