@@ -75,6 +75,13 @@ size_t RadosReadOp::GetVals(std::string_view start_after, std::string_view prefi
   return pages_.size() - 1;
 }
 
+size_t RadosReadOp::GetKeys(std::string_view start_after, uint64_t max) {
+  const std::string after(start_after);
+  Pending& p = pages_.emplace_back();
+  rados_read_op_omap_get_keys2(op_, after.c_str(), max, &p.iter, &p.more, &p.rval);
+  return pages_.size() - 1;
+}
+
 void RadosReadOp::Finish() {
   for (Pending& p : pages_) {
     p.page.rval = p.rval;
@@ -88,7 +95,8 @@ void RadosReadOp::Finish() {
       if (rados_omap_get_next2(p.iter, &key, &val, &key_len, &val_len) < 0 || key == nullptr) {
         break;
       }
-      p.page.entries.emplace_back(std::string(key, key_len), std::string(val, val_len));
+      p.page.entries.emplace_back(std::string(key, key_len),
+                                  val == nullptr ? std::string() : std::string(val, val_len));
     }
     rados_omap_get_end(p.iter);
     p.iter = nullptr;

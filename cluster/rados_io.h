@@ -87,6 +87,8 @@ class RadosReadOp {
   // Up to `max` entries after `start_after` whose keys start with `prefix`;
   // the page is filled in by Finish(). Returns its index.
   size_t GetVals(std::string_view start_after, std::string_view prefix, uint64_t max);
+  // As GetVals without a prefix, keys only (the page's values are empty).
+  size_t GetKeys(std::string_view start_after, uint64_t max);
   // The pages, after Finish().
   OmapPage& page(size_t i) { return pages_[i].page; }
 

@@ -140,6 +140,13 @@ Status SplitRadosTablet(const RadosOptions& options, const std::string& name,
       cluster::Clock::now() + std::chrono::milliseconds(options.timeout_millis));
 }
 
+Result<int> SplitLargeRadosTablets(const RadosOptions& options, const std::string& name,
+                                   uint64_t max_keys) {
+  STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
+  return cluster::SplitLargeRadosTabletsIn(c.etcd.get(), *c.rados, options.root, name, max_keys,
+                                           options.timeout_millis);
+}
+
 Status DropRadosTable(const RadosOptions& options, const std::string& name) {
   STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
   return cluster::DropRadosTableIn(c.etcd.get(), *c.rados, options.root, name);

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -215,6 +216,77 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
   // 5. The old object.
   RemoveObject(rados, old.object);
   return Status::OK();
+}
+
+namespace {
+
+// Every key of tablet object `object` when it holds more than `max_keys`
+// (in key order); none when it holds no more.
+Status KeysIfOver(const RadosCluster& rados, const RadosTablet& tablet, uint64_t max_keys,
+                  Clock::time_point deadline, std::vector<std::string>* keys) {
+  keys->clear();
+  std::string after;
+  for (;;) {
+    STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(deadline, "counting " + tablet.object));
+    RadosReadOp op;
+    op.CmpXattr(kEpochXattr, tablet.epoch);
+    const size_t page = op.GetKeys(after, kOmapPage);
+    RadosCall call;
+    call.Start(rados, tablet.object, &op);
+    const int rc = call.Wait();
+    if (rc == -ECANCELED || rc == -ENOENT) return Status::OK();  // split meanwhile: next pass
+    if (rc < 0) return RadosError(rc, "counting the keys of " + tablet.object);
+    OmapPage& p = op.page(page);
+    for (auto& [k, v] : p.entries) keys->push_back(std::move(k));
+    if (!p.more || p.entries.empty()) break;
+    after = keys->back();
+  }
+  if (keys->size() <= max_keys) keys->clear();
+  return Status::OK();
+}
+
+// The row of the middle key of `keys` (sorted), or, when that is the
+// tablet's first row `start_row`, the next row after it; empty when every
+// key is of one row.
+std::string MedianRow(const std::vector<std::string>& keys, const std::string& start_row) {
+  rados_keys::DecodedKey key;
+  for (size_t i = keys.size() / 2; i < keys.size(); i++) {
+    if (rados_keys::DecodeKey(keys[i], &key) && key.row > start_row) return key.row;
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados,
+                                     std::string_view root, const std::string& name,
+                                     uint64_t max_keys, uint64_t timeout_millis) {
+  if (max_keys < 2) return Status::InvalidArgument("max_keys must be at least 2");
+  int splits = 0;
+  std::set<std::string> unsplittable;  // objects of one row
+  for (bool again = true; again;) {
+    again = false;
+    STRATA_ASSIGN_OR_RETURN(RadosTableInfo map, LoadRadosTable(etcd, root, name));
+    for (const RadosTablet& tablet : map.tablets) {
+      if (unsplittable.count(tablet.object) != 0) continue;
+      const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_millis);
+      std::vector<std::string> keys;
+      STRATA_RETURN_IF_ERROR(KeysIfOver(rados, tablet, max_keys, deadline, &keys));
+      if (keys.empty()) continue;
+      const std::string row = MedianRow(keys, tablet.start_row);
+      if (row.empty()) {
+        unsplittable.insert(tablet.object);
+        continue;
+      }
+      Status s = SplitRadosTabletIn(etcd, rados, root, name, row, deadline);
+      if (s.IsInvalidArgument()) continue;  // another split made that row a boundary
+      STRATA_RETURN_IF_ERROR(s);
+      splits++;
+      again = true;  // the halves may be over the limit still
+      break;
+    }
+  }
+  return splits;
 }
 
 Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,

@@ -86,6 +86,12 @@ Result<std::map<std::string, RadosTableInfo>> LoadRadosTables(EtcdClient* etcd,
 Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                           const std::string& name, const std::string& split_row,
                           std::chrono::steady_clock::time_point deadline);
+// SplitLargeRadosTablets (strata/rados.h): splits tablets over `max_keys` keys
+// at their middle row until none is; each count and split within
+// `timeout_millis`. Returns the number of splits.
+Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados,
+                                     std::string_view root, const std::string& name,
+                                     uint64_t max_keys, uint64_t timeout_millis);
 // Repairs tablet `index` of `map` if a split that died left it fenced and
 // `map` is still the table's map; OK when there was nothing to repair.
 Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,

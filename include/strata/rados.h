@@ -83,6 +83,16 @@ Status CreateRadosTable(const RadosOptions& options, const std::string& name,
 Status SplitRadosTablet(const RadosOptions& options, const std::string& name,
                         const std::string& row);
 
+// Splits every tablet of table `name` that holds more than `max_keys` keys
+// (its cells, and one version key per row) at its middle row, and the
+// halves again while they hold more, counting each tablet's keys (a read of
+// every key); returns how many splits it made. A tablet of one row is never
+// split. For a maintenance job run now and then: with Ceph's warning at
+// 200k keys per object, 100k is a fair `max_keys`. Each count and split
+// has options.timeout_millis. InvalidArgument for a `max_keys` below 2.
+Result<int> SplitLargeRadosTablets(const RadosOptions& options, const std::string& name,
+                                   uint64_t max_keys);
+
 // Removes table `name`: its etcd keys, then its objects. Stores open on it
 // answer NotFound from then on. NotFound when it does not exist.
 Status DropRadosTable(const RadosOptions& options, const std::string& name);

@@ -132,6 +132,45 @@ TEST_F(RadosSplitTest, RowsMoveAndAStoreWithTheOldMapFollowsTheNewOne) {
   EXPECT_EQ(Value(*fresh, RowName(199)), RowName(199));
 }
 
+// Tablets over a key count split at their middle row until none is over
+// it; a tablet of one row stays whole.
+TEST_F(RadosSplitTest, LargeTabletsSplitUntilNoneIsOverTheLimit) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  std::vector<ConditionalMutation> batch;
+  for (int i = 0; i < 600; i++) {  // a cell and a version key each: 1200 keys
+    ConditionalMutation m;
+    m.row = RowName(i);
+    m.mutation.Put("f", "q", 1, m.row);
+    batch.push_back(std::move(m));
+  }
+  ASSERT_OK(store->CheckAndMutateBatch(WriteOptions(), batch));
+  EXPECT_TRUE(SplitLargeRadosTablets(options_, name_, 1).status().IsInvalidArgument());
+  auto splits = SplitLargeRadosTablets(options_, name_, 300);
+  ASSERT_OK(splits);
+  const RadosTableInfo map = Map();
+  EXPECT_EQ(map.tablets.size(), static_cast<size_t>(*splits + 1));
+  EXPECT_GE(map.tablets.size(), 4u);
+  // Every tablet at or below the limit: 2 keys a row.
+  for (size_t i = 0; i < map.tablets.size(); i++) {
+    const int first = i == 0 ? 0 : std::stoi(map.tablets[i].start_row.substr(1));
+    const int end = i + 1 == map.tablets.size() ? 600 : std::stoi(map.TabletEnd(i).substr(1));
+    EXPECT_LE(2 * (end - first), 300) << "tablet " << i;
+  }
+  for (int i = 0; i < 600; i += 37) EXPECT_EQ(Value(*store, RowName(i)), RowName(i));
+  EXPECT_EQ(*SplitLargeRadosTablets(options_, name_, 300), 0);
+
+  // One row of 400 cells: over the limit, but not splittable.
+  RowMutation big;
+  for (int q = 0; q < 400; q++) big.Put("f", "c" + std::to_string(q), 1, "x");
+  ASSERT_OK(store->Mutate(WriteOptions(), "zzz", big));
+  auto more = SplitLargeRadosTablets(options_, name_, 300);
+  ASSERT_OK(more);
+  const RadosTableInfo after = Map();
+  EXPECT_EQ(after.tablets.size(), map.tablets.size() + static_cast<size_t>(*more));
+  EXPECT_EQ(after.tablets.back().start_row, "zzz");  // cut off from the rows before it
+}
+
 // Writers count up per-row counters with compare-and-sets while tablets
 // split under them: every increment that returned applied is there, and no
 // other.
