@@ -14,14 +14,18 @@
 //      the split key;
 //   5. removes O. A client still holding the old map then meets a missing
 //      object, which it treats as a fence.
-// A splitter that dies between 2 and 4 leaves O fenced and its split key
-// to expire with its lease. A client that keeps meeting the fence with an
-// unchanged map then repairs it (RecoverRadosFence): it takes the split key
+// A split that fails before its swap takes its own fence off (a compare-
+// and-set from its fence, so never another's) and removes its objects; one
+// whose swap reply is lost first makes the outcome known (DecideSwap) and,
+// if it cannot, leaves every object as it is. A splitter that dies between
+// 2 and 4 leaves O fenced and its split key to expire with its lease. A client that keeps meeting
+// the fence with an unchanged map then repairs it (RecoverRadosFence): it takes the split key
 // itself (in a transaction that checks the map is unchanged, so the dead
 // split can no longer swap it), sets O's epoch back to E, removes the dead
 // split's objects, and lets the key go.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -36,6 +40,7 @@ namespace strata::cluster {
 namespace {
 
 constexpr int64_t kSplitLeaseSeconds = 5;
+constexpr size_t kCopyBatchBytes = 8 << 20;
 constexpr char kFencePrefix[] = "split-";
 
 std::string SplitKey(std::string_view root, std::string_view name) {
@@ -97,8 +102,20 @@ Status CopyTablet(EtcdClient* etcd, const RadosCluster& rados, const std::string
     call.Start(rados, from, &op);
     const int rc = call.Wait();
     if (rc < 0) return RadosError(rc, "reading tablet object " + from + " to split it");
+    // Written in batches of at most kCopyBatchBytes: far below the OSD's
+    // osd_max_write_size (90 MB), even for a page of 1 MiB values.
     OmapEntries sides[2];
-    for (auto& [k, v] : op.page(page).entries) sides[k < split_key ? 0 : 1].emplace(k, v);
+    size_t bytes[2] = {0, 0};
+    for (auto& [k, v] : op.page(page).entries) {
+      const int side = k < split_key ? 0 : 1;
+      bytes[side] += k.size() + v.size();
+      sides[side].emplace(k, v);
+      if (bytes[side] >= kCopyBatchBytes) {
+        STRATA_RETURN_IF_ERROR(write(side, sides[side]));
+        sides[side].clear();
+        bytes[side] = 0;
+      }
+    }
     for (int side = 0; side < 2; side++) {
       if (!sides[side].empty() || !created[side]) STRATA_RETURN_IF_ERROR(write(side, sides[side]));
     }
@@ -110,6 +127,38 @@ Status CopyTablet(EtcdClient* etcd, const RadosCluster& rados, const std::string
       renewed = Clock::now();
     }
   }
+}
+
+// After a swap whose outcome is unknown (its reply lost): makes it known.
+// Taking this split's key away (if it still holds it) means the swap, which
+// needs the key, can no longer apply; a key already gone means the swap
+// applied or can no longer apply, and the map says which: only this swap
+// takes `old_object` out of the map (a table dropped since counts as
+// swapped: nothing is to be unfenced). False when etcd did not answer
+// before `deadline`.
+bool DecideSwap(EtcdClient* etcd, std::string_view root, const std::string& name,
+                const std::string& split_key, const std::string& nonce,
+                const std::string& old_object, Clock::time_point deadline, bool* swapped) {
+  while (Clock::now() < deadline) {
+    Result<TxnResult> taken =
+        etcd->Txn({Compare::ValueEquals(split_key, nonce)}, {TxnOp::Delete(split_key)});
+    if (taken.ok() && taken->succeeded) {
+      *swapped = false;
+      return true;
+    }
+    if (taken.ok()) {
+      Result<RadosTableInfo> now = LoadRadosTable(etcd, root, name);
+      if (now.ok() || now.status().IsNotFound()) {
+        *swapped = true;
+        for (const RadosTablet& t : now.ok() ? now->tablets : std::vector<RadosTablet>()) {
+          if (t.object == old_object) *swapped = false;
+        }
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 }  // namespace
@@ -190,6 +239,7 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
   next.tablets.insert(next.tablets.begin() + static_cast<ptrdiff_t>(index) + 1,
                       RadosTablet{split_row, right, "1"});
   bool swapped = false;
+  bool decided = true;  // whether the swap is known to have happened or not
   if (s.ok()) {
     Result<TxnResult> txn =
         etcd->Txn({Compare::ValueEquals(split_key, nonce),
@@ -199,15 +249,21 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
       swapped = txn->succeeded;
       if (!swapped) s = Status::Aborted("the split of '" + name + "' lost its lease or its map");
     } else {
-      // Unknown outcome: the map says.
-      Result<RadosTableInfo> now = LoadRadosTable(etcd, root, name);
-      swapped = now.ok() && index < now->tablets.size() && now->tablets[index].object == left;
-      if (!swapped) s = txn.status();
+      s = txn.status();
+      decided = DecideSwap(etcd, root, name, split_key, nonce, old.object, deadline, &swapped);
     }
   }
+  if (!decided) {
+    // The map may name the new objects: leave everything as it is. The
+    // fence stays until a client repairs it (if the map is unchanged).
+    return s;
+  }
   if (!swapped) {
-    // The fence stays for a client to repair (it checks the split key is
-    // gone): undoing it here could race with a repair that took over.
+    // This split's own fence, and only it, comes off; its objects go.
+    RadosWriteOp unfence;
+    unfence.CmpXattr(kEpochXattr, fence);
+    unfence.SetXattr(kEpochXattr, old.epoch);
+    RunWrite(rados, old.object, &unfence, "unfencing").PermitUncheckedError();
     RemoveObject(rados, left);
     RemoveObject(rados, right);
     release();
@@ -291,34 +347,46 @@ Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados
 
 Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                          const std::string& name, const RadosTableInfo& map, size_t index) {
+  // Whatever goes wrong here, the caller only retries its call: a repair
+  // that cannot be made now is made by a later one, so nothing but OK is
+  // returned.
   const std::string map_key = RadosTableKey(root, name);
   const std::string split_key = SplitKey(root, name);
   const RadosTablet& tablet = map.tablets[index];
-  Result<std::string> epoch = rados.GetXattr(tablet.object, kEpochXattr);
-  if (!epoch.ok() || *epoch == tablet.epoch || epoch->rfind(kFencePrefix, 0) != 0) {
-    return Status::OK();  // gone (split or dropped: the map will say), or not fenced
-  }
-  // Take the split key on this very map: a split still alive holds it, and
-  // a dead one can no longer swap the map once it is taken.
+  auto fenced = [&]() -> std::optional<std::string> {
+    Result<std::string> epoch = rados.GetXattr(tablet.object, kEpochXattr);
+    if (!epoch.ok() || *epoch == tablet.epoch || epoch->rfind(kFencePrefix, 0) != 0) {
+      return std::nullopt;  // gone (split or dropped: the map will say), or not fenced
+    }
+    return *epoch;
+  };
+  if (!fenced().has_value()) return Status::OK();
+  // A split still holds its key: it is alive (or its lease not yet over).
+  Result<KeyValue> holder = etcd->Get(split_key);
+  if (!holder.status().IsNotFound()) return Status::OK();
+  // Take the key on this very map: a dead split can no longer swap the map
+  // once it is taken, nor can another repair run.
+  Result<std::pair<int64_t, int64_t>> lease = etcd->GrantLease(kSplitLeaseSeconds);
+  if (!lease.ok()) return Status::OK();
   const std::string mine = "repair-" + NewNonce();
-  STRATA_ASSIGN_OR_RETURN(auto granted, etcd->GrantLease(kSplitLeaseSeconds));
-  STRATA_ASSIGN_OR_RETURN(
-      TxnResult txn,
+  Result<TxnResult> taken =
       etcd->Txn({Compare::Version(split_key, Compare::Op::kEqual, 0),
                  Compare::ModRevision(map_key, Compare::Op::kEqual, map.mod_revision)},
-                {TxnOp::Put(split_key, mine, granted.first)}));
-  if (!txn.succeeded) return Status::OK();  // a split under way, or a new map
-  const std::string dead = epoch->substr(sizeof(kFencePrefix) - 1);
-  RadosWriteOp unfence;
-  unfence.CmpXattr(kEpochXattr, *epoch);
-  unfence.SetXattr(kEpochXattr, tablet.epoch);
-  Status s = RunWrite(rados, tablet.object, &unfence, "repairing the fence of");
-  RemoveObject(rados, NewObject(tablet.object, dead, 'a'));
-  RemoveObject(rados, NewObject(tablet.object, dead, 'b'));
-  etcd->Txn({Compare::ValueEquals(split_key, mine)}, {TxnOp::Delete(split_key)})
-      .status()
-      .PermitUncheckedError();
-  return s;
+                {TxnOp::Put(split_key, mine, lease->first)});
+  if (taken.ok() && taken->succeeded) {
+    // Looked at again under the key: another repair may have come first.
+    if (std::optional<std::string> epoch = fenced()) {
+      const std::string dead = epoch->substr(sizeof(kFencePrefix) - 1);
+      RadosWriteOp unfence;
+      unfence.CmpXattr(kEpochXattr, *epoch);
+      unfence.SetXattr(kEpochXattr, tablet.epoch);
+      RunWrite(rados, tablet.object, &unfence, "repairing the fence of").PermitUncheckedError();
+      RemoveObject(rados, NewObject(tablet.object, dead, 'a'));
+      RemoveObject(rados, NewObject(tablet.object, dead, 'b'));
+    }
+  }
+  etcd->RevokeLease(lease->first).PermitUncheckedError();  // and the key with it
+  return Status::OK();
 }
 
 }  // namespace strata::cluster

@@ -93,7 +93,8 @@ Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados
                                      std::string_view root, const std::string& name,
                                      uint64_t max_keys, uint64_t timeout_millis);
 // Repairs tablet `index` of `map` if a split that died left it fenced and
-// `map` is still the table's map; OK when there was nothing to repair.
+// `map` is still the table's map. Always OK: a repair that cannot be made
+// now (etcd unreachable, another repair first) is left to a later call.
 Status RecoverRadosFence(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                          const std::string& name, const RadosTableInfo& map, size_t index);
 // Deletes the table's key, then its objects.

@@ -79,7 +79,8 @@ Result<std::unique_ptr<GarbageCollector>> GarbageCollector::Open(
   }
   std::shared_ptr<txn::TxnDB> txn_db = txn::TxnDBOf(*db);
   if (txn_db == nullptr || txn_db->config().name.empty()) {
-    return Status::InvalidArgument("the TransactionDB was not opened by TransactionDB::Open");
+    return Status::InvalidArgument(
+        "the TransactionDB was opened by neither TransactionDB::Open nor OpenRadosTransactionDB");
   }
   FileSystem* fs = FileSystem::Default();
   const std::string& dir = txn::TransactionServicesAccess::dir(*services);

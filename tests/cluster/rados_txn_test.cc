@@ -188,7 +188,9 @@ void RadosTxnTest::RunBank(bool split) {
           if (balances.ok()) {
             EXPECT_EQ(test::Sum(*balances), bank.total());
             audits++;
-          } else if (!balances.status().IsBusy()) {
+          } else if (!balances.status().IsBusy() && !balances.status().IsTimedOut()) {
+            // (A scan under this load may not settle before its deadline:
+            // cluster/README.md.)
             ADD_FAILURE() << balances.status().ToString();
             failed = true;
           }
@@ -213,8 +215,13 @@ void RadosTxnTest::RunBank(bool split) {
     for (int row = 4; std::chrono::steady_clock::now() < stop_at && row < bank.accounts; row += 4) {
       std::this_thread::sleep_for(run_for / 10);
       if (row % 10 == 0) continue;  // already a boundary
-      for (const std::string& t : bank.tables)
-        ASSERT_OK(SplitRadosTablet(Options(), t, bank.RowOf(row)));
+      for (const std::string& t : bank.tables) {
+        const Status split_status = SplitRadosTablet(Options(), t, bank.RowOf(row));
+        if (!split_status.ok()) {
+          ADD_FAILURE() << "split: " << split_status.ToString();
+          failed = true;  // the threads stop; joined below
+        }
+      }
       splits++;
     }
   }
