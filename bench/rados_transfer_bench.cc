@@ -6,7 +6,10 @@
 // threads, for --seconds:
 //   - transfer: a transaction reads two random accounts (GetForUpdate) and
 //     moves a random part of one balance to the other; conflicts abort and
-//     count, and are not retried;
+//     count, and are not retried. Its prewrites' range conditions are
+//     checked on the OSD (cls_lua, which the local cluster loads);
+//   - transfer, read first: the same with RadosOptions::
+//     server_side_conditions off, as on a cluster without cls_lua;
 //   - cas: one CheckAndMutate of a random row whose condition is a compare
 //     of one omap key (one compound RADOS write: compare and set);
 // and with one process, the transfers on an engine tenant (TransactionDB::Open,
@@ -155,7 +158,9 @@ std::vector<std::string> SplitRows(const Flags& f, const test::Bank& bank) {
   _exit(0);
 }
 
-enum class Op { kTransfer, kCas };
+// Transfers with range conditions checked on the OSD (cls_lua), or by
+// reading the row first (RadosOptions::server_side_conditions off).
+enum class Op { kTransfer, kTransferReadFirst, kCas };
 
 // A client process: `threads` threads make `op` for `seconds`; per thread,
 // calls are the ops that succeeded (with their latencies), failures the
@@ -163,12 +168,13 @@ enum class Op { kTransfer, kCas };
 // the process's RADOS reads (calls field) and writes (failures field).
 [[noreturn]] void ClientProcess(const Flags& f, const Cluster& c, Op op, const std::string& dir,
                                 const std::string& path) {
-  const RadosOptions ro = RadosFor(c);
+  RadosOptions ro = RadosFor(c);
+  ro.server_side_conditions = op != Op::kTransferReadFirst;
   const test::Bank bank = BankFor(f);
   std::shared_ptr<TransactionServices> services;
   std::unique_ptr<TransactionDB> db;
   std::unique_ptr<RowStore> cas;
-  if (op == Op::kTransfer) {
+  if (op != Op::kCas) {
     ClusterServicesOptions co;
     co.etcd_endpoints = {c.etcd};
     auto s = OpenClusterServices(dir, co);
@@ -530,13 +536,17 @@ int Run(int argc, char** argv) {
       const std::string clients =
           std::to_string(processes) + " x " + std::to_string(f.threads);
       const Row transfer = RunClients(f, c, Op::kTransfer, processes, dir);
+      const Row read_first = RunClients(f, c, Op::kTransferReadFirst, processes, dir);
       const Row cas = RunClients(f, c, Op::kCas, processes, dir);
       PrintRow("transfer (RADOS)", clients, transfer);
+      PrintRow("transfer, read first", clients, read_first);
       PrintRow("compare-and-set (RADOS)", clients, cas);
-      if (!transfer.m.ok || !cas.m.ok || transfer.m.failures + cas.m.failures > 0) {
-        std::fprintf(stderr, "rados_transfer_bench: %llu failed ops\n",
-                     static_cast<unsigned long long>(transfer.m.failures + cas.m.failures));
-        rc = 1;
+      for (const Row* r : {&transfer, &read_first, &cas}) {
+        if (!r->m.ok || r->m.failures > 0) {
+          std::fprintf(stderr, "rados_transfer_bench: %llu failed ops\n",
+                       static_cast<unsigned long long>(r->m.failures));
+          rc = 1;
+        }
       }
     }
     const Row embedded = RunEmbedded(f, dir);

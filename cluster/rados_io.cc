@@ -111,6 +111,10 @@ void RadosWriteOp::CreateExclusive() {
   rados_write_op_create(op_, LIBRADOS_CREATE_EXCLUSIVE, nullptr);
 }
 void RadosWriteOp::Remove() { rados_write_op_remove(op_); }
+void RadosWriteOp::Exec(const char* cls, const char* method, std::string input) {
+  const std::string& in = inputs_.emplace_back(std::move(input));
+  rados_write_op_exec(op_, cls, method, in.data(), in.size(), &exec_rval_);
+}
 
 void RadosWriteOp::SetXattr(const char* name, std::string_view value) {
   rados_write_op_setxattr(op_, name, value.data(), value.size());

@@ -49,12 +49,21 @@ class RadosCluster {
   // timeout); NotFound when the object does not exist.
   Result<std::string> GetXattr(const std::string& oid, const char* name) const;
 
+  // Whether the OSDs may run conditions in the object class "lua"
+  // (cls_lua): true until an operation finds the class missing or not
+  // allowed, then false for the connection's life.
+  bool server_conditions() const { return server_conditions_.load(std::memory_order_relaxed); }
+  void DisableServerConditions() const {
+    server_conditions_.store(false, std::memory_order_relaxed);
+  }
+
  private:
   RadosCluster(rados_t cluster, rados_ioctx_t ioctx, std::string pool)
       : cluster_(cluster), ioctx_(ioctx), pool_(std::move(pool)) {}
   rados_t cluster_;
   rados_ioctx_t ioctx_;
   const std::string pool_;
+  mutable std::atomic<bool> server_conditions_{true};
 };
 
 // librados' return code `rc` (negative errno) as a Status naming `what`:
@@ -132,11 +141,16 @@ class RadosWriteOp {
   // Removes the keys in [begin, end).
   void OmapRemoveRange(std::string_view begin, std::string_view end);
   void Remove();
+  // Runs method `method` of object class `cls` on the object with `input`,
+  // within the op: a negative return fails the whole op with that code.
+  void Exec(const char* cls, const char* method, std::string input);
 
   rados_write_op_t op() const { return op_; }
 
  private:
   rados_write_op_t op_;
+  std::deque<std::string> inputs_;  // Exec's inputs, alive as long as the op
+  int exec_rval_ = 0;
 };
 
 // One operation in flight. Wait() returns its result (0 or a negative

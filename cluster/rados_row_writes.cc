@@ -4,11 +4,12 @@
 //
 // A row goes one of two ways (cluster/README.md has the costs):
 //  * blind: when every condition is a compare of one omap key (CellExists,
-//    ValueEquals, NoCellInRange of one timestamp) and every entry a set or a
-//    remove of keys or of a key range (all but a DeleteRow below the maximum
-//    timestamp), one write carries the compares, the changes and a new row
-//    version. -ECANCELED means a compare failed: the row goes the other way,
-//    which finds out which ones.
+//    ValueEquals, NoCellInRange of one timestamp) or, where the OSDs run
+//    cls_lua, a NoCellInRange over a range (checked by kRangeScript within
+//    the write), and every entry a set or a remove of keys or of a key range
+//    (all but a DeleteRow below the maximum timestamp), one write carries
+//    the compares, the changes and a new row version. -ECANCELED means a
+//    compare failed: the row goes the other way, which finds out which ones.
 //  * read, then write: one read of the row's keys (its version key among
 //    them), the conditions evaluated and the mutation applied here, then one
 //    write of the difference guarded by a compare of the version key, so it
@@ -27,17 +28,67 @@ using rados_keys::CellKey;
 using rados_keys::ColumnPrefix;
 using rados_keys::RowPrefix;
 
-bool CanGoBlind(const RowWrite& w) {
+// A NoCellInRange over more than one timestamp: no omap compare says it.
+bool IsRange(const Condition& c) {
+  return c.kind() == Condition::Kind::kNoCellInRange && c.min_timestamp() != c.max_timestamp();
+}
+
+// `server`: the OSDs run the range checks (kRangeScript) within the write.
+bool CanGoBlind(const RowWrite& w, bool server) {
   if (w.mutation->empty()) return false;  // a pure check writes nothing: it reads
   for (const Condition& c : *w.conditions) {
-    if (c.kind() == Condition::Kind::kNoCellInRange && c.min_timestamp() != c.max_timestamp()) {
-      return false;
-    }
+    if (IsRange(c) && !server) return false;
   }
   for (const RowMutation::Entry& e : w.mutation->entries()) {
     if (e.kind == RowMutation::Kind::kDeleteRow && e.timestamp != kMaxTimestamp) return false;
   }
   return true;
+}
+
+// Run by the OSD (cls_lua's eval_bufferlist) within a blind write: fails it
+// with -ECANCELED when a column has a version in a range. Input: per range
+// three fields, each a 4-byte little-endian length and its bytes: the key
+// the range's versions come after, the column's key prefix, and the range's
+// last key. Keys hold no NUL, as Lua's C API here needs.
+constexpr char kRangeScript[] = R"lua(
+local function field(s, pos)
+  local b1, b2, b3, b4 = string.byte(s, pos, pos + 3)
+  local n = b1 + b2 * 256 + b3 * 65536 + b4 * 16777216
+  return string.sub(s, pos + 4, pos + 3 + n), pos + 4 + n
+end
+function strata_ranges_empty(input, output)
+  local s = input:str()
+  local pos = 1
+  while pos <= #s do
+    local after, prefix, last
+    after, pos = field(s, pos)
+    prefix, pos = field(s, pos)
+    last, pos = field(s, pos)
+    for key, _ in pairs(objclass.map_get_vals(after, prefix, 1)) do
+      if key <= last then return -125 end
+    end
+  end
+  return 0
+end
+objclass.register(strata_ranges_empty)
+)lua";
+
+void PutField(std::string* out, std::string_view bytes) {
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; i++) out->push_back(static_cast<char>(n >> (8 * i)));
+  out->append(bytes);
+}
+
+// cls_lua's eval_bufferlist input: Ceph's encoding of (script, handler,
+// input), version 1, compatible with 1.
+std::string LuaEval(std::string_view script, std::string_view handler, std::string_view input) {
+  std::string payload;
+  PutField(&payload, script);
+  PutField(&payload, handler);
+  PutField(&payload, input);
+  std::string out = {'\x01', '\x01'};
+  PutField(&out, payload);
+  return out;
 }
 
 std::string Tagged(std::string_view value) {
@@ -53,7 +104,10 @@ class RowJob {
         w_(w),
         tablet_(state->TabletFor(w.row)),
         read_(w.row, {KeyRange{RowPrefix(w.row), "", kOmapPage, false}}),
-        phase_(CanGoBlind(w) ? Phase::kBlind : Phase::kRead) {}
+        phase_(CanGoBlind(
+                   w, state->options().server_side_conditions && state->rados().server_conditions())
+                   ? Phase::kBlind
+                   : Phase::kRead) {}
 
   bool done() const { return phase_ == Phase::kDone; }
   const Status& status() const { return status_; }
@@ -78,6 +132,14 @@ class RowJob {
       case Phase::kBlind:
       case Phase::kWrite:
         if (rc == 0) return Finish(true);
+        if (ran_script_ && (rc == -EOPNOTSUPP || rc == -EPERM)) {
+          // The OSDs do not load cls_lua, or do not let this user call it:
+          // ranges are checked by reading, from now on.
+          state_->rados().DisableServerConditions();
+          read_.Reset();
+          phase_ = Phase::kRead;
+          return;
+        }
         if (rc == -ECANCELED || rc == -ENOENT) {
           // A compare failed (a condition, the row's version or the epoch),
           // or a split removed the object: read the row and look.
@@ -154,7 +216,20 @@ class RowJob {
     RadosWriteOp& op = *write_op_;
     op.AssertExists();
     op.CmpXattr(kEpochXattr, tablet_.epoch);
+    std::string ranges;
     for (const Condition& c : *w_.conditions) {
+      if (IsRange(c)) {
+        // Versions come newest first: from just after max_timestamp's key
+        // (or the column's first) to min_timestamp's.
+        const std::string prefix =
+            ColumnPrefix(w_.row, state_->schema().FindFamily(c.family())->id, c.qualifier());
+        PutField(&ranges, c.max_timestamp() == kMaxTimestamp
+                              ? prefix
+                              : CellKey(prefix, c.max_timestamp() + 1));
+        PutField(&ranges, prefix);
+        PutField(&ranges, CellKey(prefix, c.min_timestamp()));
+        continue;
+      }
       const std::string key = Key(c.family(), c.qualifier(), c.min_timestamp());
       switch (c.kind()) {
         case Condition::Kind::kCellExists:
@@ -168,6 +243,9 @@ class RowJob {
           break;
       }
     }
+    ran_script_ = !ranges.empty();
+    if (ran_script_)
+      op.Exec("lua", "eval_bufferlist", LuaEval(kRangeScript, "strata_ranges_empty", ranges));
     // Entries in order; runs of puts go as one set.
     OmapEntries puts;
     auto flush = [&] {
@@ -260,6 +338,7 @@ class RowJob {
   RadosTablet tablet_;
   RowRead read_;
   Phase phase_;
+  bool ran_script_ = false;  // the blind write checks ranges on the OSD
   std::unique_ptr<RadosReadOp> read_op_;
   std::unique_ptr<RadosWriteOp> write_op_;
   std::unique_ptr<RadosCall> call_;

@@ -2,7 +2,7 @@
 # Starts and stops a local etcd for Strata's cluster services: one member on
 # 127.0.0.1, its data in a temporary directory, on free ports; with
 # --with-ceph also a one-node Ceph cluster for the RADOS row store.
-#   scripts/local-cluster.sh start [--dir DIR] [--with-ceph [--bluestore]]  # prints how to reach it
+#   scripts/local-cluster.sh start [--dir DIR] [--with-ceph [--bluestore] [--no-cls-lua]]
 #   scripts/local-cluster.sh restart-osd --dir DIR  # SIGKILLs the OSD, starts it again
 #   scripts/local-cluster.sh stop --dir DIR   # stops everything by pid, removes its data
 # start prints shell assignments on standard output:
@@ -12,7 +12,8 @@
 # and with --with-ceph (one monitor, one OSD on memstore: data in memory,
 # auth off, pool size 1, ready in about 5 s, about 150 MB of memory; with
 # --bluestore the OSD keeps its data in a sparse 2 GiB file instead, so that
-# it survives restart-osd, ready in about 8 s):
+# it survives restart-osd, ready in about 8 s; the OSD loads every object
+# class, cls_lua among them, unless --no-cls-lua keeps Ceph's default list):
 #   CEPH_CONF=/tmp/strata-cluster.XXXX/ceph/ceph.conf
 #   CEPH_POOL=strata
 #   CEPH_MON_PID=PID
@@ -31,11 +32,13 @@ case "$cmd" in -h|--help) usage; exit 0 ;; esac
 dir=""
 with_ceph=0
 store=memstore
+class_list="*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --with-ceph) with_ceph=1; shift ;;
     --bluestore) store=bluestore; shift ;;
+    --no-cls-lua) class_list=""; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -122,6 +125,9 @@ keyring = $c/keyring
 [osd]
 osd class update on start = false
 osd crush update on start = false
+$( [ -n "$class_list" ] && printf '%s\n' \
+  "# cls_lua among the object classes, for the row store's range checks." \
+  "osd class load list = $class_list" "osd class default list = $class_list" )
 CONF
     # (Called under `if !`, where set -e does not act: each step is checked.)
     monmaptool --create --addv a "[v1:127.0.0.1:$port]" --fsid "$fsid" "$c/monmap" \

@@ -49,6 +49,14 @@ struct RadosOptions {
   // (rounded up to seconds), so a call that meets an OSD or monitor that
   // stops answering fails within about twice this long.
   uint64_t timeout_millis = 10000;
+  // Conditions no single omap compare can say (a NoCellInRange over more
+  // than one timestamp: a prewrite's) are checked by the OSD within the
+  // write, one round trip, by a script run in Ceph's object class "lua"
+  // (cls_lua), where the OSDs load it and let this user call it
+  // (`osd class load list` and `osd class default list` naming lua, or *).
+  // Where they do not, the first such write finds out and the connection
+  // reads the row first from then on (two round trips). Off: always read.
+  bool server_side_conditions = true;
   // The largest row key, qualifier and value the store accepts.
   RowStoreLimits limits = DefaultLimits();
 

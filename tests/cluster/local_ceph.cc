@@ -6,9 +6,11 @@
 
 namespace strata::cluster {
 
-Result<std::unique_ptr<LocalCeph>> LocalCeph::Start(bool bluestore) {
-  STRATA_ASSIGN_OR_RETURN(auto vars,
-                          StartLocalCluster(bluestore ? "--with-ceph --bluestore" : "--with-ceph"));
+Result<std::unique_ptr<LocalCeph>> LocalCeph::Start(bool bluestore, bool cls_lua) {
+  std::string args = "--with-ceph";
+  if (bluestore) args += " --bluestore";
+  if (!cls_lua) args += " --no-cls-lua";
+  STRATA_ASSIGN_OR_RETURN(auto vars, StartLocalCluster(args));
   std::unique_ptr<LocalCeph> ceph(new LocalCeph(std::move(vars)));
   if (ceph->mon_pid_ <= 0 || ceph->osd_pid_ <= 0 || ceph->vars_["CEPH_CONF"].empty()) {
     return Status::IOError("scripts/local-cluster.sh start --with-ceph printed no Ceph cluster");

@@ -21,8 +21,9 @@ namespace strata::cluster {
 class LocalCeph {
  public:
   // Starts etcd and Ceph; the error says why not (not installed, say). With
-  // `bluestore` the OSD keeps its data in a file, so RestartOsd keeps it.
-  static Result<std::unique_ptr<LocalCeph>> Start(bool bluestore = false);
+  // `bluestore` the OSD keeps its data in a file, so RestartOsd keeps it;
+  // without `cls_lua` it loads Ceph's default object classes only.
+  static Result<std::unique_ptr<LocalCeph>> Start(bool bluestore = false, bool cls_lua = true);
   // Stops them (by pid) and removes their data.
   ~LocalCeph();
   LocalCeph(const LocalCeph&) = delete;

@@ -42,8 +42,11 @@ std::string NewTableName() {
 
 class RadosHarness final : public Harness {
  public:
-  explicit RadosHarness(std::vector<std::string> splits = {}) {
-    EXPECT_OK(CreateRadosTable(Options(), name_, Schema(), splits));
+  // `server_side`: RadosOptions::server_side_conditions (off: every range
+  // condition is checked by reading the row first).
+  explicit RadosHarness(std::vector<std::string> splits = {}, bool server_side = true) {
+    options_.server_side_conditions = server_side;
+    EXPECT_OK(CreateRadosTable(options_, name_, Schema(), splits));
     Reopen();
   }
   RowStore* store() override { return store_.get(); }
@@ -51,7 +54,7 @@ class RadosHarness final : public Harness {
   // in the objects.
   void Reopen() override {
     store_.reset();
-    auto opened = OpenRadosRowStore(Options(), name_);
+    auto opened = OpenRadosRowStore(options_, name_);
     ASSERT_OK(opened);
     store_ = std::move(opened).value();
   }
@@ -59,6 +62,7 @@ class RadosHarness final : public Harness {
   const std::string& name() const { return name_; }
 
  private:
+  RadosOptions options_ = Options();
   const std::string name_ = NewTableName();
   std::unique_ptr<RowStore> store_;
 };
@@ -70,6 +74,11 @@ INSTANTIATE_TEST_SUITE_P(
                                 [] {
                                   return std::make_unique<RadosHarness>(
                                       std::vector<std::string>{"a\x01", "b", "bb", "c"});
+                                }},
+                      StoreKind{"rados_read_first",
+                                [] {
+                                  return std::make_unique<RadosHarness>(std::vector<std::string>{},
+                                                                        /*server_side=*/false);
                                 }}),
     StoreKindName);
 
@@ -277,7 +286,6 @@ TEST(RadosRateTest, CheckAndMutateOneAtATimeAndBatched) {
   for (size_t j = 0; j < kBatch; j++) rows.push_back("r" + std::to_string(j));
   std::sort(rows.begin(), rows.end());
   splits.assign(rows.begin() + 1, rows.end());
-  RadosHarness one_tablet, many_tablets(splits);
   const int kOps = test::UnderSanitizer() ? 64 : 1024;
   auto rate = [&](RowStore& store, size_t batch_size, bool range) {
     const auto start = std::chrono::steady_clock::now();
@@ -299,14 +307,20 @@ TEST(RadosRateTest, CheckAndMutateOneAtATimeAndBatched) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return done / secs;
   };
-  for (bool range : {false, true}) {
+  // A compare of one key; a range checked on the OSD (cls_lua); a range
+  // checked by reading the row first.
+  const char* const kinds[] = {"one compound write", "a range checked on the OSD",
+                               "a range: read, then write"};
+  for (int kind = 0; kind < 3; kind++) {
+    const bool range = kind > 0;
+    RadosHarness one_tablet({}, kind != 2), many_tablets(splits, kind != 2);
     const double one = rate(*one_tablet.store(), 1, range);
     const double same = rate(*one_tablet.store(), kBatch, range);
     const double spread = rate(*many_tablets.store(), kBatch, range);
     std::printf(
         "CheckAndMutate (%s): %.0f ops/s one at a time; 32 in flight: %.0f ops/s in one tablet, "
         "%.0f ops/s in 32 tablets\n",
-        range ? "read, then write" : "one compound write", one, same, spread);
+        kinds[kind], one, same, spread);
   }
 }
 
