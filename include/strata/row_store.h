@@ -180,7 +180,9 @@ class RowStore {
   // ReadRow, never cached. A store may prefetch columns it predicts (the
   // Table store does when options.prefetch is set) or fetch only the column
   // asked for; either way a column is what the row held at some moment
-  // between the session's creation and the Get that returns it.
+  // between the session's creation and the Get that returns it. A dropped
+  // table's NotFound may come here (the Table store) or only from the
+  // session's first Get (the RADOS store, which reads nothing until then).
   // InvalidArgument: min_timestamp above max_timestamp, max_versions of 0.
   virtual Result<std::unique_ptr<ReadSession>> NewReadSession(
       const ReadSessionOptions& options) const = 0;

@@ -122,14 +122,20 @@ TEST(RadosTableTest, BadInputAndTheTableLifecycle) {
   EXPECT_TRUE((*store)->CheckAndMutate(WriteOptions(), "z", {}, m).status().IsNotFound());
   EXPECT_TRUE((*store)->CheckAndMutateBatch(WriteOptions(), batch).status().IsNotFound());
   EXPECT_TRUE((*store)->Scan(ReadOptions(), ScanSpec()).status().IsNotFound());
+  auto session = (*store)->NewReadSession(ReadSessionOptions());
+  ASSERT_OK(session);  // reads nothing yet: its first Get says
+  EXPECT_TRUE((*session)->Get("a", "w", "q").status().IsNotFound());
   EXPECT_TRUE(OpenRadosRowStore(o, name).status().IsNotFound());
-  // The name can be used again, for an empty table.
+  // The name can be used again, for an empty table; a store opened on the
+  // dropped one still answers NotFound, never from the new table.
   ASSERT_OK(CreateRadosTable(o, name, Schema()));
   auto again = OpenRadosRowStore(o, name);
   ASSERT_OK(again);
   auto rows = ScanRows(**again, ScanSpec());
   ASSERT_OK(rows);
   EXPECT_TRUE(rows->empty());
+  EXPECT_TRUE((*store)->ReadRow(ReadOptions(), "a", RowFilter()).status().IsNotFound());
+  EXPECT_TRUE((*store)->Mutate(WriteOptions(), "a", m).IsNotFound());
 }
 
 // A column longer than one page of omap keys (the OSD gives at most 1024 a
