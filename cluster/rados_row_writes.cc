@@ -110,6 +110,8 @@ class RowJob {
                    : Phase::kRead) {}
 
   bool done() const { return phase_ == Phase::kDone; }
+  // The tablet the row was last written or read in.
+  const RadosTablet& tablet() const { return tablet_; }
   const Status& status() const { return status_; }
   CheckAndMutateResult& result() { return result_; }
 
@@ -372,6 +374,7 @@ Result<std::vector<CheckAndMutateResult>> RadosWriteRows(RadosStoreState* state,
   std::vector<CheckAndMutateResult> results;
   for (auto& job : jobs) {
     if (!job->status().ok()) return job->status();
+    if (job->result().applied) state->NoteWrite(job->tablet());
     results.push_back(std::move(job->result()));
   }
   return results;

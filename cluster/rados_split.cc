@@ -165,7 +165,7 @@ bool DecideSwap(EtcdClient* etcd, std::string_view root, const std::string& name
 
 Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                           const std::string& name, const std::string& split_row,
-                          Clock::time_point deadline) {
+                          Clock::time_point deadline, const std::string& only_object) {
   if (split_row.empty()) return Status::InvalidArgument("a split row must not be empty");
   const std::string map_key = RadosTableKey(root, name);
   const std::string split_key = SplitKey(root, name);
@@ -179,10 +179,20 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
     STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(deadline, what));
     STRATA_ASSIGN_OR_RETURN(map, LoadRadosTable(etcd, root, name));
     index = map.TabletFor(split_row);
+    Status refused;
     if (map.tablets[index].start_row == split_row) {
-      return Status::InvalidArgument("row '" + split_row + "' already starts a tablet of '" + name +
-                                     "'");
+      refused = Status::InvalidArgument("row '" + split_row + "' already starts a tablet of '" +
+                                        name + "'");
+    } else if (!only_object.empty() && map.tablets[index].object != only_object) {
+      refused = Status::Busy("the tablet of row '" + split_row + "' was split meanwhile");
     }
+    if (!refused.ok()) {
+      if (lease != 0) etcd->RevokeLease(lease).PermitUncheckedError();
+      return refused;
+    }
+    // A lease kept from an earlier try (waiting for another split) may have
+    // run out.
+    if (lease != 0 && !etcd->KeepAliveOnce(lease).ok()) lease = 0;
     if (lease == 0) {
       STRATA_ASSIGN_OR_RETURN(auto granted, etcd->GrantLease(kSplitLeaseSeconds));
       lease = granted.first;
@@ -314,29 +324,42 @@ std::string MedianRow(const std::vector<std::string>& keys, const std::string& s
 
 }  // namespace
 
+Status SplitTabletIfOver(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                         const std::string& name, const RadosTablet& tablet, uint64_t max_keys,
+                         Clock::time_point deadline, bool* split) {
+  *split = false;
+  std::vector<std::string> keys;
+  STRATA_RETURN_IF_ERROR(KeysIfOver(rados, tablet, max_keys, deadline, &keys));
+  if (keys.empty()) return Status::OK();
+  const std::string row = MedianRow(keys, tablet.start_row);
+  if (row.empty()) return Status::OK();  // one row
+  Status s = SplitRadosTabletIn(etcd, rados, root, name, row, deadline, tablet.object);
+  // Another split made that row a boundary, or split this tablet first.
+  if (s.IsInvalidArgument() || s.IsBusy()) return Status::OK();
+  STRATA_RETURN_IF_ERROR(s);
+  *split = true;
+  return Status::OK();
+}
+
 Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados,
                                      std::string_view root, const std::string& name,
                                      uint64_t max_keys, uint64_t timeout_millis) {
   if (max_keys < 2) return Status::InvalidArgument("max_keys must be at least 2");
   int splits = 0;
-  std::set<std::string> unsplittable;  // objects of one row
+  std::set<std::string> unsplittable;  // objects looked at and left whole
   for (bool again = true; again;) {
     again = false;
     STRATA_ASSIGN_OR_RETURN(RadosTableInfo map, LoadRadosTable(etcd, root, name));
     for (const RadosTablet& tablet : map.tablets) {
       if (unsplittable.count(tablet.object) != 0) continue;
       const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_millis);
-      std::vector<std::string> keys;
-      STRATA_RETURN_IF_ERROR(KeysIfOver(rados, tablet, max_keys, deadline, &keys));
-      if (keys.empty()) continue;
-      const std::string row = MedianRow(keys, tablet.start_row);
-      if (row.empty()) {
-        unsplittable.insert(tablet.object);
+      bool split = false;
+      STRATA_RETURN_IF_ERROR(
+          SplitTabletIfOver(etcd, rados, root, name, tablet, max_keys, deadline, &split));
+      if (!split) {
+        unsplittable.insert(tablet.object);  // under the limit, or one row
         continue;
       }
-      Status s = SplitRadosTabletIn(etcd, rados, root, name, row, deadline);
-      if (s.IsInvalidArgument()) continue;  // another split made that row a boundary
-      STRATA_RETURN_IF_ERROR(s);
       splits++;
       again = true;  // the halves may be over the limit still
       break;

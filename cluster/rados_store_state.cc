@@ -255,6 +255,49 @@ Status RadosStoreState::ReadRowKeys(std::string_view row, std::vector<KeyRange> 
   }
 }
 
+RadosStoreState::~RadosStoreState() {
+  {
+    MutexLock l(&split_mu_);
+    stopping_ = true;
+  }
+  split_cv_.SignalAll();
+  if (split_thread_.joinable()) split_thread_.join();
+}
+
+void RadosStoreState::NoteWrite(const RadosTablet& tablet) {
+  if (options_.split_keys == 0) return;
+  const uint64_t every = std::max<uint64_t>(1, options_.split_keys / 4);
+  MutexLock l(&split_mu_);
+  uint64_t& n = writes_since_check_[tablet.object];
+  if (++n < every || stopping_) return;
+  n = 0;
+  to_check_.push_back(tablet);
+  if (!split_thread_.joinable()) split_thread_ = std::thread([this] { SplitThread(); });
+  split_cv_.Signal();
+}
+
+void RadosStoreState::SplitThread() {
+  for (;;) {
+    RadosTablet tablet;
+    {
+      MutexLock l(&split_mu_);
+      while (!stopping_ && to_check_.empty()) split_cv_.Wait();
+      if (stopping_) return;
+      tablet = std::move(to_check_.front());
+      to_check_.pop_front();
+    }
+    // Best effort: a check that fails (the cluster unreachable, a deadline)
+    // is made again after the tablet's next split_keys / 4 writes.
+    bool split = false;
+    Status s = SplitTabletIfOver(etcd_.get(), *rados_, options_.root, name_, tablet,
+                                 options_.split_keys, Deadline(), &split);
+    if (s.ok() && split) {
+      background_splits_.fetch_add(1);
+      ReloadMap().PermitUncheckedError();  // spares the next call a fence
+    }
+  }
+}
+
 std::string RadosStoreState::NewVersion() {
   const uint64_t n = versions_.fetch_add(1, std::memory_order_relaxed);
   std::string v(1, rados_keys::kVersionTag);

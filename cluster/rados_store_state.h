@@ -11,11 +11,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -138,6 +140,15 @@ class RadosStoreState {
   // A new, never used value for a row's version key.
   std::string NewVersion();
 
+  // Counts a write this store made to `tablet`; every
+  // options().split_keys / 4 of them, the background thread counts the
+  // tablet's keys and splits it when it holds more than split_keys.
+  void NoteWrite(const RadosTablet& tablet) LOCKS_EXCLUDED(split_mu_);
+  // Splits the background thread made (for tests).
+  uint64_t background_splits() const { return background_splits_.load(); }
+
+  ~RadosStoreState();
+
  private:
   const RadosOptions options_;
   const std::string name_;
@@ -150,6 +161,18 @@ class RadosStoreState {
   mutable Mutex mu_;
   mutable RadosTableInfo map_ GUARDED_BY(mu_);
   mutable Clock::time_point next_repair_ GUARDED_BY(mu_);
+
+  // Automatic splits: writes per tablet object since its last check, the
+  // tablets to check, and the thread that checks them (started at the
+  // first check).
+  void SplitThread() LOCKS_EXCLUDED(split_mu_);
+  Mutex split_mu_;
+  CondVar split_cv_{&split_mu_};
+  std::map<std::string, uint64_t> writes_since_check_ GUARDED_BY(split_mu_);
+  std::deque<RadosTablet> to_check_ GUARDED_BY(split_mu_);
+  bool stopping_ GUARDED_BY(split_mu_) = false;
+  std::thread split_thread_;  // started under split_mu_
+  std::atomic<uint64_t> background_splits_{0};
 };
 
 // The page size of row reads and scans (entries per omap read).

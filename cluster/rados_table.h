@@ -82,16 +82,24 @@ Result<std::map<std::string, RadosTableInfo>> LoadRadosTables(EtcdClient* etcd,
 // Splits the tablet that holds `split_row` so that `split_row` starts a
 // tablet of its own (rados_split.cc says how), within `deadline`.
 // InvalidArgument when `split_row` is empty or already starts a tablet;
-// NotFound when the table does not exist.
+// NotFound when the table does not exist; Busy when `only_object` is given
+// and the tablet that holds the row is no longer that object.
 Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                           const std::string& name, const std::string& split_row,
-                          std::chrono::steady_clock::time_point deadline);
+                          std::chrono::steady_clock::time_point deadline,
+                          const std::string& only_object = "");
 // SplitLargeRadosTablets (strata/rados.h): splits tablets over `max_keys` keys
 // at their middle row until none is; each count and split within
 // `timeout_millis`. Returns the number of splits.
 Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados,
                                      std::string_view root, const std::string& name,
                                      uint64_t max_keys, uint64_t timeout_millis);
+// Splits `tablet` of table `name` at its middle row if it holds more than
+// `max_keys` keys; *split says whether it did. OK without a split when the
+// tablet is one row, or was fenced or split meanwhile.
+Status SplitTabletIfOver(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
+                         const std::string& name, const RadosTablet& tablet, uint64_t max_keys,
+                         std::chrono::steady_clock::time_point deadline, bool* split);
 // Repairs tablet `index` of `map` if a split that died left it fenced and
 // `map` is still the table's map. Always OK: a repair that cannot be made
 // now (etcd unreachable, another repair first) is left to a later call.

@@ -57,6 +57,12 @@ struct RadosOptions {
   // Where they do not, the first such write finds out and the connection
   // reads the row first from then on (two round trips). Off: always read.
   bool server_side_conditions = true;
+  // A store splits a tablet it writes to once the tablet holds more than
+  // this many keys (its cells, and one version key per row), in the
+  // background, at the tablet's middle row (SplitLargeRadosTablets' rule):
+  // it counts the tablet's keys after every split_keys / 4 of its own writes
+  // there. Ceph warns above 200k keys per object. 0: never on its own.
+  uint64_t split_keys = 100000;
   // The largest row key, qualifier and value the store accepts.
   RowStoreLimits limits = DefaultLimits();
 

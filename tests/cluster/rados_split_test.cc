@@ -171,6 +171,42 @@ TEST_F(RadosSplitTest, LargeTabletsSplitUntilNoneIsOverTheLimit) {
   EXPECT_EQ(after.tablets.back().start_row, "zzz");  // cut off from the rows before it
 }
 
+// A store splits the tablets it writes to once they are over
+// RadosOptions::split_keys, in the background, while it goes on writing.
+TEST_F(RadosSplitTest, AStoreSplitsTabletsItFillsOnItsOwn) {
+  RadosOptions o = options_;
+  o.split_keys = 200;  // counted every 50 writes to a tablet
+  auto store = OpenRadosRowStore(o, name_);
+  ASSERT_OK(store);
+  for (int i = 0; i < 600; i++) {  // 1200 keys in all
+    RowMutation m;
+    m.Put("f", "q", 1, RowName(i));
+    ASSERT_OK((*store)->Mutate(WriteOptions(), RowName(i), m));
+  }
+  // The checks run behind the writes: wait for them to catch up.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Map().tablets.size() < 4 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(Map().tablets.size(), 4u);
+  for (int i = 0; i < 600; i++) {
+    ASSERT_EQ(Value(**store, RowName(i)), RowName(i));
+  }
+  // A store with split_keys 0 never splits.
+  RadosOptions never = options_;
+  never.split_keys = 0;
+  const std::string other = name_ + "_never";
+  ASSERT_OK(CreateRadosTable(never, other, OneFamily()));
+  auto quiet = OpenRadosRowStore(never, other);
+  ASSERT_OK(quiet);
+  for (int i = 0; i < 300; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, "v");
+    ASSERT_OK((*quiet)->Mutate(WriteOptions(), RowName(i), m));
+  }
+  EXPECT_EQ(LoadRadosTable(etcd_.get(), options_.root, other)->tablets.size(), 1u);
+}
+
 // A tablet of large values is copied in batches each far below the OSD's
 // largest write.
 TEST_F(RadosSplitTest, ATabletOfLargeValuesSplits) {
