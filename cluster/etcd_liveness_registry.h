@@ -75,6 +75,7 @@ class EtcdLivenessRegistry final : public txn::LivenessRegistry {
 
   // Whether this instance's lease is surely alive now.
   bool lease_alive() const;
+  bool InstanceSurelyAlive() const override { return lease_alive(); }
   // The instance's etcd lease: keys attached to it vanish with the process
   // (cluster/etcd_safepoint.h publishes under it).
   int64_t lease() const { return lease_; }

@@ -71,6 +71,13 @@ class LivenessRegistry {
   // one that cannot be reached, say) are returned as a Status; an unknown
   // owner is simply not alive.
   virtual Result<bool> IsAlive(const Owner& owner) = 0;
+  // Whether this instance is surely alive now. A registry shared by
+  // processes answers false from the moment its lease may have run out:
+  // what the process published under the lease (its oldest running
+  // transaction, which holds other processes' garbage collectors back) may
+  // be gone, so its transactions must stop reading too. The local registry's
+  // instance lives as long as it is open.
+  virtual bool InstanceSurelyAlive() const { return true; }
 };
 
 }  // namespace strata::txn

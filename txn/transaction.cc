@@ -102,6 +102,7 @@ Result<std::string> TransactionImpl::Get(std::string_view table, std::string_vie
       locked == for_update_ts_.end()
           ? ReadCommitted(*store, key)
           : ReadCommittedAt(*store, key, locked->second, options_.for_update_wait_millis));
+  STRATA_RETURN_IF_ERROR(CheckSnapshotHeld());
   if (!value.has_value()) return Status::NotFound("no value at " + key.ToString());
   return std::move(*value);
 }
@@ -300,6 +301,14 @@ Status TransactionImpl::CheckOpen() {
                                 " is below the GC safepoint " + std::to_string(db_->safepoint())));
   }
   return Status::OK();
+}
+
+Status TransactionImpl::CheckSnapshotHeld() {
+  if (db_->config().registry->InstanceSurelyAlive()) return Status::OK();
+  return Fail(TransactionError::Kind::kCoordinatorDead, nullptr, 0, 0,
+              Status::Aborted("this process's liveness lease may have run out: other processes' "
+                              "garbage collectors no longer hold back for start_ts " +
+                              std::to_string(start_ts_)));
 }
 
 Status TransactionImpl::Buffer(std::string_view table, std::string_view row,

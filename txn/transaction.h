@@ -131,6 +131,11 @@ class TransactionImpl final : public Transaction {
   // for one; but one left by a dead coordinator is resolved here, once per
   // transaction, so that reading passes leave no dead lock behind.
   Status CleanUpLockKind(const TxnKey& key, const LockRecord& lock);
+  // After a read: fails the transaction (kCoordinatorDead) when this
+  // process's liveness may have run out (LivenessRegistry::
+  // InstanceSurelyAlive), since other processes' collectors may then have
+  // passed its snapshot and removed versions the read needed.
+  Status CheckSnapshotHeld();
 
  private:
   // How often a conflict-resolving step may find the key changed again

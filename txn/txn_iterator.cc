@@ -115,9 +115,14 @@ void TxnIterator::FillStoreRow() {
       }
     }
     rows_->Next();
-    if (!store_entries_.empty()) return;
+    if (!store_entries_.empty()) {
+      status_ = txn_->CheckSnapshotHeld();
+      if (!status_.ok()) store_entries_.clear();
+      return;
+    }
   }
   if (status_.ok()) status_ = rows_->status();
+  if (status_.ok()) status_ = txn_->CheckSnapshotHeld();
   store_row_.clear();
 }
 

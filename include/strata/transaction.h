@@ -235,7 +235,10 @@ struct TransactionError {
     kAbortedByOlder,   // an older transaction rolled this one back (priority)
     kRolledBack,       // a lock resolver rolled this one back (TTL ran out, owner dead)
     kTooOld,           // start_ts is below the GC safepoint
-    kCoordinatorDead,  // the liveness registry declared this coordinator dead
+    kCoordinatorDead,  // the liveness registry declared this coordinator dead; on
+                       // cluster services also: this process's lease may have run
+                       // out, so its reads are no longer held safe from other
+                       // processes' garbage collectors
     kUnknownOutcome,   // the store failed while committing the primary
     kStorage,          // the store failed; nothing was committed
     kDeadlock,         // a pessimistic lock wait would close a cycle of waits

@@ -27,11 +27,12 @@ struct Process {
   std::unique_ptr<TransactionDB> db;
 };
 
-Status OpenProcess(const std::string& dir, const std::string& endpoint, Process* p) {
+Status OpenProcess(const std::string& dir, const std::string& endpoint, Process* p,
+                   int64_t lease_ttl_seconds = 5) {
   std::filesystem::create_directories(dir);
   ClusterServicesOptions co;
   co.etcd_endpoints = {endpoint};
-  co.lease_ttl_seconds = 5;
+  co.lease_ttl_seconds = lease_ttl_seconds;
   STRATA_ASSIGN_OR_RETURN(p->services, OpenClusterServices(dir + "/txn", co));
   EngineOptions eo;
   eo.create_if_missing = true;
@@ -109,6 +110,46 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   EXPECT_GT((*gc)->safepoint(), *now);
 
   ASSERT_OK((*gc)->Close());
+}
+
+// A process cut off from etcd may have lost what holds other processes'
+// collectors back from its snapshots: once its lease may have run out, its
+// transactions' reads fail (kCoordinatorDead) instead of answering.
+TEST(ClusterGcTest, ReadsStopOnceTheLeaseMayHaveRunOut) {
+  Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+  ASSERT_OK(etcd);
+  TsoServerOptions so;
+  so.etcd.endpoints = {(*etcd)->endpoint()};
+  Result<std::unique_ptr<TsoServer>> tso = TsoServer::Start(so);
+  ASSERT_OK(tso);
+  test::ScratchDir dir("cluster_gc_lease");
+  Process p;
+  ASSERT_OK(OpenProcess(dir.Join("p"), (*etcd)->endpoint(), &p, /*lease_ttl_seconds=*/2));
+  {
+    Result<std::unique_ptr<Transaction>> w = p.db->Begin();
+    ASSERT_OK(w);
+    ASSERT_OK((*w)->Set("acct", "r", "c", "v"));
+    ASSERT_OK((*w)->Commit());
+  }
+  Result<std::unique_ptr<Transaction>> reader = p.db->Begin();
+  Result<std::unique_ptr<Transaction>> scanner = p.db->Begin();
+  ASSERT_OK(reader);
+  ASSERT_OK(scanner);
+  ASSERT_OK((*reader)->Get("acct", "r", "c"));
+
+  (*etcd)->Pause();  // no renewal gets through
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  Result<std::string> late = (*reader)->Get("acct", "r", "c");
+  EXPECT_FALSE(late.ok());
+  EXPECT_EQ((*reader)->error().kind, TransactionError::Kind::kCoordinatorDead)
+      << late.status().ToString();
+  Result<std::unique_ptr<TransactionIterator>> it = (*scanner)->Scan("acct", "", "", {});
+  EXPECT_FALSE(it.ok() && (*it)->Valid());
+  if (it.ok()) {
+    EXPECT_FALSE((*it)->status().ok());
+  }
+  EXPECT_EQ((*scanner)->error().kind, TransactionError::Kind::kCoordinatorDead);
+  (*etcd)->Resume();
 }
 
 }  // namespace
