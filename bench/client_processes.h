@@ -38,6 +38,20 @@ inline bool ParseList(const std::string& s, std::vector<int>* out) {
   return !out->empty();
 }
 
+// The flag at argv[*i]: "--name=value", or "--name value" (which takes the
+// next argument too, moving *i on). A flag with no value gets "".
+inline void NextFlag(int argc, char** argv, int* i, std::string* name, std::string* value) {
+  const std::string arg = argv[*i];
+  const size_t eq = arg.find('=');
+  *name = arg.substr(0, eq);
+  value->clear();
+  if (eq != std::string::npos) {
+    *value = arg.substr(eq + 1);
+  } else if (*i + 1 < argc) {
+    *value = argv[++*i];
+  }
+}
+
 inline int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

@@ -460,13 +460,8 @@ int Run(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq), value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    }
+    std::string name, value;
+    NextFlag(argc, argv, &i, &name, &value);
     bool good = true;
     auto positive = [&](int* out, int max) {
       *out = std::atoi(value.c_str());

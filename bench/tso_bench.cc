@@ -156,13 +156,8 @@ int Run(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq), value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    }
+    std::string name, value;
+    bench::NextFlag(argc, argv, &i, &name, &value);
     bool good = true;
     if (name == "--etcd") {
       f.etcd = value;

@@ -48,17 +48,29 @@ void WaitForPublication() {
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * txn::SharedSafepoints::kPublishMillis));
 }
 
-TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
-  Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
-  ASSERT_OK(etcd);
-  TsoServerOptions so;
-  so.etcd.endpoints = {(*etcd)->endpoint()};
-  Result<std::unique_ptr<TsoServer>> tso = TsoServer::Start(so);
-  ASSERT_OK(tso);
+// etcd and a timestamp service of each test's own.
+class ClusterGcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+    ASSERT_OK(etcd);
+    etcd_ = std::move(etcd).value();
+    so_.etcd.endpoints = {etcd_->endpoint()};
+    Result<std::unique_ptr<TsoServer>> tso = TsoServer::Start(so_);
+    ASSERT_OK(tso);
+    tso_ = std::move(tso).value();
+  }
+
+  std::unique_ptr<LocalEtcd> etcd_;
+  TsoServerOptions so_;
+  std::unique_ptr<TsoServer> tso_;
+};
+
+TEST_F(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   test::ScratchDir dir("cluster_gc");
   Process a, b;
-  ASSERT_OK(OpenProcess(dir.Join("a"), (*etcd)->endpoint(), &a));
-  ASSERT_OK(OpenProcess(dir.Join("b"), (*etcd)->endpoint(), &b));
+  ASSERT_OK(OpenProcess(dir.Join("a"), etcd_->endpoint(), &a));
+  ASSERT_OK(OpenProcess(dir.Join("b"), etcd_->endpoint(), &b));
 
   // B runs a long transaction on the same tenant name.
   Result<std::unique_ptr<Transaction>> long_txn = b.db->Begin();
@@ -81,7 +93,7 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
   EXPECT_LE(first, held) << "the safepoint passed another process's running transaction";
 
   // The safepoint is in etcd, where every process reads it.
-  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::Open(so.etcd);
+  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::Open(so_.etcd);
   ASSERT_OK(client);
   Result<std::unique_ptr<EtcdSafepoints>> points =
       EtcdSafepoints::Open(std::move(client).value(), "/strata", "t");
@@ -115,16 +127,10 @@ TEST(ClusterGcTest, OtherProcessesHoldTheSafepointDown) {
 // A process cut off from etcd may have lost what holds other processes'
 // collectors back from its snapshots: once its lease may have run out, its
 // transactions' reads fail (kCoordinatorDead) instead of answering.
-TEST(ClusterGcTest, ReadsStopOnceTheLeaseMayHaveRunOut) {
-  Result<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
-  ASSERT_OK(etcd);
-  TsoServerOptions so;
-  so.etcd.endpoints = {(*etcd)->endpoint()};
-  Result<std::unique_ptr<TsoServer>> tso = TsoServer::Start(so);
-  ASSERT_OK(tso);
+TEST_F(ClusterGcTest, ReadsStopOnceTheLeaseMayHaveRunOut) {
   test::ScratchDir dir("cluster_gc_lease");
   Process p;
-  ASSERT_OK(OpenProcess(dir.Join("p"), (*etcd)->endpoint(), &p, /*lease_ttl_seconds=*/2));
+  ASSERT_OK(OpenProcess(dir.Join("p"), etcd_->endpoint(), &p, /*lease_ttl_seconds=*/2));
   {
     Result<std::unique_ptr<Transaction>> w = p.db->Begin();
     ASSERT_OK(w);
@@ -137,7 +143,7 @@ TEST(ClusterGcTest, ReadsStopOnceTheLeaseMayHaveRunOut) {
   ASSERT_OK(scanner);
   ASSERT_OK((*reader)->Get("acct", "r", "c"));
 
-  (*etcd)->Pause();  // no renewal gets through
+  etcd_->Pause();  // no renewal gets through
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   Result<std::string> late = (*reader)->Get("acct", "r", "c");
   EXPECT_FALSE(late.ok());
@@ -149,7 +155,7 @@ TEST(ClusterGcTest, ReadsStopOnceTheLeaseMayHaveRunOut) {
     EXPECT_FALSE((*it)->status().ok());
   }
   EXPECT_EQ((*scanner)->error().kind, TransactionError::Kind::kCoordinatorDead);
-  (*etcd)->Resume();
+  etcd_->Resume();
 }
 
 }  // namespace
