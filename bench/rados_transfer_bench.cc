@@ -5,8 +5,8 @@
 // For each number of client processes (--processes), each with --threads
 // threads, for --seconds:
 //   - transfer: a transaction reads two random accounts (GetForUpdate) and
-//     moves a random part of one balance to the other; conflicts abort and
-//     count, and are not retried. Its prewrites' range conditions are
+//     moves a random part of one balance to the other (TwoKeyTransfer);
+//     conflicts abort and count, and are not retried. Its prewrites' range conditions are
 //     checked on the OSD (cls_lua, which the local cluster loads);
 //   - transfer, read first: the same with RadosOptions::
 //     server_side_conditions off, as on a cluster without cls_lua;
@@ -160,6 +160,27 @@ std::vector<std::string> SplitRows(const Flags& f, const test::Bank& bank) {
 
 // Transfers with range conditions checked on the OSD (cls_lua), or by
 // reading the row first (RadosOptions::server_side_conditions off).
+// A 2-key transfer in `txn`: reads two distinct random accounts with
+// GetForUpdate and moves a random part of the first one's balance to the
+// second. Commit is the caller's.
+Status TwoKeyTransfer(Transaction* txn, const test::Bank& bank, Random* rnd) {
+  const int from = static_cast<int>(rnd->Uniform(bank.accounts));
+  int to = static_cast<int>(rnd->Uniform(bank.accounts - 1));
+  if (to >= from) to++;
+  int64_t balance[2];
+  for (int i = 0; i < 2; i++) {
+    const int a = i == 0 ? from : to;
+    STRATA_ASSIGN_OR_RETURN(std::string v, txn->GetForUpdate(bank.TableOf(a), bank.RowOf(a),
+                                                             test::kBalanceColumn));
+    STRATA_ASSIGN_OR_RETURN(balance[i], test::ParseBalance(v));
+  }
+  const int64_t amount = static_cast<int64_t>(rnd->Uniform(balance[0] / 5 + 1));
+  STRATA_RETURN_IF_ERROR(txn->Set(bank.TableOf(from), bank.RowOf(from), test::kBalanceColumn,
+                                  std::to_string(balance[0] - amount)));
+  return txn->Set(bank.TableOf(to), bank.RowOf(to), test::kBalanceColumn,
+                  std::to_string(balance[1] + amount));
+}
+
 enum class Op { kTransfer, kTransferReadFirst, kCas };
 
 // A client process: `threads` threads make `op` for `seconds`; per thread,
@@ -197,7 +218,6 @@ enum class Op { kTransfer, kTransferReadFirst, kCas };
     workers.emplace_back([&, t] {
       ThreadResult& r = per[t];
       Random rnd(static_cast<uint64_t>(::getpid()) * 131 + t);
-      std::vector<test::Leg> legs;
       while (SteadyClock::now() < end) {
         const int64_t start = NowNanos();
         if (op == Op::kCas) {
@@ -215,7 +235,7 @@ enum class Op { kTransfer, kTransferReadFirst, kCas };
         }
         auto txn = db->Begin();
         Status s = txn.status();
-        if (s.ok()) s = test::PrepareTransfer(txn->get(), bank, &rnd, &legs);
+        if (s.ok()) s = TwoKeyTransfer(txn->get(), bank, &rnd);
         if (s.ok()) s = (*txn)->Commit();
         if (s.ok()) {
           r.Add(NowNanos() - start, true);
@@ -375,12 +395,11 @@ Row RunEmbedded(const Flags& f, const std::string& dir) {
       workers.emplace_back([&, t] {
         ThreadResult& r = per[t];
         Random rnd(1000 + t);
-        std::vector<test::Leg> legs;
-        while (SteadyClock::now() < end) {
+          while (SteadyClock::now() < end) {
           const int64_t start = NowNanos();
           auto txn = (*db)->Begin();
           Status s = txn.status();
-          if (s.ok()) s = test::PrepareTransfer(txn->get(), bank, &rnd, &legs);
+          if (s.ok()) s = TwoKeyTransfer(txn->get(), bank, &rnd);
           if (s.ok()) s = (*txn)->Commit();
           if (s.ok()) {
             r.Add(NowNanos() - start, true);
