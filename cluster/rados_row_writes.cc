@@ -47,25 +47,33 @@ bool CanGoBlind(const RowWrite& w, bool server) {
 
 // Run by the OSD (cls_lua's eval_bufferlist) within a blind write: fails it
 // with -ECANCELED when a column has a version in a range. Input: per range
-// three fields, each a 4-byte little-endian length and its bytes: the key
-// the range's versions come after, the column's key prefix, and the range's
-// last key. Keys hold no NUL, as Lua's C API here needs.
+// two fields, each a 4-byte little-endian length and its bytes: the key the
+// range's versions come after, and the range's last key; every key between
+// them is of the column. Only keys are read (map_get_keys: no value is
+// copied), and compared byte by byte (Lua's string < follows the locale).
+// Keys hold no NUL, as Lua's C API here needs.
 constexpr char kRangeScript[] = R"lua(
 local function field(s, pos)
   local b1, b2, b3, b4 = string.byte(s, pos, pos + 3)
   local n = b1 + b2 * 256 + b3 * 65536 + b4 * 16777216
   return string.sub(s, pos + 4, pos + 3 + n), pos + 4 + n
 end
+local function le(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a <= #b
+end
 function strata_ranges_empty(input, output)
   local s = input:str()
   local pos = 1
   while pos <= #s do
-    local after, prefix, last
+    local after, last
     after, pos = field(s, pos)
-    prefix, pos = field(s, pos)
     last, pos = field(s, pos)
-    for key, _ in pairs(objclass.map_get_vals(after, prefix, 1)) do
-      if key <= last then return -125 end
+    for key, _ in pairs(objclass.map_get_keys(after, 1)) do
+      if le(key, last) then return -125 end
     end
   end
   return 0
@@ -134,7 +142,7 @@ class RowJob {
       case Phase::kBlind:
       case Phase::kWrite:
         if (rc == 0) return Finish(true);
-        if (ran_script_ && (rc == -EOPNOTSUPP || rc == -EPERM)) {
+        if (phase_ == Phase::kBlind && ran_script_ && (rc == -EOPNOTSUPP || rc == -EPERM)) {
           // The OSDs do not load cls_lua, or do not let this user call it:
           // ranges are checked by reading, from now on.
           state_->rados().DisableServerConditions();
@@ -228,7 +236,6 @@ class RowJob {
         PutField(&ranges, c.max_timestamp() == kMaxTimestamp
                               ? prefix
                               : CellKey(prefix, c.max_timestamp() + 1));
-        PutField(&ranges, prefix);
         PutField(&ranges, CellKey(prefix, c.min_timestamp()));
         continue;
       }
@@ -371,10 +378,12 @@ Result<std::vector<CheckAndMutateResult>> RadosWriteRows(RadosStoreState* state,
     for (RowJob* job : running) job->Launch();
     for (RowJob* job : running) job->Advance();
   }
+  for (auto& job : jobs) {
+    if (job->status().ok() && job->result().applied) state->NoteWrite(job->tablet());
+  }
   std::vector<CheckAndMutateResult> results;
   for (auto& job : jobs) {
     if (!job->status().ok()) return job->status();
-    if (job->result().applied) state->NoteWrite(job->tablet());
     results.push_back(std::move(job->result()));
   }
   return results;

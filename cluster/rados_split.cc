@@ -18,11 +18,12 @@
 // and-set from its fence, so never another's) and removes its objects; one
 // whose swap reply is lost first makes the outcome known (DecideSwap) and,
 // if it cannot, leaves every object as it is. A splitter that dies between
-// 2 and 4 leaves O fenced and its split key to expire with its lease. A client that keeps meeting
-// the fence with an unchanged map then repairs it (RecoverRadosFence): it takes the split key
-// itself (in a transaction that checks the map is unchanged, so the dead
-// split can no longer swap it), sets O's epoch back to E, removes the dead
-// split's objects, and lets the key go.
+// 2 and 4 leaves O fenced and its split key to expire with its lease. A
+// client that keeps meeting the fence with an unchanged map then repairs it
+// (RecoverRadosFence): it takes the split key itself (in a transaction that
+// checks the map is unchanged, so the dead split can no longer swap it),
+// sets O's epoch back to E, removes the dead split's objects, and lets the
+// key go.
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -129,36 +130,42 @@ Status CopyTablet(EtcdClient* etcd, const RadosCluster& rados, const std::string
   }
 }
 
-// After a swap whose outcome is unknown (its reply lost): makes it known.
-// Taking this split's key away (if it still holds it) means the swap, which
-// needs the key, can no longer apply; a key already gone means the swap
-// applied or can no longer apply, and the map says which: only this swap
-// takes `old_object` out of the map (a table dropped since counts as
-// swapped: nothing is to be unfenced). False when etcd did not answer
-// before `deadline`.
-bool DecideSwap(EtcdClient* etcd, std::string_view root, const std::string& name,
-                const std::string& split_key, const std::string& nonce,
-                const std::string& old_object, Clock::time_point deadline, bool* swapped) {
+// What became of a swap whose reply was lost.
+enum class SwapOutcome {
+  kSwapped,     // the map names this split's objects
+  kNotSwapped,  // the map still names the old object, and the swap can no longer apply
+  kReplaced,    // neither: the table was dropped, or other splits replaced both
+  kUnknown,     // etcd did not answer in time
+};
+
+// Makes a lost swap's outcome known. Taking this split's key away (if it
+// still holds it) means the swap, which needs the key, can no longer apply;
+// a key already gone means the swap applied or can no longer apply, and the
+// map says which. Given a few seconds of its own: the split's deadline may
+// be what ran out.
+SwapOutcome DecideSwap(EtcdClient* etcd, std::string_view root, const std::string& name,
+                       const std::string& split_key, const std::string& nonce,
+                       const std::string& old_object) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     Result<TxnResult> taken =
         etcd->Txn({Compare::ValueEquals(split_key, nonce)}, {TxnOp::Delete(split_key)});
-    if (taken.ok() && taken->succeeded) {
-      *swapped = false;
-      return true;
-    }
+    if (taken.ok() && taken->succeeded) return SwapOutcome::kNotSwapped;
     if (taken.ok()) {
       Result<RadosTableInfo> now = LoadRadosTable(etcd, root, name);
-      if (now.ok() || now.status().IsNotFound()) {
-        *swapped = true;
-        for (const RadosTablet& t : now.ok() ? now->tablets : std::vector<RadosTablet>()) {
-          if (t.object == old_object) *swapped = false;
+      if (now.status().IsNotFound()) return SwapOutcome::kReplaced;
+      if (now.ok()) {
+        SwapOutcome outcome = SwapOutcome::kReplaced;
+        for (const RadosTablet& t : now->tablets) {
+          if (t.object == old_object) return SwapOutcome::kNotSwapped;
+          if (t.object.find(".s" + nonce) != std::string::npos) outcome = SwapOutcome::kSwapped;
         }
-        return true;
+        return outcome;
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return false;
+  return SwapOutcome::kUnknown;
 }
 
 }  // namespace
@@ -248,36 +255,45 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
   next.tablets[index] = RadosTablet{old.start_row, left, "1"};
   next.tablets.insert(next.tablets.begin() + static_cast<ptrdiff_t>(index) + 1,
                       RadosTablet{split_row, right, "1"});
-  bool swapped = false;
-  bool decided = true;  // whether the swap is known to have happened or not
+  SwapOutcome outcome = SwapOutcome::kNotSwapped;
   if (s.ok()) {
     Result<TxnResult> txn =
         etcd->Txn({Compare::ValueEquals(split_key, nonce),
                    Compare::ModRevision(map_key, Compare::Op::kEqual, map.mod_revision)},
                   {TxnOp::Put(map_key, next.Encode()), TxnOp::Delete(split_key)});
-    if (txn.ok()) {
-      swapped = txn->succeeded;
-      if (!swapped) s = Status::Aborted("the split of '" + name + "' lost its lease or its map");
+    if (txn.ok() && txn->succeeded) {
+      outcome = SwapOutcome::kSwapped;
+    } else if (txn.ok()) {
+      s = Status::Aborted("the split of '" + name + "' lost its lease or its map");
     } else {
       s = txn.status();
-      decided = DecideSwap(etcd, root, name, split_key, nonce, old.object, deadline, &swapped);
+      outcome = DecideSwap(etcd, root, name, split_key, nonce, old.object);
     }
   }
-  if (!decided) {
-    // The map may name the new objects: leave everything as it is. The
-    // fence stays until a client repairs it (if the map is unchanged).
-    return s;
-  }
-  if (!swapped) {
-    // This split's own fence, and only it, comes off; its objects go.
-    RadosWriteOp unfence;
-    unfence.CmpXattr(kEpochXattr, fence);
-    unfence.SetXattr(kEpochXattr, old.epoch);
-    RunWrite(rados, old.object, &unfence, "unfencing").PermitUncheckedError();
-    RemoveObject(rados, left);
-    RemoveObject(rados, right);
-    release();
-    return s;
+  switch (outcome) {
+    case SwapOutcome::kSwapped:
+      break;
+    case SwapOutcome::kUnknown:
+      // The map may name the new objects: leave everything as it is. The
+      // fence stays until a client repairs it (if the map is unchanged).
+      return s;
+    case SwapOutcome::kReplaced:
+      // Not in the map, whatever happened: nothing to unfence; the old
+      // object is another split's (or a drop's) to remove.
+      RemoveObject(rados, left);
+      RemoveObject(rados, right);
+      return s;
+    case SwapOutcome::kNotSwapped: {
+      // This split's own fence, and only it, comes off; its objects go.
+      RadosWriteOp unfence;
+      unfence.CmpXattr(kEpochXattr, fence);
+      unfence.SetXattr(kEpochXattr, old.epoch);
+      RunWrite(rados, old.object, &unfence, "unfencing").PermitUncheckedError();
+      RemoveObject(rados, left);
+      RemoveObject(rados, right);
+      release();
+      return s;
+    }
   }
   // 5. The old object.
   RemoveObject(rados, old.object);
@@ -286,11 +302,13 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
 
 namespace {
 
-// Every key of tablet object `object` when it holds more than `max_keys`
-// (in key order); none when it holds no more.
+// Every key of `tablet` when it holds more than `max_keys` (in key order);
+// none when it holds no more, or when it was fenced or removed meanwhile
+// (*gone).
 Status KeysIfOver(const RadosCluster& rados, const RadosTablet& tablet, uint64_t max_keys,
-                  Clock::time_point deadline, std::vector<std::string>* keys) {
+                  Clock::time_point deadline, std::vector<std::string>* keys, bool* gone) {
   keys->clear();
+  *gone = false;
   std::string after;
   for (;;) {
     STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(deadline, "counting " + tablet.object));
@@ -300,7 +318,11 @@ Status KeysIfOver(const RadosCluster& rados, const RadosTablet& tablet, uint64_t
     RadosCall call;
     call.Start(rados, tablet.object, &op);
     const int rc = call.Wait();
-    if (rc == -ECANCELED || rc == -ENOENT) return Status::OK();  // split meanwhile: next pass
+    if (rc == -ECANCELED || rc == -ENOENT) {  // fenced or split meanwhile
+      keys->clear();
+      *gone = true;
+      return Status::OK();
+    }
     if (rc < 0) return RadosError(rc, "counting the keys of " + tablet.object);
     OmapPage& p = op.page(page);
     for (auto& [k, v] : p.entries) keys->push_back(std::move(k));
@@ -326,18 +348,26 @@ std::string MedianRow(const std::vector<std::string>& keys, const std::string& s
 
 Status SplitTabletIfOver(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                          const std::string& name, const RadosTablet& tablet, uint64_t max_keys,
-                         Clock::time_point deadline, bool* split) {
-  *split = false;
+                         Clock::time_point deadline, TabletCheck* result) {
+  *result = TabletCheck::kRaced;
   std::vector<std::string> keys;
-  STRATA_RETURN_IF_ERROR(KeysIfOver(rados, tablet, max_keys, deadline, &keys));
-  if (keys.empty()) return Status::OK();
+  bool gone = false;
+  STRATA_RETURN_IF_ERROR(KeysIfOver(rados, tablet, max_keys, deadline, &keys, &gone));
+  if (gone) return Status::OK();
+  if (keys.empty()) {
+    *result = TabletCheck::kUnderLimit;
+    return Status::OK();
+  }
   const std::string row = MedianRow(keys, tablet.start_row);
-  if (row.empty()) return Status::OK();  // one row
+  if (row.empty()) {
+    *result = TabletCheck::kOneRow;
+    return Status::OK();
+  }
   Status s = SplitRadosTabletIn(etcd, rados, root, name, row, deadline, tablet.object);
   // Another split made that row a boundary, or split this tablet first.
   if (s.IsInvalidArgument() || s.IsBusy()) return Status::OK();
   STRATA_RETURN_IF_ERROR(s);
-  *split = true;
+  *result = TabletCheck::kSplit;
   return Status::OK();
 }
 
@@ -347,21 +377,33 @@ Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados
   if (max_keys < 2) return Status::InvalidArgument("max_keys must be at least 2");
   int splits = 0;
   std::set<std::string> unsplittable;  // objects looked at and left whole
+  // Races (a tablet fenced or split by others) are looked at again, for as
+  // long as one call may take.
+  const auto race_deadline = Clock::now() + std::chrono::milliseconds(timeout_millis);
   for (bool again = true; again;) {
     again = false;
     STRATA_ASSIGN_OR_RETURN(RadosTableInfo map, LoadRadosTable(etcd, root, name));
-    for (const RadosTablet& tablet : map.tablets) {
+    for (size_t i = 0; i < map.tablets.size(); i++) {
+      const RadosTablet& tablet = map.tablets[i];
       if (unsplittable.count(tablet.object) != 0) continue;
       const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_millis);
-      bool split = false;
+      TabletCheck check;
       STRATA_RETURN_IF_ERROR(
-          SplitTabletIfOver(etcd, rados, root, name, tablet, max_keys, deadline, &split));
-      if (!split) {
-        unsplittable.insert(tablet.object);  // under the limit, or one row
+          SplitTabletIfOver(etcd, rados, root, name, tablet, max_keys, deadline, &check));
+      if (check == TabletCheck::kUnderLimit || check == TabletCheck::kOneRow) {
+        unsplittable.insert(tablet.object);
         continue;
       }
-      splits++;
-      again = true;  // the halves may be over the limit still
+      if (check == TabletCheck::kRaced) {
+        STRATA_RETURN_IF_ERROR(RadosStoreState::CheckDeadline(
+            race_deadline, "splitting RADOS table '" + name + "' (its tablets kept changing)"));
+        // A fence a dead split left is repaired here as a client would.
+        RecoverRadosFence(etcd, rados, root, name, map, i).PermitUncheckedError();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } else {
+        splits++;
+      }
+      again = true;  // the halves may be over the limit still; a race: look again
       break;
     }
   }

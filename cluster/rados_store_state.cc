@@ -268,9 +268,9 @@ void RadosStoreState::NoteWrite(const RadosTablet& tablet) {
   if (options_.split_keys == 0) return;
   const uint64_t every = std::max<uint64_t>(1, options_.split_keys / 4);
   MutexLock l(&split_mu_);
-  uint64_t& n = writes_since_check_[tablet.object];
-  if (++n < every || stopping_) return;
-  n = 0;
+  SplitCount& c = writes_since_check_[tablet.object];
+  if (++c.writes < every << c.backoff || stopping_) return;
+  c.writes = 0;
   to_check_.push_back(tablet);
   if (!split_thread_.joinable()) split_thread_ = std::thread([this] { SplitThread(); });
   split_cv_.Signal();
@@ -286,12 +286,24 @@ void RadosStoreState::SplitThread() {
       tablet = std::move(to_check_.front());
       to_check_.pop_front();
     }
-    // Best effort: a check that fails (the cluster unreachable, a deadline)
-    // is made again after the tablet's next split_keys / 4 writes.
-    bool split = false;
+    // Best effort. A check that fails (the cluster unreachable, a tablet
+    // too big to copy within the deadline) is made again after twice as
+    // many writes each time, up to 64 times as many: a tablet that cannot
+    // be split does not stall its writers at every turn.
+    TabletCheck check = TabletCheck::kRaced;
     Status s = SplitTabletIfOver(etcd_.get(), *rados_, options_.root, name_, tablet,
-                                 options_.split_keys, Deadline(), &split);
-    if (s.ok() && split) {
+                                 options_.split_keys, Deadline(), &check);
+    {
+      MutexLock l(&split_mu_);
+      if (s.ok()) {
+        writes_since_check_.erase(tablet.object);  // a split-away object's count goes too
+      } else {
+        SplitCount& c = writes_since_check_[tablet.object];
+        c.writes = 0;
+        c.backoff = std::min(c.backoff + 1, 6);
+      }
+    }
+    if (s.ok() && check == TabletCheck::kSplit) {
       background_splits_.fetch_add(1);
       ReloadMap().PermitUncheckedError();  // spares the next call a fence
     }

@@ -142,7 +142,9 @@ class RadosStoreState {
 
   // Counts a write this store made to `tablet`; every
   // options().split_keys / 4 of them, the background thread counts the
-  // tablet's keys and splits it when it holds more than split_keys.
+  // tablet's keys and splits it when it holds more than split_keys (a
+  // check that fails waits twice as many writes each time). Closing the
+  // store waits for a check under way, up to its deadline.
   void NoteWrite(const RadosTablet& tablet) LOCKS_EXCLUDED(split_mu_);
   // Splits the background thread made (for tests).
   uint64_t background_splits() const { return background_splits_.load(); }
@@ -168,7 +170,11 @@ class RadosStoreState {
   void SplitThread() LOCKS_EXCLUDED(split_mu_);
   Mutex split_mu_;
   CondVar split_cv_{&split_mu_};
-  std::map<std::string, uint64_t> writes_since_check_ GUARDED_BY(split_mu_);
+  struct SplitCount {
+    uint64_t writes = 0;  // since the last check
+    int backoff = 0;      // checks that failed in a row (at most 6)
+  };
+  std::map<std::string, SplitCount> writes_since_check_ GUARDED_BY(split_mu_);
   std::deque<RadosTablet> to_check_ GUARDED_BY(split_mu_);
   bool stopping_ GUARDED_BY(split_mu_) = false;
   std::thread split_thread_;  // started under split_mu_

@@ -94,12 +94,18 @@ Status SplitRadosTabletIn(EtcdClient* etcd, const RadosCluster& rados, std::stri
 Result<int> SplitLargeRadosTabletsIn(EtcdClient* etcd, const RadosCluster& rados,
                                      std::string_view root, const std::string& name,
                                      uint64_t max_keys, uint64_t timeout_millis);
+// What SplitTabletIfOver found.
+enum class TabletCheck {
+  kSplit,       // over the limit: split
+  kUnderLimit,  // at or under it
+  kOneRow,      // over it, but one row: left whole
+  kRaced,       // fenced, split or removed meanwhile: look at the map again
+};
 // Splits `tablet` of table `name` at its middle row if it holds more than
-// `max_keys` keys; *split says whether it did. OK without a split when the
-// tablet is one row, or was fenced or split meanwhile.
+// `max_keys` keys; *result says what it found and did.
 Status SplitTabletIfOver(EtcdClient* etcd, const RadosCluster& rados, std::string_view root,
                          const std::string& name, const RadosTablet& tablet, uint64_t max_keys,
-                         std::chrono::steady_clock::time_point deadline, bool* split);
+                         std::chrono::steady_clock::time_point deadline, TabletCheck* result);
 // Repairs tablet `index` of `map` if a split that died left it fenced and
 // `map` is still the table's map. Always OK: a repair that cannot be made
 // now (etcd unreachable, another repair first) is left to a later call.

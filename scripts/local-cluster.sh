@@ -125,6 +125,8 @@ keyring = $c/keyring
 [osd]
 osd class update on start = false
 osd crush update on start = false
+# Ceph's default is 90 MB: a limit the tests can reach with a few values.
+osd max write size = 16
 $( [ -n "$class_list" ] && printf '%s\n' \
   "# cls_lua among the object classes, for the row store's range checks." \
   "osd class load list = $class_list" "osd class default list = $class_list" )

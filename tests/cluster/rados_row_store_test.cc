@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster/local_ceph.h"
+#include "cluster/rados_io.h"
 #include "strata/rados.h"
 #include "util/row_store_conformance.h"
 #include "util/status_matchers.h"
@@ -281,6 +282,34 @@ TEST(RadosFaultTest, UnreachableOsdOrMonitorFailsWithinTheDeadline) {
                  [&] { return OpenRadosRowStore(Options(kTimeout), name).status(); });
   SharedCeph()->Resume(SharedCeph()->mon_pid());
   ASSERT_OK(OpenRadosRowStore(Options(kTimeout), name).status());
+}
+
+// A range condition is one compound write where the OSD checks it
+// (cls_lua, which the test cluster loads), and a read, then a write, where
+// it does not: counted in the operations this process sent.
+TEST(RadosRangeTest, ARangeConditionIsOneWriteWhereTheOsdChecksIt) {
+  for (const bool server_side : {true, false}) {
+    SCOPED_TRACE(server_side ? "checked on the OSD" : "read first");
+    RadosHarness h({}, server_side);
+    RowStore& store = *h.store();
+    const std::vector<Condition> none = {Condition::NoCellInRange("lock", "k", 3, 9)};
+    RowMutation m;
+    m.Put("lock", "k", 5, "x");
+    cluster::RadosOpCounts& sent = cluster::RadosOpsSent();
+    const uint64_t reads = sent.reads.load(), writes = sent.writes.load();
+    auto first = store.CheckAndMutate(WriteOptions(), "r", none, m);
+    ASSERT_OK(first);
+    EXPECT_TRUE(first->applied);
+    EXPECT_EQ(sent.reads.load() - reads, server_side ? 0u : 1u);
+    EXPECT_EQ(sent.writes.load() - writes, 1u);
+    // Held no more: nothing written, the failure reported with its cell.
+    auto second = store.CheckAndMutate(WriteOptions(), "r", none, m);
+    ASSERT_OK(second);
+    EXPECT_FALSE(second->applied);
+    ASSERT_EQ(second->failures.size(), 1u);
+    ASSERT_EQ(second->failures[0].cells.size(), 1u);
+    EXPECT_EQ(second->failures[0].cells[0].timestamp, 5u);
+  }
 }
 
 // CheckAndMutate's rate, one at a time and many in flight in one batch, on

@@ -183,10 +183,13 @@ TEST_F(RadosSplitTest, AStoreSplitsTabletsItFillsOnItsOwn) {
     m.Put("f", "q", 1, RowName(i));
     ASSERT_OK((*store)->Mutate(WriteOptions(), RowName(i), m));
   }
-  // The checks run behind the writes: wait for them to catch up.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (Map().tablets.size() < 4 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The checks run behind the writes, and only writes start them: rewrite
+  // the rows until they have caught up.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int i = 0; Map().tablets.size() < 4 && std::chrono::steady_clock::now() < give_up; i++) {
+    RowMutation m;
+    m.Put("f", "q", 1, RowName(i % 600));
+    ASSERT_OK((*store)->Mutate(WriteOptions(), RowName(i % 600), m));
   }
   EXPECT_GE(Map().tablets.size(), 4u);
   for (int i = 0; i < 600; i++) {
@@ -204,7 +207,9 @@ TEST_F(RadosSplitTest, AStoreSplitsTabletsItFillsOnItsOwn) {
     m.Put("f", "q", 1, "v");
     ASSERT_OK((*quiet)->Mutate(WriteOptions(), RowName(i), m));
   }
-  EXPECT_EQ(LoadRadosTable(etcd_.get(), options_.root, other)->tablets.size(), 1u);
+  auto other_map = LoadRadosTable(etcd_.get(), options_.root, other);
+  ASSERT_OK(other_map);
+  EXPECT_EQ(other_map->tablets.size(), 1u);
 }
 
 // A tablet of large values is copied in batches each far below the OSD's

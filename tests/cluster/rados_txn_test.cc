@@ -166,7 +166,7 @@ void RadosTxnTest::RunBank(bool split) {
   ASSERT_OK(test::Populate(a.db.get(), bank));
   const auto run_for = std::chrono::milliseconds(test::UnderSanitizer() ? 1500 : 3000);
   const auto stop_at = std::chrono::steady_clock::now() + run_for;
-  std::atomic<uint64_t> commits{0}, aborts{0}, audits{0};
+  std::atomic<uint64_t> commits{0}, aborts{0}, audits{0}, audit_tries{0};
   std::atomic<bool> failed{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; t++) {
@@ -182,9 +182,9 @@ void RadosTxnTest::RunBank(bool split) {
           return;
         }
         if (t == 0) {  // one auditor
-          Result<std::vector<int64_t>> balances =
-              test::ReadBalances(txn->get(), bank, audits % 2 ? test::ReadMode::kScan
-                                                              : test::ReadMode::kBatchGet);
+          Result<std::vector<int64_t>> balances = test::ReadBalances(
+              txn->get(), bank,
+              audit_tries++ % 2 ? test::ReadMode::kScan : test::ReadMode::kBatchGet);
           if (balances.ok()) {
             EXPECT_EQ(test::Sum(*balances), bank.total());
             audits++;
