@@ -14,6 +14,9 @@
 // (CheckAndMutateAll is NotSupported), a batch's rows durable each on its own,
 // and a Scan that reads its whole range when it is called.
 //
+// A build configured with -DSTRATA_WITH_RADOS=OFF links no librados, and
+// every function here answers NotSupported.
+//
 // Thread-safe.
 #ifndef STRATA_RADOS_H_
 #define STRATA_RADOS_H_
