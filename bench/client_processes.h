@@ -4,7 +4,9 @@
 // the local cluster of scripts/local-cluster.sh.
 //
 // Results file: per thread, four uint64 (calls, failures, aux, n) then n
-// uint32 latencies in nanoseconds. `aux` is the benchmark's own count.
+// uint32 latencies in nanoseconds. `aux` is the benchmark's own count. A
+// record whose aux is kTotalsRecord is no thread's but the process's own
+// two totals (in calls and failures, with no latencies), summed apart.
 #ifndef STRATA_BENCH_CLIENT_PROCESSES_H_
 #define STRATA_BENCH_CLIENT_PROCESSES_H_
 
@@ -58,6 +60,8 @@ inline int64_t NowNanos() {
       .count();
 }
 
+inline constexpr uint64_t kTotalsRecord = UINT64_MAX;
+
 // What one client thread measured.
 struct ThreadResult {
   uint64_t calls = 0;
@@ -93,6 +97,7 @@ struct Measured {
   double p99_us = 0;
   uint64_t failures = 0;
   uint64_t aux = 0;
+  uint64_t totals[2] = {0, 0};  // the kTotalsRecord records' sums
   bool ok = true;
 };
 
@@ -118,6 +123,11 @@ inline Measured CollectResults(const char* tool, const std::vector<pid_t>& pids,
     }
     uint64_t head[4];
     while (std::fread(head, sizeof(head), 1, in) == 1) {
+      if (head[2] == kTotalsRecord) {
+        m.totals[0] += head[0];
+        m.totals[1] += head[1];
+        continue;
+      }
       m.calls += head[0];
       m.failures += head[1];
       m.aux += head[2];

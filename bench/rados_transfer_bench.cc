@@ -185,7 +185,7 @@ enum class Op { kTransfer, kTransferReadFirst, kCas };
 
 // A client process: `threads` threads make `op` for `seconds`; per thread,
 // calls are the ops that succeeded (with their latencies), failures the
-// errors, aux the aborted transfers; one more record (aux UINT64_MAX) holds
+// errors, aux the aborted transfers; one more record (kTotalsRecord) holds
 // the process's RADOS reads (calls field) and writes (failures field).
 [[noreturn]] void ClientProcess(const Flags& f, const Cluster& c, Op op, const std::string& dir,
                                 const std::string& path) {
@@ -250,7 +250,7 @@ enum class Op { kTransfer, kTransferReadFirst, kCas };
   }
   for (std::thread& w : workers) w.join();
   ThreadResult ops;  // not a thread: the process's RADOS operations
-  ops.aux = UINT64_MAX;
+  ops.aux = kTotalsRecord;
   ops.calls = cluster::RadosOpsSent().reads.load() - reads0;
   ops.failures = cluster::RadosOpsSent().writes.load() - writes0;
   per.push_back(ops);
@@ -291,58 +291,13 @@ void MachineCpuSeconds(double* busy, double* total) {
   std::fclose(in);
 }
 
+// A figure: m.aux holds the aborted transfers, m.totals the RADOS reads
+// and writes sent.
 struct Row {
   Measured m;
   double osd_cpu = 0;      // cores the OSD kept busy
   double machine_cpu = 0;  // share of all cores busy
-  uint64_t aborted = 0;
-  uint64_t reads = 0;
-  uint64_t writes = 0;
 };
-
-// Reads the results, taking the operation records apart from the threads'.
-Row Collect(const std::vector<pid_t>& pids, const std::vector<std::string>& paths,
-            double seconds) {
-  Row row;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::fprintf(stderr, "rados_transfer_bench: a client failed (status %d)\n", status);
-      row.m.ok = false;
-    }
-  }
-  std::vector<uint32_t> all;
-  for (const std::string& path : paths) {
-    FILE* in = std::fopen(path.c_str(), "rb");
-    if (in == nullptr) {
-      row.m.ok = false;
-      continue;
-    }
-    uint64_t head[4];
-    while (std::fread(head, sizeof(head), 1, in) == 1) {
-      if (head[2] == UINT64_MAX) {
-        row.reads += head[0];
-        row.writes += head[1];
-        continue;
-      }
-      row.m.calls += head[0];
-      row.m.failures += head[1];
-      row.aborted += head[2];
-      const size_t n = all.size();
-      all.resize(n + head[3]);
-      if (head[3] > 0 && std::fread(all.data() + n, 4, head[3], in) != head[3]) row.m.ok = false;
-    }
-    std::fclose(in);
-  }
-  if (!all.empty()) {
-    std::sort(all.begin(), all.end());
-    row.m.p50_us = all[all.size() / 2] / 1000.0;
-    row.m.p99_us = all[std::min(all.size() - 1, all.size() * 99 / 100)] / 1000.0;
-  }
-  row.m.per_second = row.m.calls / seconds;
-  return row;
-}
 
 Row RunClients(const Flags& f, const Cluster& c, Op op, int processes, const std::string& dir) {
   const double osd0 = ProcessCpuSeconds(c.osd_pid);
@@ -360,7 +315,7 @@ Row RunClients(const Flags& f, const Cluster& c, Op op, int processes, const std
     if (pid == 0) ClientProcess(f, c, op, base, paths.back());
     pids.push_back(pid);
   }
-  Row row = Collect(pids, paths, f.seconds);
+  Row row{CollectResults("rados_transfer_bench", pids, paths, f.seconds)};
   double busy1, total1;
   MachineCpuSeconds(&busy1, &total1);
   const double wall = (total1 - total0) / std::thread::hardware_concurrency();
@@ -415,7 +370,7 @@ Row RunEmbedded(const Flags& f, const std::string& dir) {
     if (!(*db)->Close().ok() || !(*engine)->Close().ok()) _exit(5);
     _exit(WriteResults(path, per) ? 0 : 6);
   }
-  return Collect({pid}, {path}, f.seconds);
+  return Row{CollectResults("rados_transfer_bench", {pid}, {path}, f.seconds)};
 }
 
 // The sum of every balance, read in a child (so the parent stays without
@@ -453,13 +408,14 @@ int64_t BankTotal(const Flags& f, const Cluster& c, const std::string& dir) {
 }
 
 void PrintRow(const char* what, const std::string& clients, const Row& r) {
-  const double tried = static_cast<double>(r.m.calls + r.aborted);
+  const double tried = static_cast<double>(r.m.calls + r.m.aux);
   const double committed = static_cast<double>(r.m.calls);
-  std::printf("%-23s %-7s | %7.0f %7.2f %7.2f | %6.1f%% | ", what, clients.c_str(),
-              r.m.per_second, r.m.p50_us / 1000, r.m.p99_us / 1000,
-              tried > 0 ? 100.0 * r.aborted / tried : 0.0);
-  if (r.reads + r.writes > 0 && committed > 0) {
-    std::printf("%4.1f reads %4.1f writes | ", r.reads / committed, r.writes / committed);
+  std::printf("%-23s %-7s | %7.0f %7.2f %7.2f | %6.1f%% | ", what, clients.c_str(), r.m.per_second,
+              r.m.p50_us / 1000, r.m.p99_us / 1000, tried > 0 ? 100.0 * r.m.aux / tried : 0.0);
+  const double reads = static_cast<double>(r.m.totals[0]);
+  const double writes = static_cast<double>(r.m.totals[1]);
+  if (reads + writes > 0 && committed > 0) {
+    std::printf("%4.1f reads %4.1f writes | ", reads / committed, writes / committed);
   } else {
     std::printf("%21s | ", "-");
   }

@@ -16,25 +16,25 @@ std::vector<engine::ConditionalRow> ConditionalRows(const std::vector<Conditiona
   return rows;
 }
 
-struct Connection {
-  std::unique_ptr<EtcdClient> etcd;
-  std::shared_ptr<RadosCluster> rados;
-};
+}  // namespace
 
-Result<Connection> Connect(const RadosOptions& options) {
-  if (options.timeout_millis == 0)
+Result<std::unique_ptr<EtcdClient>> OpenEtcdFor(const RadosOptions& options) {
+  if (options.timeout_millis == 0) {
     return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
+  }
   EtcdOptions etcd;
   etcd.endpoints = options.etcd_endpoints;
   etcd.call_timeout_millis = options.timeout_millis;
+  return EtcdClient::Open(etcd);
+}
+
+Result<Connection> Connect(const RadosOptions& options) {
   Connection c;
-  STRATA_ASSIGN_OR_RETURN(c.etcd, EtcdClient::Open(etcd));
+  STRATA_ASSIGN_OR_RETURN(c.etcd, OpenEtcdFor(options));
   STRATA_ASSIGN_OR_RETURN(c.rados, RadosCluster::Connect(options.ceph_conf, options.ceph_user,
                                                          options.pool, options.timeout_millis));
   return c;
 }
-
-}  // namespace
 
 Result<std::vector<Cell>> RadosRowStore::ReadRow(const ReadOptions& options, std::string_view row,
                                                  const RowFilter& filter) const {
@@ -102,21 +102,16 @@ Result<std::unique_ptr<ReadSession>> RadosRowStore::NewReadSession(
       options));
 }
 
-Result<std::unique_ptr<RowStore>> OpenRadosStoreOn(const RadosOptions& options,
-                                                   const std::string& name,
-                                                   std::shared_ptr<RadosCluster> rados) {
-  if (options.timeout_millis == 0)
-    return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
-  EtcdOptions eo;
-  eo.endpoints = options.etcd_endpoints;
-  eo.call_timeout_millis = options.timeout_millis;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd, EtcdClient::Open(eo));
-  STRATA_ASSIGN_OR_RETURN(RadosTableInfo info, LoadRadosTable(etcd.get(), options.root, name));
+Result<std::unique_ptr<RowStore>> MakeRadosStore(const RadosOptions& options,
+                                                 const std::string& name,
+                                                 std::shared_ptr<RadosCluster> rados,
+                                                 std::unique_ptr<EtcdClient> etcd,
+                                                 RadosTableInfo map) {
   TableSchema schema;
-  for (const std::string& f : info.families) schema.families.push_back({.name = f});
+  for (const std::string& f : map.families) schema.families.push_back({.name = f});
   STRATA_ASSIGN_OR_RETURN(engine::Schema resolved, engine::Schema::FromUser(schema));
   auto state = std::make_shared<RadosStoreState>(options, name, std::move(rados), std::move(etcd),
-                                                 std::move(resolved), std::move(info));
+                                                 std::move(resolved), std::move(map));
   return std::unique_ptr<RowStore>(std::make_unique<RadosRowStore>(std::move(state)));
 }
 
@@ -154,12 +149,11 @@ Status DropRadosTable(const RadosOptions& options, const std::string& name) {
 
 Result<std::unique_ptr<RowStore>> OpenRadosRowStore(const RadosOptions& options,
                                                     const std::string& name) {
-  if (options.timeout_millis == 0)
-    return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<cluster::RadosCluster> rados,
-                          cluster::RadosCluster::Connect(options.ceph_conf, options.ceph_user,
-                                                         options.pool, options.timeout_millis));
-  return cluster::OpenRadosStoreOn(options, name, std::move(rados));
+  STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(options));
+  STRATA_ASSIGN_OR_RETURN(cluster::RadosTableInfo map,
+                          cluster::LoadRadosTable(c.etcd.get(), options.root, name));
+  return cluster::MakeRadosStore(options, name, std::move(c.rados), std::move(c.etcd),
+                                 std::move(map));
 }
 
 }  // namespace strata

@@ -57,11 +57,24 @@ struct RowWrite {
 Result<std::vector<CheckAndMutateResult>> RadosWriteRows(RadosStoreState* state,
                                                          const std::vector<RowWrite>& rows);
 
-// OpenRadosRowStore (strata/rados.h) on a connection to the cluster that
-// the caller may share among the stores of many tables.
-Result<std::unique_ptr<RowStore>> OpenRadosStoreOn(const RadosOptions& options,
-                                                   const std::string& name,
-                                                   std::shared_ptr<RadosCluster> rados);
+// What every function of strata/rados.h opens: an etcd client and a pool
+// connection, each bounded by options.timeout_millis (InvalidArgument when
+// it is 0).
+struct Connection {
+  std::unique_ptr<EtcdClient> etcd;
+  std::shared_ptr<RadosCluster> rados;
+};
+Result<std::unique_ptr<EtcdClient>> OpenEtcdFor(const RadosOptions& options);
+Result<Connection> Connect(const RadosOptions& options);
+
+// A store over table `name` whose map the caller has loaded with `etcd`
+// (which the store keeps, for reloads), on a pool connection the caller may
+// share among many tables' stores.
+Result<std::unique_ptr<RowStore>> MakeRadosStore(const RadosOptions& options,
+                                                 const std::string& name,
+                                                 std::shared_ptr<RadosCluster> rados,
+                                                 std::unique_ptr<EtcdClient> etcd,
+                                                 RadosTableInfo map);
 
 }  // namespace strata::cluster
 

@@ -33,9 +33,8 @@ bool HasTransactionalFamilies(const RadosTableInfo& info) {
 // on the shared connection and cached.
 class RadosTables final : public txn::TableResolver {
  public:
-  RadosTables(RadosOptions options, std::shared_ptr<RadosCluster> rados,
-              std::unique_ptr<EtcdClient> etcd)
-      : options_(std::move(options)), rados_(std::move(rados)), etcd_(std::move(etcd)) {}
+  RadosTables(RadosOptions options, Connection c)
+      : options_(std::move(options)), rados_(std::move(c.rados)), etcd_(std::move(c.etcd)) {}
 
   Result<std::shared_ptr<RowStore>> Resolve(std::string_view table) override {
     {
@@ -43,24 +42,26 @@ class RadosTables final : public txn::TableResolver {
       auto it = stores_.find(table);
       if (it != stores_.end()) return it->second;
     }
-    // Opened outside the mutex: it reads the table's map from etcd.
-    STRATA_ASSIGN_OR_RETURN(RadosTableInfo info, LoadRadosTable(etcd_.get(), options_.root, table));
-    if (!HasTransactionalFamilies(info)) {
+    // Opened outside the mutex: it reads the table's map from etcd, with
+    // an etcd client the store keeps for its reloads.
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd, OpenEtcdFor(options_));
+    STRATA_ASSIGN_OR_RETURN(RadosTableInfo map, LoadRadosTable(etcd.get(), options_.root, table));
+    if (!HasTransactionalFamilies(map)) {
       return Status::InvalidArgument("RADOS table '" + std::string(table) +
                                      "' does not have the transactional families");
     }
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowStore> opened,
-                            OpenRadosStoreOn(options_, std::string(table), rados_));
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<RowStore> opened,
+        MakeRadosStore(options_, std::string(table), rados_, std::move(etcd), std::move(map)));
     MutexLock l(&mu_);
     auto [it, inserted] = stores_.emplace(std::string(table), std::move(opened));
     return it->second;  // a racing Resolve's store when it was first
   }
 
   Status Create(std::string_view name, const TransactionalTableOptions& table_options) {
-    const std::string n(name);
-    const TableSchema schema = txn::TransactionalSchema(table_options);
-    STRATA_RETURN_IF_ERROR(ValidateRadosTable(n, schema, {}));
-    return CreateRadosTableIn(etcd_.get(), *rados_, options_.root, n, schema, {});
+    // (CreateRadosTableIn checks the name and schema first.)
+    return CreateRadosTableIn(etcd_.get(), *rados_, options_.root, std::string(name),
+                              txn::TransactionalSchema(table_options), {});
   }
 
   Result<std::vector<std::string>> List() {
@@ -108,19 +109,8 @@ Result<std::unique_ptr<TransactionDB>> OpenRadosTransactionDB(
     std::shared_ptr<TransactionServices> services, const RadosOptions& rados_options,
     const TransactionDBOptions& options) {
   if (services == nullptr) return Status::InvalidArgument("no TransactionServices");
-  if (rados_options.timeout_millis == 0) {
-    return Status::InvalidArgument("RadosOptions: timeout_millis is 0");
-  }
-  cluster::EtcdOptions eo;
-  eo.endpoints = rados_options.etcd_endpoints;
-  eo.call_timeout_millis = rados_options.timeout_millis;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<cluster::EtcdClient> etcd, cluster::EtcdClient::Open(eo));
-  STRATA_ASSIGN_OR_RETURN(
-      std::shared_ptr<cluster::RadosCluster> rados,
-      cluster::RadosCluster::Connect(rados_options.ceph_conf, rados_options.ceph_user,
-                                     rados_options.pool, rados_options.timeout_millis));
-  auto tables =
-      std::make_shared<cluster::RadosTables>(rados_options, std::move(rados), std::move(etcd));
+  STRATA_ASSIGN_OR_RETURN(cluster::Connection c, cluster::Connect(rados_options));
+  auto tables = std::make_shared<cluster::RadosTables>(rados_options, std::move(c));
   txn::TxnDBConfig config;
   config.options = options;
   // RADOS has no all-or-nothing batch of many rows: every commit takes the
