@@ -39,12 +39,21 @@ Result<std::unique_ptr<Block>> Block::Parse(std::string contents, KeyEncoding en
   return Parse(std::move(data), contents.size(), encoding);
 }
 
+void Block::Release(std::unique_ptr<Block> block) {
+  if (block == nullptr) return;
+  ReleaseBlockMemory(BlockMemory{std::move(block->data_), block->capacity_});
+}
+
 Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t size,
                                             KeyEncoding encoding) {
+  return Parse(BlockMemory{std::move(data), size}, size, encoding);
+}
+
+Result<std::unique_ptr<Block>> Block::Parse(BlockMemory memory, size_t size, KeyEncoding encoding) {
   if (size < 4) {
     return Status::Corruption("block too short (" + std::to_string(size) + " bytes)");
   }
-  const char* contents = data.get();
+  const char* contents = memory.data.get();
   const uint32_t num_restarts = DecodeFixed32(contents + size - 4);
   const uint64_t max_restarts = (size - 4) / 4;
   if (num_restarts == 0 || num_restarts > max_restarts) {
@@ -65,7 +74,7 @@ Result<std::unique_ptr<Block>> Block::Parse(std::unique_ptr<char[]> data, size_t
     prev = r;
   }
   return std::unique_ptr<Block>(
-      new Block(std::move(data), size, restart_offset, num_restarts, encoding));
+      new Block(std::move(memory), size, restart_offset, num_restarts, encoding));
 }
 
 std::unique_ptr<Block::Iter> Block::NewIterator() const { return std::make_unique<Iter>(this); }

@@ -60,12 +60,20 @@ class Block {
   // The same, for `size` bytes at `data` (a buffer the block takes over).
   static Result<std::unique_ptr<Block>> Parse(std::unique_ptr<char[]> data, size_t size,
                                               KeyEncoding encoding = KeyEncoding::kWholeKey);
+  // The same, for the first `size` bytes of `memory`.
+  static Result<std::unique_ptr<Block>> Parse(BlockMemory memory, size_t size,
+                                              KeyEncoding encoding = KeyEncoding::kWholeKey);
+  // Destroys `block`, giving its buffer to this thread's pool.
+  static void Release(std::unique_ptr<Block> block);
 
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
 
-  // The bytes this block holds in memory, for cache charging.
+  // The length of the contents.
   size_t size() const { return size_; }
+  // The bytes this block holds in memory (its buffer and itself), for
+  // cache charging.
+  size_t memory_usage() const { return capacity_ + sizeof(Block); }
   uint32_t num_restarts() const { return num_restarts_; }
   KeyEncoding encoding() const { return encoding_; }
   Slice contents() const { return Slice(data_.get(), size_); }
@@ -76,15 +84,17 @@ class Block {
   std::unique_ptr<Iter> NewIterator() const;
 
  private:
-  Block(std::unique_ptr<char[]> data, size_t size, uint32_t restart_offset, uint32_t num_restarts,
+  Block(BlockMemory memory, size_t size, uint32_t restart_offset, uint32_t num_restarts,
         KeyEncoding encoding)
-      : data_(std::move(data)),
+      : data_(std::move(memory.data)),
+        capacity_(memory.capacity),
         size_(size),
         restart_offset_(restart_offset),
         num_restarts_(num_restarts),
         encoding_(encoding) {}
 
-  const std::unique_ptr<char[]> data_;
+  std::unique_ptr<char[]> data_;  // moved out only by Release
+  const size_t capacity_;
   const size_t size_;
   const uint32_t restart_offset_;  // where the restart array starts (= end of entries)
   const uint32_t num_restarts_;

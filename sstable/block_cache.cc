@@ -250,6 +250,7 @@ class BlockCache::Shard {
       auto it = owner_usage_.find(e->owner);
       it->second -= e->charge;
       if (it->second == 0) owner_usage_.erase(it);
+      Block::Release(std::move(e->block));  // its buffer serves this thread's next read
       delete e;
     } else if (e->refs == 1 && e->in_cache && !e->resident) {
       LruAppend(e);

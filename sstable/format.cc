@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "common/coding.h"
 #include "common/hash.h"
@@ -166,10 +167,56 @@ CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType co
 
 namespace {
 
+constexpr size_t kMaxPooledBlock = 64 << 10;
+constexpr int kPoolSlots = 4;
+
+struct BlockMemoryPool {
+  BlockMemory slots[kPoolSlots];
+};
+
+BlockMemoryPool& ThreadPool() {
+  thread_local BlockMemoryPool pool;
+  return pool;
+}
+
+}  // namespace
+
+BlockMemory AllocateBlockMemory(size_t n) {
+  if (n <= kMaxPooledBlock) {
+    BlockMemoryPool& pool = ThreadPool();
+    BlockMemory* best = nullptr;
+    for (BlockMemory& m : pool.slots) {
+      if (m.data != nullptr && m.capacity >= n && m.capacity <= n + n / 8 &&
+          (best == nullptr || m.capacity < best->capacity)) {
+        best = &m;
+      }
+    }
+    if (best != nullptr) return std::exchange(*best, BlockMemory{});
+  }
+  return BlockMemory{std::make_unique_for_overwrite<char[]>(n), n};
+}
+
+void ReleaseBlockMemory(BlockMemory m) {
+  if (m.data == nullptr || m.capacity > kMaxPooledBlock) return;
+  // Keep the largest buffers: they fit the most requests.
+  BlockMemory* smallest = nullptr;
+  for (BlockMemory& slot : ThreadPool().slots) {
+    if (slot.data == nullptr) {
+      slot = std::move(m);
+      return;
+    }
+    if (smallest == nullptr || slot.capacity < smallest->capacity) smallest = &slot;
+  }
+  if (smallest->capacity < m.capacity) std::swap(*smallest, m);
+  // `m` (now the smallest) is freed here.
+}
+
+namespace {
+
 // Verifies a stored block (contents + trailer) and uncompresses it: *raw is
 // the contents inside `stored` (type none) or in *uncompressed (zstd).
 Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind kind,
-                           uint64_t offset, Slice* raw, std::unique_ptr<char[]>* uncompressed,
+                           uint64_t offset, Slice* raw, BlockMemory* uncompressed,
                            CompressionType* type) {
   if (stored.size() < kBlockTrailerSize) {
     return BlockCorruption(file_name, kind, offset, "truncated block");
@@ -195,16 +242,17 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
       if (!GetVarint32(&in, &raw_size) || raw_size > kMaxBlockSize) {
         return BlockCorruption(file_name, kind, offset, "bad uncompressed size");
       }
-      auto out = std::make_unique_for_overwrite<char[]>(raw_size);
+      BlockMemory out = AllocateBlockMemory(raw_size);
       const size_t got =
-          ZSTD_decompressDCtx(ThreadDCtx(), out.get(), raw_size, in.data(), in.size());
+          ZSTD_decompressDCtx(ThreadDCtx(), out.data.get(), raw_size, in.data(), in.size());
       if (ZSTD_isError(got) || got != raw_size) {
+        ReleaseBlockMemory(std::move(out));
         return BlockCorruption(file_name, kind, offset,
                                std::string("zstd decompression failed: ") +
                                    (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch"));
       }
       *uncompressed = std::move(out);
-      *raw = Slice(uncompressed->get(), raw_size);
+      *raw = Slice(uncompressed->data.get(), raw_size);
       return Status::OK();
     }
   }
@@ -214,15 +262,15 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
 // Reads the stored block at `handle` (contents and trailer) into a new
 // buffer, unverified; *n is its length.
 Status ReadStoredBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
-                       const BlockHandle& handle, std::unique_ptr<char[]>* buf, size_t* n) {
+                       const BlockHandle& handle, BlockMemory* buf, size_t* n) {
   if (handle.size > kMaxBlockSize) {
     return BlockCorruption(file_name, kind, handle.offset,
                            "implausible block size " + std::to_string(handle.size));
   }
   *n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
-  *buf = std::make_unique_for_overwrite<char[]>(*n);
+  *buf = AllocateBlockMemory(*n);
   Slice got;
-  Status s = file.Read(handle.offset, *n, &got, buf->get());
+  Status s = file.Read(handle.offset, *n, &got, buf->data.get());
   if (!s.ok()) {
     return s.WithContext("file " + file_name + ": reading " + BlockKindName(kind) +
                          " block at offset " + std::to_string(handle.offset));
@@ -232,7 +280,7 @@ Status ReadStoredBlock(const RandomAccessFile& file, const std::string& file_nam
                            "truncated block: read " + std::to_string(got.size()) + " of " +
                                std::to_string(*n) + " bytes");
   }
-  if (got.data() != buf->get()) std::memcpy(buf->get(), got.data(), *n);
+  if (got.data() != buf->data.get()) std::memcpy(buf->data.get(), got.data(), *n);
   return Status::OK();
 }
 
@@ -241,11 +289,12 @@ Status ReadStoredBlock(const RandomAccessFile& file, const std::string& file_nam
 Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind kind,
                          uint64_t offset, BlockContents* result) {
   Slice raw;
-  std::unique_ptr<char[]> uncompressed;
+  BlockMemory uncompressed;
   CompressionType type;
   STRATA_RETURN_IF_ERROR(
       VerifyAndUncompress(stored, file_name, kind, offset, &raw, &uncompressed, &type));
   result->data.assign(raw.data(), raw.size());
+  ReleaseBlockMemory(std::move(uncompressed));
   result->stored_as = type;
   result->stored_size = stored.size() - kBlockTrailerSize;
   return Status::OK();
@@ -253,25 +302,36 @@ Status DecodeStoredBlock(Slice stored, const std::string& file_name, BlockKind k
 
 Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
                  const BlockHandle& handle, BlockContents* result) {
-  std::unique_ptr<char[]> buf;
+  BlockMemory buf;
   size_t n = 0;
   STRATA_RETURN_IF_ERROR(ReadStoredBlock(file, file_name, kind, handle, &buf, &n));
-  return DecodeStoredBlock(Slice(buf.get(), n), file_name, kind, handle.offset, result);
+  Status s = DecodeStoredBlock(Slice(buf.data.get(), n), file_name, kind, handle.offset, result);
+  ReleaseBlockMemory(std::move(buf));
+  return s;
 }
 
 Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
-                 const BlockHandle& handle, std::unique_ptr<char[]>* data, size_t* size) {
-  std::unique_ptr<char[]> buf;
+                 const BlockHandle& handle, BlockMemory* memory, size_t* size) {
+  BlockMemory buf;
   size_t n = 0;
   STRATA_RETURN_IF_ERROR(ReadStoredBlock(file, file_name, kind, handle, &buf, &n));
   Slice raw;
-  std::unique_ptr<char[]> uncompressed;
+  BlockMemory uncompressed;
   CompressionType type;
-  STRATA_RETURN_IF_ERROR(VerifyAndUncompress(Slice(buf.get(), n), file_name, kind, handle.offset,
-                                             &raw, &uncompressed, &type));
+  Status s = VerifyAndUncompress(Slice(buf.data.get(), n), file_name, kind, handle.offset, &raw,
+                                 &uncompressed, &type);
+  if (!s.ok()) {
+    ReleaseBlockMemory(std::move(buf));
+    return s;
+  }
   // Uncompressed contents stay in the read buffer; the trailer after them is
-  // just not counted.
-  *data = uncompressed ? std::move(uncompressed) : std::move(buf);
+  // just not counted. A compressed block's read buffer goes back to the pool.
+  if (uncompressed.data != nullptr) {
+    ReleaseBlockMemory(std::move(buf));
+    *memory = std::move(uncompressed);
+  } else {
+    *memory = std::move(buf);
+  }
   *size = raw.size();
   return Status::OK();
 }

@@ -122,16 +122,34 @@ struct BlockContents {
 CompressionType EncodeBlock(const Slice& raw, BlockKind kind, CompressionType compression,
                             int level, void* zstd_cctx, std::string* out);
 
+// Memory for one block's bytes, with the size it was allocated with.
+struct BlockMemory {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+};
+
+// Block buffers come from a small pool per thread that evicted blocks give
+// their buffers back to, so a reader missing the cache while the cache
+// evicts at the same rate swaps buffers instead of freeing a cold one and
+// allocating another. Buffers over 64 KiB are not pooled; a thread's pool
+// holds at most four.
+//
+// A buffer of at least n bytes: a pooled one of at most n + n/8 bytes, or
+// a new one of n.
+BlockMemory AllocateBlockMemory(size_t n);
+// Gives `m` to this thread's pool, or frees it (or a smaller pooled one).
+void ReleaseBlockMemory(BlockMemory m);
+
 // Reads the block at `handle` of kind `kind`, verifies its checksum and
 // uncompresses it. Errors name `file_name`, the kind and the offset.
 Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
                  const BlockHandle& handle, BlockContents* result);
 
-// As ReadBlock, into a heap buffer that is not zero-filled first (the path
-// of data blocks on a cache miss): the uncompressed contents are the first
-// *size bytes of *data.
+// As ReadBlock, into a buffer from AllocateBlockMemory that is not
+// zero-filled first (the path of data blocks on a cache miss): the
+// uncompressed contents are the first *size bytes of *memory.
 Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, BlockKind kind,
-                 const BlockHandle& handle, std::unique_ptr<char[]>* data, size_t* size);
+                 const BlockHandle& handle, BlockMemory* memory, size_t* size);
 
 // Verifies and uncompresses a stored block (`stored` = contents + trailer)
 // already in memory.

@@ -373,7 +373,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
     *cached = cache->Lookup(key, priority);
     if (*cached) return Status::OK();
   }
-  std::unique_ptr<char[]> data;
+  BlockMemory data;
   size_t size = 0;
   STRATA_RETURN_IF_ERROR(ReadBlock(*file_, file_name_, BlockKind::kData, handle, &data, &size));
   Result<std::unique_ptr<Block>> block = Block::Parse(std::move(data), size, data_key_encoding());
@@ -381,7 +381,7 @@ Status TableReader::GetDataBlock(const BlockHandle& handle, bool fill_cache,
     return BlockCorruption(file_name_, BlockKind::kData, handle.offset,
                            std::string(block.status().message()));
   }
-  const size_t charge = (*block)->size() + sizeof(Block);
+  const size_t charge = (*block)->memory_usage();
   // A resident table (an in-memory group) keeps every block, budget or not.
   const bool over_budget =
       fill_budget != nullptr && !options_.resident_blocks && !fill_budget->Take(charge);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -176,6 +178,63 @@ TEST(BlockCacheTest, ConcurrentUse) {
   for (BlockCache::OwnerId t = 0; t < 4; t++) sum += cache.OwnerUsage(t);
   EXPECT_EQ(sum, cache.usage());
   EXPECT_EQ(cache.usage(), cache.num_entries() * 64);
+}
+
+// Runs `body` on a new thread, whose block memory pool starts empty.
+void OnFreshThread(const std::function<void()>& body) { std::thread(body).join(); }
+
+// An evicted block's buffer goes to the evicting thread's pool, and the next
+// buffer of a size it fits is that one.
+TEST(BlockCacheTest, EvictedBlockBuffersAreReused) {
+  OnFreshThread([] {
+    BlockCache cache(100, 0);
+    // Make the buffer of a real block, as a read on a miss does.
+    BlockMemory m = AllocateBlockMemory(4000);
+    BlockBuilder b(16);
+    b.Add("id", "7");
+    const Slice contents = b.Finish();
+    std::memcpy(m.data.get(), contents.data(), contents.size());
+    const char* buffer = m.data.get();
+    auto block = Block::Parse(std::move(m), contents.size());
+    ASSERT_OK(block);
+    EXPECT_EQ((*block)->memory_usage(), 4000 + sizeof(Block));
+    cache.Insert(K(1), std::move(*block), 60, 0);
+    cache.Insert(K(2), MakeBlock(2), 60, 0);  // evicts K(1)
+    EXPECT_FALSE(cache.Lookup(K(1)));
+    // Too large for what is asked (over 1/8 to spare): a new buffer.
+    BlockMemory small = AllocateBlockMemory(100);
+    EXPECT_NE(small.data.get(), buffer);
+    EXPECT_EQ(small.capacity, 100u);
+    // Too small: a new buffer.
+    BlockMemory big = AllocateBlockMemory(4001);
+    EXPECT_NE(big.data.get(), buffer);
+    // Fits: the evicted block's buffer.
+    BlockMemory reused = AllocateBlockMemory(3900);
+    EXPECT_EQ(reused.data.get(), buffer);
+    EXPECT_EQ(reused.capacity, 4000u);
+    ReleaseBlockMemory(std::move(small));
+    ReleaseBlockMemory(std::move(big));
+    ReleaseBlockMemory(std::move(reused));
+  });
+}
+
+// A thread's pool keeps its four largest buffers and never one over 64 KiB.
+TEST(BlockCacheTest, BlockMemoryPoolKeepsTheLargestBuffers) {
+  OnFreshThread([] {
+    std::vector<const char*> kept;
+    for (size_t n : {1000, 2000, 3000, 4000, 5000}) {
+      BlockMemory m = AllocateBlockMemory(n);
+      if (n > 1000) kept.push_back(m.data.get());
+      ReleaseBlockMemory(std::move(m));
+    }
+    BlockMemory huge = AllocateBlockMemory(100 << 10);
+    ReleaseBlockMemory(std::move(huge));  // freed, not pooled
+    for (size_t i = 0; i < kept.size(); i++) {
+      const size_t n = 2000 + 1000 * i;  // the sizes kept, each fitting one buffer exactly
+      BlockMemory m = AllocateBlockMemory(n);
+      EXPECT_EQ(m.data.get(), kept[i]) << n;
+    }
+  });
 }
 
 }  // namespace
