@@ -102,6 +102,11 @@ bool PickInputs(const GroupView& view, int level, int output_level, bool whole_l
   // bottom (checked in CompactionJob), where a rewrite drops them.
   c->trivial_move = c->inputs.size() == 2 && c->inputs[0].size() == 1 && c->inputs[1].empty() &&
                     CompactionFilterOf(*c->group->tablet->table, options) == nullptr;
+  if (!c->bottommost && !c->trivial_move && output_level + 1 < kNumLevels) {
+    for (const auto& f : view.levels[output_level + 1]) {
+      if (RowsOverlap(f->meta, lo, hi)) c->next_level_ends.push_back(f->meta.largest);
+    }
+  }
   if (!c->bottommost && !c->trivial_move) {
     // A row that no deeper file holds is at the bottom all the same.
     c->deeper = std::make_shared<DeeperFiles>(view, output_level + 1, tables,

@@ -46,6 +46,11 @@ struct Compaction {
   // One input, nothing overlapping below, no filter: the file moves down a
   // level by a manifest edit alone.
   bool trivial_move = false;
+  // The largest keys of the files of the level below the output level, in
+  // key order (empty when there is none): once an output file holds half
+  // the target size it ends where one of these files ends, so that a later
+  // compaction of it overlaps fewer files below.
+  std::vector<std::string> next_level_ends;
 };
 
 // Picks, among `groups`, the most urgent compaction whose inputs no running

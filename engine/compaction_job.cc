@@ -94,10 +94,22 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
 
   // Output files, cut at about target_file_size. Outputs end only between
   // rows, so the files of a level never share a row and a compaction that
-  // takes a file takes all of each of its rows.
+  // takes a file takes all of each of its rows. Past half the target size an
+  // output also ends where a file of the level below ends: an output that
+  // straddled that boundary would later drag both files below into its
+  // compaction.
   TableFileWriter writer(ctx_.fs, ctx_.files->dir(), ctx_.limiter);
+  const uint64_t target = ctx_.options->target_file_size;
+  const std::vector<std::string>& ends = c_->next_level_ends;
+  size_t next_end = 0;  // the first of `ends` at or after the last key emitted
   bool cut_pending = false;
   auto emit = [&](const Slice& key, const Slice& value) -> Status {
+    bool crossed = false;
+    while (next_end < ends.size() && key.compare(ends[next_end]) > 0) {
+      next_end++;
+      crossed = true;
+    }
+    if (crossed && writer.is_open() && writer.FileSize() >= target / 2) cut_pending = true;
     if (cut_pending && EncodedRowOf(writer.meta().largest) != EncodedRowOf(key)) {
       cut_pending = false;
       STRATA_RETURN_IF_ERROR(writer.Finish());
@@ -108,7 +120,7 @@ Status CompactionJob::WriteOutputs(std::vector<FileMeta>* outputs, bool* pinned)
           writer.Open(ctx_.versions->NewFileNumber(), tablet, group->index, group_options));
     }
     STRATA_RETURN_IF_ERROR(writer.Add(key, value));
-    if (writer.FileSize() >= ctx_.options->target_file_size) cut_pending = true;
+    if (writer.FileSize() >= target) cut_pending = true;
     return Status::OK();
   };
   CompactionStream::RowProbe older_may_hold_row;

@@ -105,7 +105,8 @@ struct EngineOptions {
   // Bytes allowed in level 1 of a locality group; each deeper level holds 10x
   // the one above. Larger levels mean fewer compactions but more work each.
   uint64_t level1_max_bytes = 64ull << 20;
-  // Compaction output is cut into files of about this size.
+  // Compaction output is cut into files of about this size. From half of
+  // it up, an output also ends where a file of the level below it ends.
   uint64_t target_file_size = 32ull << 20;
   // Compactions that may run at once, each on its own thread (flushes have
   // their own). More lets independent groups and levels compact in parallel

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "common/random.h"
+#include "engine/manifest.h"
+#include "engine/tablet.h"
 #include "engine_test_util.h"
 #include "strata/compaction_filter.h"
 #include "strata/engine.h"
@@ -297,6 +299,85 @@ TEST_F(EngineTest, ManualCompactionMergesEveryLevelIntoTheDeepestAtOnce) {
     auto cells = table_.ReadRow(ReadOptions(), "row" + std::to_string(i));
     ASSERT_OK(cells) << i;
     EXPECT_EQ(cells->size(), i < 200 ? 4u : 3u) << i;
+  }
+}
+
+// Past half the target size, a compaction's output files end where a file
+// of the level below the output ends, so a later compaction of one of them
+// takes no file below that it only touches at an edge.
+TEST_F(EngineTest, CompactionOutputsEndWhereFilesOfTheLevelBelowEnd) {
+  // Level 2 first: 2000 rows in files of one 16 KiB block and a row each
+  // (a file's size counts the blocks it has written).
+  options_.level0_compaction_trigger = 8;
+  options_.level1_max_bytes = 64 << 10;
+  options_.target_file_size = 8 << 10;
+  Reopen();
+  Random rnd(305);
+  auto write_all = [&](uint64_t ts) {
+    WriteOptions unsynced;
+    unsynced.sync = false;
+    for (int i = 0; i < 2000; i++) {
+      char row[16];
+      std::snprintf(row, sizeof(row), "row%05d", i);
+      RowMutation m;
+      m.Put("b", "y", ts, rnd.RandomBytes(50 + rnd.Uniform(100)));
+      ASSERT_OK(table_.Mutate(unsynced, row, m));
+      // Two level-0 files, so that their compaction merges (a file alone
+      // would move down whole).
+      if (i == 999) {
+        ASSERT_OK(engine_->Flush());
+      }
+    }
+    ASSERT_OK(engine_->Flush());
+  };
+  write_all(1);
+  ASSERT_OK(engine_->Compact());
+  ASSERT_EQ(engine_->GetStats().level_files[1], 0u);
+  ASSERT_GT(engine_->GetStats().level_files[2], 10u);
+
+  // Then every row again, compacted from level 0 into level 1 in outputs of
+  // up to 64 KiB: each crosses the end of a level-2 file between half and
+  // all of that, and cut at the target size alone would end inside one.
+  options_.level0_compaction_trigger = 2;
+  options_.level1_max_bytes = 1 << 30;
+  options_.target_file_size = 64 << 10;
+  Reopen();
+  write_all(2);
+  for (int i = 0; i < 10000 && engine_->GetStats().level_files[0] > 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(engine_->GetStats().level_files[0], 0u);
+
+  engine::Catalog catalog;
+  ASSERT_OK(engine::Manifest::Read(
+      options_.file_system != nullptr ? options_.file_system : FileSystem::Default(), dir_.path(),
+      &catalog));
+  const engine::Catalog::GroupFiles* group = nullptr;
+  for (const auto& [key, files] : catalog.files) {
+    if (files.levels.size() > 2 && !files.levels[2].empty()) group = &files;
+  }
+  ASSERT_NE(group, nullptr);
+  const auto& l1 = group->levels[1];
+  const auto& l2 = group->levels[2];
+  ASSERT_GE(l1.size(), 4u);
+  auto row = [](const std::string& key) { return engine::EncodedRowOf(key).ToString(); };
+  for (size_t i = 0; i + 1 < l1.size(); i++) {
+    EXPECT_GE(l1[i].size, (64u << 10) / 2) << i;
+    // Some level-2 file ends at or after this output's last row and before
+    // the next output's first row.
+    const std::string last = row(l1[i].largest);
+    const std::string next = row(l1[i + 1].smallest);
+    bool aligned = false;
+    for (const auto& f : l2) {
+      const std::string end = row(f.largest);
+      if (last <= end && end < next) aligned = true;
+    }
+    EXPECT_TRUE(aligned) << "level-1 file " << i << " of " << l1.size();
+  }
+  for (int i = 0; i < 2000; i += 131) {
+    char r[16];
+    std::snprintf(r, sizeof(r), "row%05d", i);
+    EXPECT_EQ(Read(r).size(), 2u) << r;
   }
 }
 
