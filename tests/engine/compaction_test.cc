@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -235,6 +236,26 @@ TEST_F(EngineTest, LongScanAddsAtMostAQuarterOfTheBlockCache) {
   EXPECT_GT(tenant_.GetStats()->block_cache_bytes, after_scan + 8 * block);
 }
 
+// Writes b:y at `ts` to the rows row(0)..row(n - 1), each value a new
+// value(), unsynced, and flushes after the first half and at the end: two
+// level-0 files, so that their compaction merges (a file alone would move
+// down whole).
+void WriteInTwoFlushes(Engine* engine, Table* table, int n, uint64_t ts,
+                       const std::function<std::string(int)>& row,
+                       const std::function<std::string()>& value) {
+  WriteOptions unsynced;
+  unsynced.sync = false;
+  for (int i = 0; i < n; i++) {
+    RowMutation m;
+    m.Put("b", "y", ts, value());
+    ASSERT_OK(table->Mutate(unsynced, row(i), m));
+    if (i == n / 2 - 1) {
+      ASSERT_OK(engine->Flush());
+    }
+  }
+  ASSERT_OK(engine->Flush());
+}
+
 // Engine::Compact merges every level above the deepest one holding data
 // into it in one compaction, so each byte it writes is written once.
 TEST_F(EngineTest, ManualCompactionMergesEveryLevelIntoTheDeepestAtOnce) {
@@ -244,17 +265,9 @@ TEST_F(EngineTest, ManualCompactionMergesEveryLevelIntoTheDeepestAtOnce) {
   Reopen();
   Random rnd(303);
   auto write_all = [&](uint64_t ts) {
-    WriteOptions unsynced;
-    unsynced.sync = false;
-    for (int i = 0; i < 2000; i++) {
-      RowMutation m;
-      m.Put("b", "y", ts, rnd.RandomBytes(100));
-      ASSERT_OK(table_.Mutate(unsynced, "row" + std::to_string(i), m));
-      if (i == 999) {
-        ASSERT_OK(engine_->Flush());
-      }
-    }
-    ASSERT_OK(engine_->Flush());
+    WriteInTwoFlushes(
+        engine_.get(), &table_, 2000, ts, [](int i) { return "row" + std::to_string(i); },
+        [&] { return rnd.RandomBytes(100); });
   };
   write_all(1);
   ASSERT_OK(engine_->Compact());
@@ -313,22 +326,14 @@ TEST_F(EngineTest, CompactionOutputsEndWhereFilesOfTheLevelBelowEnd) {
   options_.target_file_size = 8 << 10;
   Reopen();
   Random rnd(305);
+  auto row = [](int i) {
+    char r[16];
+    std::snprintf(r, sizeof(r), "row%05d", i);
+    return std::string(r);
+  };
   auto write_all = [&](uint64_t ts) {
-    WriteOptions unsynced;
-    unsynced.sync = false;
-    for (int i = 0; i < 2000; i++) {
-      char row[16];
-      std::snprintf(row, sizeof(row), "row%05d", i);
-      RowMutation m;
-      m.Put("b", "y", ts, rnd.RandomBytes(50 + rnd.Uniform(100)));
-      ASSERT_OK(table_.Mutate(unsynced, row, m));
-      // Two level-0 files, so that their compaction merges (a file alone
-      // would move down whole).
-      if (i == 999) {
-        ASSERT_OK(engine_->Flush());
-      }
-    }
-    ASSERT_OK(engine_->Flush());
+    WriteInTwoFlushes(engine_.get(), &table_, 2000, ts, row,
+                      [&] { return rnd.RandomBytes(50 + rnd.Uniform(100)); });
   };
   write_all(1);
   ASSERT_OK(engine_->Compact());
@@ -349,9 +354,7 @@ TEST_F(EngineTest, CompactionOutputsEndWhereFilesOfTheLevelBelowEnd) {
   ASSERT_EQ(engine_->GetStats().level_files[0], 0u);
 
   engine::Catalog catalog;
-  ASSERT_OK(engine::Manifest::Read(
-      options_.file_system != nullptr ? options_.file_system : FileSystem::Default(), dir_.path(),
-      &catalog));
+  ASSERT_OK(engine::Manifest::Read(FileSystem::Default(), dir_.path(), &catalog));
   const engine::Catalog::GroupFiles* group = nullptr;
   for (const auto& [key, files] : catalog.files) {
     if (files.levels.size() > 2 && !files.levels[2].empty()) group = &files;
@@ -360,25 +363,21 @@ TEST_F(EngineTest, CompactionOutputsEndWhereFilesOfTheLevelBelowEnd) {
   const auto& l1 = group->levels[1];
   const auto& l2 = group->levels[2];
   ASSERT_GE(l1.size(), 4u);
-  auto row = [](const std::string& key) { return engine::EncodedRowOf(key).ToString(); };
+  auto row_of = [](const std::string& key) { return engine::EncodedRowOf(key).ToString(); };
   for (size_t i = 0; i + 1 < l1.size(); i++) {
     EXPECT_GE(l1[i].size, (64u << 10) / 2) << i;
     // Some level-2 file ends at or after this output's last row and before
     // the next output's first row.
-    const std::string last = row(l1[i].largest);
-    const std::string next = row(l1[i + 1].smallest);
+    const std::string last = row_of(l1[i].largest);
+    const std::string next = row_of(l1[i + 1].smallest);
     bool aligned = false;
     for (const auto& f : l2) {
-      const std::string end = row(f.largest);
+      const std::string end = row_of(f.largest);
       if (last <= end && end < next) aligned = true;
     }
     EXPECT_TRUE(aligned) << "level-1 file " << i << " of " << l1.size();
   }
-  for (int i = 0; i < 2000; i += 131) {
-    char r[16];
-    std::snprintf(r, sizeof(r), "row%05d", i);
-    EXPECT_EQ(Read(r).size(), 2u) << r;
-  }
+  for (int i = 0; i < 2000; i += 131) EXPECT_EQ(Read(row(i)).size(), 2u) << i;
 }
 
 // Counts reads (as CountingReadFileSystem) and records the files created,
