@@ -246,7 +246,6 @@ Status VerifyAndUncompress(Slice stored, const std::string& file_name, BlockKind
       const size_t got =
           ZSTD_decompressDCtx(ThreadDCtx(), out.data.get(), raw_size, in.data(), in.size());
       if (ZSTD_isError(got) || got != raw_size) {
-        ReleaseBlockMemory(std::move(out));
         return BlockCorruption(file_name, kind, offset,
                                std::string("zstd decompression failed: ") +
                                    (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch"));
@@ -318,12 +317,8 @@ Status ReadBlock(const RandomAccessFile& file, const std::string& file_name, Blo
   Slice raw;
   BlockMemory uncompressed;
   CompressionType type;
-  Status s = VerifyAndUncompress(Slice(buf.data.get(), n), file_name, kind, handle.offset, &raw,
-                                 &uncompressed, &type);
-  if (!s.ok()) {
-    ReleaseBlockMemory(std::move(buf));
-    return s;
-  }
+  STRATA_RETURN_IF_ERROR(VerifyAndUncompress(Slice(buf.data.get(), n), file_name, kind,
+                                             handle.offset, &raw, &uncompressed, &type));
   // Uncompressed contents stay in the read buffer; the trailer after them is
   // just not counted. A compressed block's read buffer goes back to the pool.
   if (uncompressed.data != nullptr) {
